@@ -1,0 +1,79 @@
+// Shapes of the heavy operators (convolution, inner product, pooling) and their op interfaces.
+// An op is created once per shape by a Backend and reused every step: nothing is allocated inside
+// forward or backward. Activations are NHWC; weights are in PyTorch's layout (conv OIHW with
+// I = C_in / groups, linear [out, in]) and a backend may reorder them internally.
+#pragma once
+#include <cstdint>
+#include <string>
+
+namespace scaletrain {
+
+struct ConvShape {
+  int64_t batch = 0;
+  int64_t in_h = 0, in_w = 0, in_c = 0;
+  int64_t out_c = 0;
+  int64_t kernel_h = 0, kernel_w = 0;
+  int64_t stride_h = 1, stride_w = 1;
+  int64_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
+  int64_t groups = 1;  // groups == in_c == out_c: depthwise
+  bool bias = true;
+
+  int64_t out_h() const { return (in_h + pad_top + pad_bottom - kernel_h) / stride_h + 1; }
+  int64_t out_w() const { return (in_w + pad_left + pad_right - kernel_w) / stride_w + 1; }
+  std::string to_string() const;
+};
+
+// y[N,OH,OW,OC] = conv(x[N,H,W,IC], w[OC, IC/groups, KH, KW]) + b[OC]
+class ConvOp {
+ public:
+  virtual ~ConvOp() = default;
+  virtual void forward(const float* x, const float* w, const float* b, float* y) = 0;
+  // dx = conv_transpose(dy, w); dx is overwritten.
+  virtual void backward_data(const float* dy, const float* w, float* dx) = 0;
+  // dw, db (db may be null when the op has no bias) are overwritten, not accumulated.
+  virtual void backward_weights(const float* x, const float* dy, float* dw, float* db) = 0;
+};
+
+struct InnerProductShape {
+  int64_t batch = 0;
+  int64_t in_features = 0;
+  int64_t out_features = 0;
+  bool bias = true;
+  std::string to_string() const;
+};
+
+// y[N,OUT] = x[N,IN] * w[OUT,IN]^T + b[OUT]
+class InnerProductOp {
+ public:
+  virtual ~InnerProductOp() = default;
+  virtual void forward(const float* x, const float* w, const float* b, float* y) = 0;
+  virtual void backward_data(const float* dy, const float* w, float* dx) = 0;
+  virtual void backward_weights(const float* x, const float* dy, float* dw, float* db) = 0;
+};
+
+enum class PoolKind { max, average };
+
+struct PoolShape {
+  PoolKind kind = PoolKind::max;
+  int64_t batch = 0;
+  int64_t in_h = 0, in_w = 0, channels = 0;
+  int64_t kernel_h = 2, kernel_w = 2;
+  int64_t stride_h = 2, stride_w = 2;
+  int64_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
+  // average pooling: padded cells are excluded from the divisor (Keras 'same', PyTorch
+  // count_include_pad=False).
+  int64_t out_h() const { return (in_h + pad_top + pad_bottom - kernel_h) / stride_h + 1; }
+  int64_t out_w() const { return (in_w + pad_left + pad_right - kernel_w) / stride_w + 1; }
+  std::string to_string() const;
+};
+
+// Max pooling keeps what backward needs (the argmax workspace) inside the op, so forward with
+// training = true must precede backward.
+class PoolOp {
+ public:
+  virtual ~PoolOp() = default;
+  virtual void forward(const float* x, float* y, bool training) = 0;
+  virtual void backward(const float* dy, float* dx) = 0;
+};
+
+}  // namespace scaletrain

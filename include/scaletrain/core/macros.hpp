@@ -1,0 +1,11 @@
+// Portability macros shared by host and device code: SCALETRAIN_HOST_DEVICE marks functions that
+// nvcc must compile for both sides (the kernels/ functors); plain C++ compilers see nothing.
+#pragma once
+
+#if defined(__CUDACC__) || defined(__HIPCC__)
+#define SCALETRAIN_HOST_DEVICE __host__ __device__
+#define SCALETRAIN_INLINE __host__ __device__ __forceinline__
+#else
+#define SCALETRAIN_HOST_DEVICE
+#define SCALETRAIN_INLINE inline
+#endif

@@ -1,0 +1,30 @@
+// Launching a kernels/ functor over an index range. On the host the functor runs through
+// Kokkos::parallel_for on the default host execution space (Serial in Debian's Kokkos, OpenMP on a
+// cluster build); the CUDA backend launches the very same functor in a grid-stride loop.
+#pragma once
+#include <Kokkos_Core.hpp>
+#include <cstdint>
+
+namespace scaletrain::kernels {
+
+// Runs f(i) for i in [0, n) on the host. The functor must be trivially copyable and take int64_t.
+template <class F>
+void launch_host(const char* label, int64_t n, const F& f) {
+  if (n <= 0) return;
+  Kokkos::parallel_for(label, Kokkos::RangePolicy<Kokkos::DefaultHostExecutionSpace, Kokkos::IndexType<int64_t>>(0, n),
+                       f);
+}
+
+// Kokkos must be initialized once per process; RAII guard used by apps and tests.
+class KokkosScope {
+ public:
+  KokkosScope();
+  ~KokkosScope();
+  KokkosScope(const KokkosScope&) = delete;
+  KokkosScope& operator=(const KokkosScope&) = delete;
+
+ private:
+  bool owns_ = false;
+};
+
+}  // namespace scaletrain::kernels

@@ -1,0 +1,72 @@
+// Layer: one node of a model. A layer is configured with its per-sample input shape (declaring
+// its parameters and checking the shape), its parameters are bound to storage the Model owns (flat
+// buffers, so gradient buckets need no copy), then built for a batch size (ops created once),
+// and then runs forward and backward any number of times.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "scaletrain/backend/backend.hpp"
+#include "scaletrain/core/tensor.hpp"
+
+namespace scaletrain::nn {
+
+// How a parameter's initial values are drawn.
+enum class Init { zeros, glorot_uniform, lecun_normal, he_uniform, pytorch_default };
+
+struct Parameter {
+  std::string name;  // "weight", "bias", "depthwise_weight", ...
+  Shape shape;       // PyTorch layout
+  Init init = Init::zeros;
+  int64_t fan_in = 0, fan_out = 0;
+  Tensor value;  // bound by the Model: a view into its flat parameter buffer
+  Tensor grad;   // bound by the Model: a view into its flat gradient buffer
+};
+
+class Layer {
+ public:
+  explicit Layer(std::string name) : name_(std::move(name)) {}
+  virtual ~Layer() = default;
+
+  const std::string& name() const { return name_; }
+  void set_name(std::string n) { name_ = std::move(n); }
+  // Keras-style class name for the summary: "Conv2D", "SeparableConv2D", ...
+  virtual std::string type() const = 0;
+
+  // Checks the per-sample input shape (no batch dimension; images are [H, W, C]), declares the
+  // parameters and returns the per-sample output shape. Throws Error naming the layer on mismatch.
+  virtual Shape configure(const Shape& in) = 0;
+  // Creates ops and activation buffers for `batch` samples. Parameters are bound before this.
+  virtual void build(Backend& backend, int64_t batch) = 0;
+  // y = f(x). x is [batch, in...]; the returned tensor is owned by the layer.
+  virtual const Tensor& forward(const Tensor& x, bool training) = 0;
+  // Given dy, writes (overwrites) parameter gradients and returns dx unless !need_dx, in which
+  // case the returned tensor is undefined. forward(x, true) must have run with the same x.
+  virtual const Tensor& backward(const Tensor& dy, bool need_dx) = 0;
+
+  // Forward floating-point operations per sample (a multiply-add counts 2).
+  virtual int64_t flops_per_sample() const { return 0; }
+  // Sets the seed of any randomness (dropout) and the step it is at.
+  virtual void set_random_state(uint64_t seed, uint64_t step) {}
+
+  std::vector<Parameter>& parameters() { return params_; }
+  const std::vector<Parameter>& parameters() const { return params_; }
+  int64_t parameter_count() const;
+  const Shape& input_shape() const { return in_shape_; }
+  const Shape& output_shape() const { return out_shape_; }
+
+ protected:
+  Parameter& declare(std::string name, Shape shape, Init init, int64_t fan_in, int64_t fan_out);
+  // Layer-named shape error.
+  [[noreturn]] void shape_error(const std::string& what) const;
+
+  std::string name_;
+  std::vector<Parameter> params_;
+  Shape in_shape_, out_shape_;
+};
+
+using LayerPtr = std::unique_ptr<Layer>;
+
+}  // namespace scaletrain::nn
