@@ -69,4 +69,7 @@ class Layer {
 
 using LayerPtr = std::unique_ptr<Layer>;
 
+// The undefined tensor backward returns when need_dx is false.
+const Tensor& no_gradient();
+
 }  // namespace scaletrain::nn

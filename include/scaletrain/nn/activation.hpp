@@ -1,0 +1,32 @@
+// Activations a layer can fuse after its bias (Keras' `activation=` argument): none, relu, selu.
+// FusedActivation keeps the pre-activation values that the backward pass needs.
+#pragma once
+#include <string>
+
+#include "scaletrain/core/tensor.hpp"
+
+namespace scaletrain::nn {
+
+enum class Activation { none, relu, selu };
+Activation parse_activation(const std::string& name);
+std::string activation_name(Activation a);
+
+class FusedActivation {
+ public:
+  explicit FusedActivation(Activation a = Activation::none) : act_(a) {}
+  Activation kind() const { return act_; }
+  // Allocates the post-activation and gradient buffers for `shape` (nothing when kind is none).
+  void build(const Shape& shape);
+  // The tensor the layer's op writes its pre-activation output into.
+  Tensor& pre() { return pre_; }
+  // Applies the activation to pre() and returns the layer's output.
+  const Tensor& forward();
+  // Turns dy (gradient of the output) into the gradient of pre(); returns dy itself for none.
+  const Tensor& backward(const Tensor& dy);
+
+ private:
+  Activation act_;
+  Tensor pre_, post_, dpre_;
+};
+
+}  // namespace scaletrain::nn

@@ -1,0 +1,48 @@
+// Conv2D and DepthwiseConv2D: 2-D convolution over NHWC activations with stride, Keras padding,
+// groups, bias and a fused activation. Weights [OC, IC/groups, KH, KW] as in PyTorch.
+#pragma once
+#include <memory>
+
+#include "scaletrain/nn/activation.hpp"
+#include "scaletrain/nn/layer.hpp"
+#include "scaletrain/nn/padding.hpp"
+
+namespace scaletrain::nn {
+
+struct Conv2DOptions {
+  int64_t filters = 0;
+  int64_t kernel = 3;
+  int64_t stride = 1;
+  Padding padding = Padding::same;
+  int64_t groups = 1;
+  bool bias = true;
+  Activation activation = Activation::none;
+};
+
+class Conv2D : public Layer {
+ public:
+  Conv2D(std::string name, Conv2DOptions o);
+  std::string type() const override { return "Conv2D"; }
+  Shape configure(const Shape& in) override;
+  void build(Backend& backend, int64_t batch) override;
+  const Tensor& forward(const Tensor& x, bool training) override;
+  const Tensor& backward(const Tensor& dy, bool need_dx) override;
+  int64_t flops_per_sample() const override;
+
+ protected:
+  Conv2DOptions opt_;
+  ConvShape conv_;
+  std::unique_ptr<ConvOp> op_;
+  FusedActivation act_;
+  Tensor x_, dx_;
+};
+
+// One filter per input channel (depth_multiplier 1): groups == channels.
+class DepthwiseConv2D : public Conv2D {
+ public:
+  DepthwiseConv2D(std::string name, int64_t kernel, int64_t stride, Padding padding, bool bias, Activation act);
+  std::string type() const override { return "DepthwiseConv2D"; }
+  Shape configure(const Shape& in) override;
+};
+
+}  // namespace scaletrain::nn

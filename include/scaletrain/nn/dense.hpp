@@ -1,0 +1,29 @@
+// Dense (fully connected): y = x W^T + b with a fused activation; W is [units, in] as in PyTorch.
+#pragma once
+#include <memory>
+
+#include "scaletrain/nn/activation.hpp"
+#include "scaletrain/nn/layer.hpp"
+
+namespace scaletrain::nn {
+
+class Dense : public Layer {
+ public:
+  Dense(std::string name, int64_t units, Activation act = Activation::none, bool bias = true);
+  std::string type() const override { return "Dense"; }
+  Shape configure(const Shape& in) override;
+  void build(Backend& backend, int64_t batch) override;
+  const Tensor& forward(const Tensor& x, bool training) override;
+  const Tensor& backward(const Tensor& dy, bool need_dx) override;
+  int64_t flops_per_sample() const override { return 2 * ip_.in_features * ip_.out_features; }
+
+ private:
+  int64_t units_;
+  bool bias_;
+  InnerProductShape ip_;
+  std::unique_ptr<InnerProductOp> op_;
+  FusedActivation act_;
+  Tensor x_, dx_;
+};
+
+}  // namespace scaletrain::nn

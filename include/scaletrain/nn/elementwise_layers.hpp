@@ -1,0 +1,41 @@
+// Stand-alone element-wise layers: ReLU, SELU and Dropout (inverted, counter-based random mask).
+#pragma once
+#include "scaletrain/nn/activation.hpp"
+#include "scaletrain/nn/layer.hpp"
+
+namespace scaletrain::nn {
+
+class ActivationLayer : public Layer {
+ public:
+  ActivationLayer(std::string name, Activation a) : Layer(std::move(name)), act_(a) {}
+  std::string type() const override { return act_.kind() == Activation::relu ? "ReLU" : "SELU"; }
+  Shape configure(const Shape& in) override;
+  void build(Backend& backend, int64_t batch) override;
+  const Tensor& forward(const Tensor& x, bool training) override;
+  const Tensor& backward(const Tensor& dy, bool need_dx) override;
+
+ private:
+  FusedActivation act_;
+};
+
+class Dropout : public Layer {
+ public:
+  Dropout(std::string name, float rate);
+  std::string type() const override { return "Dropout"; }
+  Shape configure(const Shape& in) override;
+  void build(Backend& backend, int64_t batch) override;
+  const Tensor& forward(const Tensor& x, bool training) override;
+  const Tensor& backward(const Tensor& dy, bool need_dx) override;
+  void set_random_state(uint64_t seed, uint64_t step) override {
+    seed_ = seed;
+    step_ = step;
+  }
+
+ private:
+  float rate_;
+  uint64_t seed_ = 0, step_ = 0;
+  bool last_training_ = false;
+  Tensor y_, mask_, dx_;
+};
+
+}  // namespace scaletrain::nn

@@ -1,0 +1,77 @@
+// Model: the layer graph (a chain executed in topological order, backward in reverse), the flat
+// parameter and gradient buffers every layer's parameters are views of (laid out in reverse layer
+// order, the order backward finishes them, so gradient buckets are contiguous), initialization and
+// the Keras-style summary.
+#pragma once
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "scaletrain/nn/layer.hpp"
+
+namespace scaletrain::nn {
+
+// Where one parameter lives in the flat buffers.
+struct ParameterSlot {
+  size_t layer = 0;
+  size_t index = 0;  // within the layer's parameters()
+  int64_t offset = 0;
+  int64_t count = 0;
+};
+
+class Model {
+ public:
+  explicit Model(std::string name) : name_(std::move(name)) {}
+  const std::string& name() const { return name_; }
+
+  // Adds a layer; an empty name gets a Keras-style one ("conv2d", "conv2d_1", ...).
+  Layer& add(LayerPtr layer);
+  template <class L, class... Args>
+  L& emplace(Args&&... args) {
+    return static_cast<L&>(add(std::make_unique<L>(std::forward<Args>(args)...)));
+  }
+
+  // Checks the chain for the per-sample input shape, lays out and binds the flat buffers.
+  void configure(const Shape& input_sample);
+  // Creates every layer's ops for `batch` samples.
+  void build(Backend& backend, int64_t batch);
+  // Deterministic initialization from a seed (identical on every rank).
+  void init_parameters(uint64_t seed);
+
+  const Tensor& forward(const Tensor& x, bool training);
+  // Runs backward from the gradient of the logits. After each layer finishes, on_layer_done is
+  // called with that layer's index, so the caller can start reducing its gradients.
+  void backward(const Tensor& dlogits, const std::function<void(size_t)>& on_layer_done = {});
+  void set_random_state(uint64_t seed, uint64_t step);
+
+  std::vector<LayerPtr>& layers() { return layers_; }
+  const std::vector<LayerPtr>& layers() const { return layers_; }
+  // Slots in the order of the flat buffers (= reverse layer order = ready order).
+  const std::vector<ParameterSlot>& slots() const { return slots_; }
+  // The slots of layer i are slots()[first_slot(i)] .. slots()[first_slot(i) + parameters().size()).
+  size_t first_slot(size_t layer) const { return first_slot_[layer]; }
+  Tensor& flat_parameters() { return flat_params_; }
+  Tensor& flat_gradients() { return flat_grads_; }
+  const Tensor& flat_parameters() const { return flat_params_; }
+
+  const Shape& input_shape() const { return input_shape_; }
+  const Shape& output_shape() const { return output_shape_; }
+  int64_t parameter_count() const { return flat_params_.numel(); }
+  int64_t flops_per_sample() const;
+  int64_t batch() const { return batch_; }
+
+  // Keras' model.summary() with a FLOPs-per-sample column.
+  std::string summary() const;
+
+ private:
+  std::string name_;
+  std::vector<LayerPtr> layers_;
+  std::vector<ParameterSlot> slots_;
+  std::vector<size_t> first_slot_;
+  Tensor flat_params_, flat_grads_;
+  Shape input_shape_, output_shape_;
+  int64_t batch_ = 0;
+  bool configured_ = false;
+};
+
+}  // namespace scaletrain::nn

@@ -1,0 +1,51 @@
+// Pooling layers over NHWC: MaxPool2D, AvgPool2D (padding excluded from the average) and
+// GlobalAvgPool ([H, W, C] -> [C]).
+#pragma once
+#include <memory>
+
+#include "scaletrain/nn/layer.hpp"
+#include "scaletrain/nn/padding.hpp"
+
+namespace scaletrain::nn {
+
+class Pool2D : public Layer {
+ public:
+  Pool2D(std::string name, PoolKind kind, int64_t pool, int64_t stride, Padding padding);
+  std::string type() const override { return kind_ == PoolKind::max ? "MaxPooling2D" : "AveragePooling2D"; }
+  Shape configure(const Shape& in) override;
+  void build(Backend& backend, int64_t batch) override;
+  const Tensor& forward(const Tensor& x, bool training) override;
+  const Tensor& backward(const Tensor& dy, bool need_dx) override;
+  int64_t flops_per_sample() const override;
+
+ protected:
+  PoolKind kind_;
+  int64_t pool_, stride_;
+  Padding padding_;
+  PoolShape shape_;
+  std::unique_ptr<PoolOp> op_;
+  Tensor y_, dx_;
+};
+
+class MaxPool2D : public Pool2D {
+ public:
+  MaxPool2D(std::string name, int64_t pool = 2, int64_t stride = 0, Padding padding = Padding::valid)
+      : Pool2D(std::move(name), PoolKind::max, pool, stride, padding) {}
+};
+
+class AvgPool2D : public Pool2D {
+ public:
+  AvgPool2D(std::string name, int64_t pool = 2, int64_t stride = 0, Padding padding = Padding::valid)
+      : Pool2D(std::move(name), PoolKind::average, pool, stride, padding) {}
+};
+
+// Average over the whole spatial extent; output [C] per sample.
+class GlobalAvgPool : public Pool2D {
+ public:
+  explicit GlobalAvgPool(std::string name) : Pool2D(std::move(name), PoolKind::average, 0, 0, Padding::valid) {}
+  std::string type() const override { return "GlobalAveragePooling2D"; }
+  Shape configure(const Shape& in) override;
+  void build(Backend& backend, int64_t batch) override;
+};
+
+}  // namespace scaletrain::nn

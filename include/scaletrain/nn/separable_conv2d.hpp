@@ -1,0 +1,32 @@
+// SeparableConv2D (Keras): a depthwise KxK convolution without bias, then a 1x1 pointwise
+// convolution with bias, then a fused activation. Parameters: depthwise_weight [C, 1, K, K],
+// pointwise_weight [F, C, 1, 1], bias [F].
+#pragma once
+#include <memory>
+
+#include "scaletrain/nn/activation.hpp"
+#include "scaletrain/nn/layer.hpp"
+#include "scaletrain/nn/padding.hpp"
+
+namespace scaletrain::nn {
+
+class SeparableConv2D : public Layer {
+ public:
+  SeparableConv2D(std::string name, int64_t filters, int64_t kernel, int64_t stride, Padding padding, Activation act);
+  std::string type() const override { return "SeparableConv2D"; }
+  Shape configure(const Shape& in) override;
+  void build(Backend& backend, int64_t batch) override;
+  const Tensor& forward(const Tensor& x, bool training) override;
+  const Tensor& backward(const Tensor& dy, bool need_dx) override;
+  int64_t flops_per_sample() const override;
+
+ private:
+  int64_t filters_, kernel_, stride_;
+  Padding padding_;
+  ConvShape depthwise_, pointwise_;
+  std::unique_ptr<ConvOp> depthwise_op_, pointwise_op_;
+  FusedActivation act_;
+  Tensor x_, mid_, dmid_, dx_;
+};
+
+}  // namespace scaletrain::nn

@@ -1,0 +1,49 @@
+// Dense forward/backward through the backend's InnerProductOp.
+#include "scaletrain/nn/dense.hpp"
+
+namespace scaletrain::nn {
+
+Dense::Dense(std::string name, int64_t units, Activation act, bool bias)
+    : Layer(std::move(name)), units_(units), bias_(bias), act_(act) {}
+
+Shape Dense::configure(const Shape& in) {
+  if (in.size() != 1)
+    shape_error("expects a flat [features] input per sample, got " + shape_string(in) + " (add a Flatten first)");
+  if (units_ <= 0) shape_error("units must be positive");
+  ip_ = InnerProductShape{};
+  ip_.in_features = in[0];
+  ip_.out_features = units_;
+  ip_.bias = bias_;
+  in_shape_ = in;
+  out_shape_ = {units_};
+  params_.clear();
+  const Init winit = act_.kind() == Activation::selu ? Init::lecun_normal : Init::glorot_uniform;
+  declare("weight", {units_, in[0]}, winit, in[0], units_);
+  if (bias_) declare("bias", {units_}, Init::zeros, 0, 0);
+  return out_shape_;
+}
+
+void Dense::build(Backend& backend, int64_t batch) {
+  ip_.batch = batch;
+  op_ = backend.make_inner_product(ip_);
+  act_.build({batch, units_});
+  dx_ = Tensor({batch, ip_.in_features});
+}
+
+const Tensor& Dense::forward(const Tensor& x, bool training) {
+  x_ = x;
+  op_->forward(x.data<float>(), params_[0].value.data<float>(), bias_ ? params_[1].value.data<float>() : nullptr,
+               act_.pre().data<float>());
+  return act_.forward();
+}
+
+const Tensor& Dense::backward(const Tensor& dy, bool need_dx) {
+  const Tensor& dz = act_.backward(dy);
+  op_->backward_weights(x_.data<float>(), dz.data<float>(), params_[0].grad.data<float>(),
+                        bias_ ? params_[1].grad.data<float>() : nullptr);
+  if (!need_dx) return no_gradient();
+  op_->backward_data(dz.data<float>(), params_[0].value.data<float>(), dx_.data<float>());
+  return dx_;
+}
+
+}  // namespace scaletrain::nn

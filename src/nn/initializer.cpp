@@ -1,0 +1,63 @@
+// Deterministic parameter initialization (Keras' glorot_uniform, lecun_normal; He; PyTorch's
+// default) from a counter-based generator, so every rank draws identical weights from one seed.
+#include <cmath>
+
+#include "scaletrain/kernels/random.hpp"
+#include "scaletrain/nn/model.hpp"
+
+namespace scaletrain::nn {
+namespace {
+
+// Standard normal truncated at two standard deviations (Keras' truncated_normal), by redrawing.
+float truncated_normal(uint64_t seed, uint64_t stream, uint64_t index) {
+  for (uint64_t k = 0;; ++k) {
+    const uint64_t base = (index * 64 + k) * 2;
+    const float u1 = kernels::uniform01(seed, stream, base);
+    const float u2 = kernels::uniform01(seed, stream, base + 1);
+    const float r = std::sqrt(-2.0f * std::log(1.0f - u1));
+    const float z = r * std::cos(6.283185307179586f * u2);
+    if (std::fabs(z) <= 2.0f) return z;
+  }
+}
+
+}  // namespace
+
+void Model::init_parameters(uint64_t seed) {
+  ST_CHECK(configured_, "model '", name_, "': configure() before init_parameters()");
+  for (size_t s = 0; s < slots_.size(); ++s) {
+    Parameter& p = layers_[slots_[s].layer]->parameters()[slots_[s].index];
+    float* w = p.value.data<float>();
+    const int64_t n = p.value.numel();
+    const double fan_in = static_cast<double>(std::max<int64_t>(p.fan_in, 1));
+    const double fan_out = static_cast<double>(std::max<int64_t>(p.fan_out, 1));
+    const uint64_t stream = s + 1;
+    switch (p.init) {
+      case Init::zeros:
+        for (int64_t i = 0; i < n; ++i) w[i] = 0.0f;
+        break;
+      case Init::glorot_uniform: {
+        const float limit = static_cast<float>(std::sqrt(6.0 / (fan_in + fan_out)));
+        for (int64_t i = 0; i < n; ++i) w[i] = (2.0f * kernels::uniform01(seed, stream, i) - 1.0f) * limit;
+        break;
+      }
+      case Init::he_uniform: {
+        const float limit = static_cast<float>(std::sqrt(6.0 / fan_in));
+        for (int64_t i = 0; i < n; ++i) w[i] = (2.0f * kernels::uniform01(seed, stream, i) - 1.0f) * limit;
+        break;
+      }
+      case Init::pytorch_default: {
+        const float limit = static_cast<float>(1.0 / std::sqrt(fan_in));
+        for (int64_t i = 0; i < n; ++i) w[i] = (2.0f * kernels::uniform01(seed, stream, i) - 1.0f) * limit;
+        break;
+      }
+      case Init::lecun_normal: {
+        // Keras: truncated normal with stddev sqrt(1 / fan_in) / 0.87962566 (the truncation's variance).
+        const float sd = static_cast<float>(std::sqrt(1.0 / fan_in) / 0.87962566103423978);
+        for (int64_t i = 0; i < n; ++i) w[i] = truncated_normal(seed, stream, static_cast<uint64_t>(i)) * sd;
+        break;
+      }
+    }
+  }
+}
+
+}  // namespace scaletrain::nn

@@ -1,0 +1,32 @@
+// Layer base: parameter declaration and layer-named shape errors.
+#include "scaletrain/nn/layer.hpp"
+
+namespace scaletrain::nn {
+
+int64_t Layer::parameter_count() const {
+  int64_t n = 0;
+  for (const auto& p : params_) n += shape_numel(p.shape);
+  return n;
+}
+
+Parameter& Layer::declare(std::string name, Shape shape, Init init, int64_t fan_in, int64_t fan_out) {
+  Parameter p;
+  p.name = std::move(name);
+  p.shape = std::move(shape);
+  p.init = init;
+  p.fan_in = fan_in;
+  p.fan_out = fan_out;
+  params_.push_back(std::move(p));
+  return params_.back();
+}
+
+const Tensor& no_gradient() {
+  static const Tensor undefined;
+  return undefined;
+}
+
+void Layer::shape_error(const std::string& what) const {
+  ST_FAIL("layer '", name_, "' (", type(), "): ", what);
+}
+
+}  // namespace scaletrain::nn

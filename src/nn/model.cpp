@@ -1,0 +1,99 @@
+// Model: configure/bind/build of the layer chain, forward in order, backward in reverse.
+#include "scaletrain/nn/model.hpp"
+
+#include <cctype>
+#include <map>
+
+namespace scaletrain::nn {
+namespace {
+// "SeparableConv2D" -> "separable_conv2d", as Keras names layers.
+std::string snake_case(const std::string& type) {
+  std::string out;
+  for (size_t i = 0; i < type.size(); ++i) {
+    const char c = type[i];
+    const bool upper = std::isupper(static_cast<unsigned char>(c));
+    if (upper && i > 0 && std::islower(static_cast<unsigned char>(type[i - 1]))) out += '_';
+    out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  return out;
+}
+}  // namespace
+
+Layer& Model::add(LayerPtr layer) {
+  ST_CHECK(!configured_, "model '", name_, "': layers must be added before configure()");
+  if (layer->name().empty()) {
+    const std::string base = snake_case(layer->type());
+    int used = 0;
+    for (const auto& l : layers_)
+      if (l->name() == base || l->name().rfind(base + "_", 0) == 0) ++used;
+    layer->set_name(used == 0 ? base : base + "_" + std::to_string(used));
+  }
+  layers_.push_back(std::move(layer));
+  return *layers_.back();
+}
+
+void Model::configure(const Shape& input_sample) {
+  ST_CHECK(!layers_.empty(), "model '", name_, "' has no layers");
+  input_shape_ = input_sample;
+  Shape s = input_sample;
+  for (auto& l : layers_) s = l->configure(s);
+  output_shape_ = s;
+
+  // Flat layout in reverse layer order: the last layer's parameters come first.
+  slots_.clear();
+  first_slot_.assign(layers_.size(), 0);
+  int64_t total = 0;
+  for (size_t li = layers_.size(); li-- > 0;) {
+    first_slot_[li] = slots_.size();
+    auto& ps = layers_[li]->parameters();
+    for (size_t pi = 0; pi < ps.size(); ++pi) {
+      const int64_t n = shape_numel(ps[pi].shape);
+      slots_.push_back(ParameterSlot{li, pi, total, n});
+      total += n;
+    }
+  }
+  flat_params_ = Tensor::zeros({total});
+  flat_grads_ = Tensor::zeros({total});
+  for (const auto& slot : slots_) {
+    Parameter& p = layers_[slot.layer]->parameters()[slot.index];
+    p.value = flat_params_.view(slot.offset, p.shape);
+    p.grad = flat_grads_.view(slot.offset, p.shape);
+  }
+  configured_ = true;
+}
+
+void Model::build(Backend& backend, int64_t batch) {
+  ST_CHECK(configured_, "model '", name_, "': configure() before build()");
+  ST_CHECK(batch > 0, "batch size must be positive, got ", batch);
+  batch_ = batch;
+  for (auto& l : layers_) l->build(backend, batch);
+}
+
+const Tensor& Model::forward(const Tensor& x, bool training) {
+  ST_CHECK(batch_ > 0, "model '", name_, "': build() before forward()");
+  ST_CHECK(x.numel() == batch_ * shape_numel(input_shape_), "model '", name_, "' input has shape ",
+           shape_string(x.shape()), ", expected ", batch_, " samples of ", shape_string(input_shape_));
+  const Tensor* cur = &x;
+  for (auto& l : layers_) cur = &l->forward(*cur, training);
+  return *cur;
+}
+
+void Model::backward(const Tensor& dlogits, const std::function<void(size_t)>& on_layer_done) {
+  const Tensor* cur = &dlogits;
+  for (size_t li = layers_.size(); li-- > 0;) {
+    cur = &layers_[li]->backward(*cur, li > 0);
+    if (on_layer_done) on_layer_done(li);
+  }
+}
+
+void Model::set_random_state(uint64_t seed, uint64_t step) {
+  for (auto& l : layers_) l->set_random_state(seed, step);
+}
+
+int64_t Model::flops_per_sample() const {
+  int64_t f = 0;
+  for (const auto& l : layers_) f += l->flops_per_sample();
+  return f;
+}
+
+}  // namespace scaletrain::nn

@@ -1,0 +1,59 @@
+// Model::summary(): Keras' model.summary() table with a forward FLOPs-per-sample column.
+#include <iomanip>
+#include <sstream>
+
+#include "scaletrain/nn/model.hpp"
+
+namespace scaletrain::nn {
+namespace {
+
+std::string with_commas(int64_t v) {
+  std::string s = std::to_string(v < 0 ? -v : v);
+  for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3) s.insert(static_cast<size_t>(i), ",");
+  return v < 0 ? "-" + s : s;
+}
+
+std::string keras_shape(const Shape& s) {
+  std::string out = "(None";
+  for (int64_t d : s) out += ", " + std::to_string(d);
+  return out + ")";
+}
+
+std::string human_flops(double f) {
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(2);
+  if (f >= 1e9) os << f / 1e9 << " G";
+  else if (f >= 1e6) os << f / 1e6 << " M";
+  else if (f >= 1e3) os << f / 1e3 << " K";
+  else os << std::setprecision(0) << f << " ";
+  return os.str();
+}
+
+}  // namespace
+
+std::string Model::summary() const {
+  std::ostringstream os;
+  const std::string rule(90, '_');
+  const std::string bold(90, '=');
+  os << "Model: \"" << name_ << "\"\n" << rule << "\n";
+  os << std::left << std::setw(40) << " Layer (type)" << std::setw(26) << "Output Shape" << std::setw(12) << "Param #"
+     << "FLOPs/sample\n";
+  os << bold << "\n";
+  os << std::left << std::setw(40) << " input (InputLayer)" << std::setw(26) << keras_shape(input_shape_)
+     << std::setw(12) << 0 << "0\n";
+  for (const auto& l : layers_) {
+    os << std::left << std::setw(40) << (" " + l->name() + " (" + l->type() + ")") << std::setw(26)
+       << keras_shape(l->output_shape()) << std::setw(12) << l->parameter_count()
+       << human_flops(static_cast<double>(l->flops_per_sample())) << "\n";
+  }
+  os << bold << "\n";
+  os << "Total params: " << with_commas(parameter_count()) << "\n";
+  os << "Trainable params: " << with_commas(parameter_count()) << "\n";
+  os << "Non-trainable params: 0\n";
+  os << "Forward FLOPs per sample: " << human_flops(static_cast<double>(flops_per_sample())) << "FLOP ("
+     << with_commas(flops_per_sample()) << ")\n";
+  os << rule << "\n";
+  return os.str();
+}
+
+}  // namespace scaletrain::nn

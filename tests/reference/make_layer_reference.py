@@ -1,0 +1,172 @@
+#!/usr/bin/python3
+"""Writes tests/data/layer_reference.h5: PyTorch 1.13 forward and backward of every scaletrain layer.
+
+Each case is a group with attrs describing the layer and datasets x (NHWC or [N, F]), the
+parameters in PyTorch layout, y, a fixed upstream gradient dy, and the gradients dx and
+d<parameter>. Run with Debian's interpreter: /usr/bin/python3 tests/reference/make_layer_reference.py
+"""
+import math
+import os
+import sys
+
+import h5py
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+torch.manual_seed(1234)
+torch.set_default_dtype(torch.float64)  # reference in double; the C++ side compares in float
+
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "layer_reference.h5")
+
+
+def same_pad(size, k, s):
+    out = -(-size // s)
+    total = max((out - 1) * s + k - size, 0)
+    return total // 2, total - total // 2
+
+
+def nchw(x):
+    return x.permute(0, 3, 1, 2)
+
+
+def nhwc(x):
+    return x.permute(0, 2, 3, 1)
+
+
+def act(z, name):
+    if name == "relu":
+        return F.relu(z)
+    if name == "selu":
+        return F.selu(z)
+    return z
+
+
+def conv_nhwc(x, w, b, k, stride, padding, groups):
+    xc = nchw(x)
+    if padding == "same":
+        pt, pb = same_pad(x.shape[1], k, stride)
+        pl, pr = same_pad(x.shape[2], k, stride)
+        xc = F.pad(xc, (pl, pr, pt, pb))
+    return nhwc(F.conv2d(xc, w, b, stride=stride, groups=groups))
+
+
+def write_case(f, name, attrs, tensors, fwd):
+    """tensors: dict of leaf tensors (x and parameters) with requires_grad; fwd returns y."""
+    for t in tensors.values():
+        t.requires_grad_(True)
+    y = fwd(**tensors)
+    dy = torch.randn_like(y)
+    y.backward(dy)
+    g = f.create_group(name)
+    for k, v in attrs.items():
+        g.attrs[k] = v
+    for k, t in tensors.items():
+        g.create_dataset(k, data=t.detach().numpy().astype(np.float32))
+        g.create_dataset("d" + k, data=t.grad.numpy().astype(np.float32))
+    g.create_dataset("y", data=y.detach().numpy().astype(np.float32))
+    g.create_dataset("dy", data=dy.numpy().astype(np.float32))
+
+
+def main():
+    os.makedirs(os.path.dirname(OUT), exist_ok=True)
+    with h5py.File(OUT, "w") as f:
+        f.attrs["generator"] = "tests/reference/make_layer_reference.py"
+        f.attrs["torch_version"] = str(torch.__version__)
+
+        for act_name in ["none", "relu", "selu"]:
+            n, fin, fout = 4, 37, 19
+            write_case(f, f"dense_{act_name}",
+                       {"type": "Dense", "units": fout, "activation": act_name, "in_shape": [fin]},
+                       {"x": torch.randn(n, fin), "weight": torch.randn(fout, fin) * 0.2, "bias": torch.randn(fout) * 0.1},
+                       lambda x, weight, bias, a=act_name: act(F.linear(x, weight, bias), a))
+
+        conv_cases = [
+            # name, H, W, C, filters, k, stride, padding, activation
+            ("conv_3x3_same", 8, 8, 3, 6, 3, 1, "same", "relu"),
+            ("conv_5x5_valid", 9, 7, 4, 5, 5, 1, "valid", "none"),
+            ("conv_3x3_stride2_same", 8, 8, 6, 10, 3, 2, "same", "selu"),
+            ("conv_1x1", 5, 5, 16, 32, 1, 1, "same", "none"),
+        ]
+        for name, h, w, c, fo, k, s, pad, a in conv_cases:
+            write_case(f, name,
+                       {"type": "Conv2D", "filters": fo, "kernel": k, "stride": s, "padding": pad, "activation": a,
+                        "in_shape": [h, w, c]},
+                       {"x": torch.randn(3, h, w, c), "weight": torch.randn(fo, c, k, k) * 0.2,
+                        "bias": torch.randn(fo) * 0.1},
+                       lambda x, weight, bias, k=k, s=s, pad=pad, a=a: act(conv_nhwc(x, weight, bias, k, s, pad, 1), a))
+
+        for name, h, w, c, k, s, pad, a in [("depthwise_3x3_same", 7, 7, 8, 3, 1, "same", "relu"),
+                                            ("depthwise_5x5_stride2", 10, 10, 6, 5, 2, "same", "none")]:
+            write_case(f, name,
+                       {"type": "DepthwiseConv2D", "kernel": k, "stride": s, "padding": pad, "activation": a,
+                        "in_shape": [h, w, c]},
+                       {"x": torch.randn(2, h, w, c), "weight": torch.randn(c, 1, k, k) * 0.3,
+                        "bias": torch.randn(c) * 0.1},
+                       lambda x, weight, bias, k=k, s=s, pad=pad, a=a, c=c: act(conv_nhwc(x, weight, bias, k, s, pad, c), a))
+
+        for name, h, w, c, fo, a in [("separable_3x3_selu", 6, 6, 8, 12, "selu"), ("separable_3x3_none", 5, 7, 3, 4, "none")]:
+            def sep(x, depthwise_weight, pointwise_weight, bias, a=a, c=c):
+                mid = conv_nhwc(x, depthwise_weight, None, 3, 1, "same", c)
+                return act(conv_nhwc(mid, pointwise_weight, bias, 1, 1, "same", 1), a)
+            write_case(f, name,
+                       {"type": "SeparableConv2D", "filters": fo, "kernel": 3, "stride": 1, "padding": "same",
+                        "activation": a, "in_shape": [h, w, c]},
+                       {"x": torch.randn(2, h, w, c), "depthwise_weight": torch.randn(c, 1, 3, 3) * 0.3,
+                        "pointwise_weight": torch.randn(fo, c, 1, 1) * 0.3, "bias": torch.randn(fo) * 0.1},
+                       sep)
+
+        def pool(x, kind, k, s, pad):
+            xc = nchw(x)
+            if pad == "same":
+                pt, pb = same_pad(x.shape[1], k, s)
+                pl, pr = same_pad(x.shape[2], k, s)
+            else:
+                pt = pb = pl = pr = 0
+            if kind == "max":
+                xc = F.pad(xc, (pl, pr, pt, pb), value=-math.inf)
+                return nhwc(F.max_pool2d(xc, k, s))
+            # average excluding padding: sum over the padded window / count of real cells
+            ones = torch.ones_like(xc)
+            num = F.avg_pool2d(F.pad(xc, (pl, pr, pt, pb)), k, s, divisor_override=1)
+            den = F.avg_pool2d(F.pad(ones, (pl, pr, pt, pb)), k, s, divisor_override=1)
+            return nhwc(num / den)
+
+        for name, kind, h, w, c, k, s, pad in [("maxpool_2x2", "max", 8, 8, 5, 2, 2, "valid"),
+                                               ("maxpool_3x3_s2_same", "max", 7, 7, 4, 3, 2, "same"),
+                                               ("avgpool_2x2", "average", 6, 8, 3, 2, 2, "valid"),
+                                               ("avgpool_3x3_s2_same", "average", 7, 7, 4, 3, 2, "same")]:
+            write_case(f, name,
+                       {"type": "MaxPool2D" if kind == "max" else "AvgPool2D", "pool": k, "stride": s, "padding": pad,
+                        "in_shape": [h, w, c]},
+                       {"x": torch.randn(2, h, w, c)},
+                       lambda x, kind=kind, k=k, s=s, pad=pad: pool(x, kind, k, s, pad))
+
+        write_case(f, "global_avg_pool", {"type": "GlobalAvgPool", "in_shape": [5, 6, 7]},
+                   {"x": torch.randn(3, 5, 6, 7)}, lambda x: x.mean(dim=(1, 2)))
+        write_case(f, "flatten", {"type": "Flatten", "in_shape": [3, 4, 5]},
+                   {"x": torch.randn(2, 3, 4, 5)}, lambda x: x.reshape(2, -1))
+        write_case(f, "relu", {"type": "ReLU", "in_shape": [4, 4, 3]}, {"x": torch.randn(2, 4, 4, 3)}, lambda x: F.relu(x))
+        write_case(f, "selu", {"type": "SELU", "in_shape": [4, 4, 3]}, {"x": torch.randn(2, 4, 4, 3)}, lambda x: F.selu(x))
+        # Dropout at inference is the identity (training masks are tested statistically in C++).
+        write_case(f, "dropout_inference", {"type": "Dropout", "rate": 0.5, "in_shape": [10]},
+                   {"x": torch.randn(4, 10)}, lambda x: x)
+
+        # Softmax cross-entropy, mean over the batch; logits include a large value.
+        logits = torch.randn(6, 10) * 3
+        logits[2, 4] = 80.0
+        labels = torch.tensor([0, 3, 4, 9, 1, 7])
+        logits.requires_grad_(True)
+        loss = F.cross_entropy(logits, labels)
+        loss.backward()
+        g = f.create_group("softmax_cross_entropy")
+        g.attrs["type"] = "SoftmaxCrossEntropy"
+        g.create_dataset("logits", data=logits.detach().numpy().astype(np.float32))
+        g.create_dataset("labels", data=labels.numpy().astype(np.int32))
+        g.create_dataset("loss", data=np.array([loss.item()], dtype=np.float64))
+        g.create_dataset("dlogits", data=logits.grad.numpy().astype(np.float32))
+    print("wrote", os.path.relpath(OUT), "torch", torch.__version__)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

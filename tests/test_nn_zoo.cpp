@@ -1,0 +1,92 @@
+// The model zoo: exact parameter counts (Keras' for fmnist_sepcnn), the summary table, and clear
+// errors for an unknown model, a shape mismatch between layers and a non-positive batch.
+#include <gtest/gtest.h>
+
+#include "scaletrain/nn/conv2d.hpp"
+#include "scaletrain/nn/dense.hpp"
+#include "scaletrain/nn/zoo.hpp"
+
+using namespace scaletrain;
+
+namespace {
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Zoo, ParameterCounts) {
+  EXPECT_EQ(nn::make_zoo_model("fmnist_sepcnn", {28, 28, 1}, 10)->parameter_count(), 2887306);
+  EXPECT_EQ(nn::make_zoo_model("lenet", {28, 28, 1}, 10)->parameter_count(), 61706);
+  EXPECT_EQ(nn::make_zoo_model("mlp", {28, 28, 1}, 10)->parameter_count(), 235146);
+}
+
+TEST(Zoo, SummaryLooksLikeKeras) {
+  auto m = nn::make_zoo_model("fmnist_sepcnn", {28, 28, 1}, 10);
+  const std::string s = m->summary();
+  EXPECT_NE(s.find("Total params: 2,887,306"), std::string::npos) << s;
+  EXPECT_NE(s.find("Trainable params: 2,887,306"), std::string::npos) << s;
+  EXPECT_NE(s.find(" conv2d (Conv2D)"), std::string::npos) << s;
+  EXPECT_NE(s.find(" separable_conv2d_4 (SeparableConv2D)"), std::string::npos) << s;
+  EXPECT_NE(s.find("(None, 3, 3, 512)"), std::string::npos) << s;
+  EXPECT_NE(s.find("(None, 4608)"), std::string::npos) << s;
+  EXPECT_NE(s.find(" dense_1 (Dense)"), std::string::npos) << s;
+  // conv2d: 28*28*128 outputs x 9 multiply-adds = 1.81 MFLOP/sample
+  EXPECT_EQ(m->layers()[0]->flops_per_sample(), 2LL * 28 * 28 * 128 * 9);
+}
+
+TEST(Zoo, FlatParametersAreInReverseLayerOrder) {
+  auto m = nn::make_zoo_model("lenet", {28, 28, 1}, 10);
+  ASSERT_FALSE(m->slots().empty());
+  EXPECT_EQ(m->slots().front().layer, m->layers().size() - 1);  // the last Dense comes first
+  EXPECT_EQ(m->slots().front().offset, 0);
+  EXPECT_EQ(m->slots().back().layer, 0u);
+  EXPECT_EQ(m->slots().back().offset + m->slots().back().count, m->parameter_count());
+}
+
+TEST(Zoo, UnknownModelListsTheZoo) {
+  const std::string e = error_of([] { nn::make_zoo_model("resnet9000", {28, 28, 1}, 10); });
+  EXPECT_NE(e.find("unknown model 'resnet9000' (the zoo has: mlp, lenet, fmnist_sepcnn)"), std::string::npos) << e;
+}
+
+TEST(Zoo, ShapeMismatchNamesTheLayer) {
+  nn::Model m("broken");
+  m.emplace<nn::Conv2D>("", nn::Conv2DOptions{4, 3, 1, nn::Padding::same, 1, true, nn::Activation::relu});
+  m.emplace<nn::Dense>("", 10);
+  const std::string e = error_of([&] { m.configure({8, 8, 1}); });
+  EXPECT_NE(e.find("layer 'dense' (Dense): expects a flat [features] input per sample, got [8, 8, 4]"),
+            std::string::npos)
+      << e;
+  const std::string small = error_of([] { nn::make_zoo_model("lenet", {3, 3, 1}, 10); });
+  EXPECT_NE(small.find("is larger than the input"), std::string::npos) << small;
+}
+
+TEST(Zoo, NonPositiveBatchIsRejected) {
+  auto m = nn::make_zoo_model("mlp", {28, 28, 1}, 10);
+  auto backend = make_cpu_backend();
+  EXPECT_NE(error_of([&] { m->build(*backend, 0); }).find("batch size must be positive, got 0"), std::string::npos);
+  EXPECT_NE(error_of([&] { m->build(*backend, -4); }).find("batch size must be positive, got -4"), std::string::npos);
+}
+
+TEST(Zoo, InitializationIsDeterministicAndScaled) {
+  auto a = nn::make_zoo_model("lenet", {28, 28, 1}, 10);
+  auto b = nn::make_zoo_model("lenet", {28, 28, 1}, 10);
+  a->init_parameters(5);
+  b->init_parameters(5);
+  const float* pa = a->flat_parameters().data<float>();
+  const float* pb = b->flat_parameters().data<float>();
+  double sq = 0;
+  for (int64_t i = 0; i < a->parameter_count(); ++i) {
+    ASSERT_EQ(pa[i], pb[i]);
+    sq += static_cast<double>(pa[i]) * pa[i];
+  }
+  EXPECT_GT(sq, 1.0);
+  b->init_parameters(6);
+  EXPECT_NE(pa[0] + pa[100], b->flat_parameters().data<float>()[0] + b->flat_parameters().data<float>()[100]);
+}
+
+}  // namespace
