@@ -1,6 +1,8 @@
 // Softmax cross-entropy loss through the kernels/ functors.
 #include "scaletrain/nn/softmax_cross_entropy.hpp"
 
+#include <algorithm>
+
 #include "scaletrain/kernels/launch.hpp"
 #include "scaletrain/kernels/softmax_cross_entropy.hpp"
 
@@ -17,7 +19,7 @@ void SoftmaxCrossEntropy::build(int64_t batch, int64_t classes) {
   correct_ = Tensor({batch}, DType::i32);
 }
 
-LossResult SoftmaxCrossEntropy::forward(const Tensor& logits, const Tensor& labels) {
+LossResult SoftmaxCrossEntropy::forward(const Tensor& logits, const Tensor& labels, int64_t counted_rows) {
   ST_CHECK(logits.numel() == batch_ * classes_, "logits have shape ", shape_string(logits.shape()), ", expected [",
            batch_, ", ", classes_, "]");
   ST_CHECK(labels.numel() == batch_, "labels have ", labels.numel(), " entries for a batch of ", batch_);
@@ -29,10 +31,10 @@ LossResult SoftmaxCrossEntropy::forward(const Tensor& logits, const Tensor& labe
                        kernels::SoftmaxCrossEntropyForward{logits.data<float>(), lab, probs_.data<float>(),
                                                            loss_.data<float>(), correct_.data<int32_t>(), classes_});
   LossResult r;
-  r.count = batch_;
+  r.count = counted_rows < 0 ? batch_ : std::min(counted_rows, batch_);
   const float* l = loss_.data<float>();
   const int32_t* c = correct_.data<int32_t>();
-  for (int64_t i = 0; i < batch_; ++i) {
+  for (int64_t i = 0; i < r.count; ++i) {
     r.loss_sum += l[i];
     r.correct += c[i];
   }

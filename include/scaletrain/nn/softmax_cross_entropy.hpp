@@ -17,8 +17,9 @@ struct LossResult {
 class SoftmaxCrossEntropy {
  public:
   void build(int64_t batch, int64_t classes);
-  // Labels outside [0, classes) are rejected with an Error naming the row and value.
-  LossResult forward(const Tensor& logits, const Tensor& labels);
+  // Labels outside [0, classes) are rejected with an Error naming the row and value. Only the
+  // first `counted_rows` rows (all when negative) enter the sums: evaluation pads the last batch.
+  LossResult forward(const Tensor& logits, const Tensor& labels, int64_t counted_rows = -1);
   // d(loss)/d(logits) of sum(loss) * scale; scale = 1 / global batch gives the gradient of the mean.
   const Tensor& backward(float scale);
 

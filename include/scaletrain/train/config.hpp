@@ -1,0 +1,80 @@
+// RunConfig: every setting of a training run, with its default and help text in one registry.
+// Values come from a TOML file (sections map to "section.key") and then from command-line
+// overrides (--section.key value); unknown keys are rejected with the nearest valid name.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace scaletrain::train {
+
+struct RunConfig {
+  // [model]
+  std::string model = "lenet";
+  // [data]
+  std::string data_path = "synthetic";  // an HDF5 dataset, or "synthetic"
+  std::string data_mode = "stage";      // stage | stream
+  int64_t synthetic_samples = 8192;
+  int64_t prefetch = 4;
+  bool augment = false;
+  int64_t augment_pad = 2;
+  bool augment_flip = true;
+  bool drop_remainder = true;
+  // [train]
+  int64_t epochs = 2;
+  int64_t batch = 128;  // global batch: per-rank batch x ranks
+  uint64_t seed = 42;
+  int64_t log_every = 50;
+  int64_t max_steps = 0;  // stop after this many steps in total (0: no limit)
+  int64_t warmup_log_steps = 5;  // steps excluded from throughput averages
+  bool evaluate = true;
+  std::string eval_split = "test";
+  // [optimizer]
+  std::string optimizer = "sgd";  // sgd | adamw
+  double lr = 0.05;
+  double momentum = 0.9;
+  bool nesterov = false;
+  double weight_decay = 0.0;
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+  std::string schedule = "constant";  // constant | step | cosine
+  double warmup_epochs = 0.0;
+  int64_t step_epochs = 0;
+  double gamma = 0.1;
+  double min_lr = 0.0;
+  bool scale_lr = false;  // linear scaling rule: lr * batch / reference_batch
+  int64_t reference_batch = 128;
+  // [comm]
+  double bucket_mb = 25.0;
+  std::string progress = "thread";  // thread | test
+  // [run]
+  std::string run_dir = "";  // empty: no files written
+  int64_t threads = 0;       // compute threads per rank; 0: the cores this rank is bound to
+};
+
+struct ConfigKey {
+  std::string key;  // "train.batch"
+  std::string type;  // "int", "float", "bool", "string"
+  std::string help;
+  std::function<std::string(const RunConfig&)> get;
+  std::function<void(RunConfig&, const std::string&)> set;  // parses; throws Error naming the key
+};
+
+const std::vector<ConfigKey>& config_keys();
+const ConfigKey* find_config_key(const std::string& key);
+// The closest registered key by edit distance ("did you mean ...").
+std::string nearest_config_key(const std::string& key);
+
+// Applies a TOML file; `origin` names it in errors.
+void apply_toml_file(RunConfig& cfg, const std::string& path);
+void apply_toml_string(RunConfig& cfg, const std::string& text, const std::string& origin);
+// Sets one key from text; unknown keys and bad values throw Error.
+void set_config_value(RunConfig& cfg, const std::string& key, const std::string& value, const std::string& origin);
+// Cross-key checks (positive batch, known optimizer, ...) that do not need the world size.
+void validate_config(const RunConfig& cfg);
+
+// The resolved configuration as TOML text (what --print-config prints), and its 64-bit hash.
+std::string config_to_toml(const RunConfig& cfg);
+uint64_t config_hash(const RunConfig& cfg);
+
+}  // namespace scaletrain::train

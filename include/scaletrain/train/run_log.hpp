@@ -1,0 +1,49 @@
+// RunLog: the timing logs of a run directory, written by rank 0 only. metrics.jsonl gets one JSON
+// line per logging interval (phase times reduced over ranks); run.json, at the end, describes the
+// whole run (configuration, world, versions, throughput, phase shares). Format: jobs/README.md.
+#pragma once
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "scaletrain/train/config.hpp"
+#include "scaletrain/train/trainer.hpp"
+
+namespace scaletrain::train {
+
+struct RunInfo {
+  int world_size = 1;
+  int64_t per_rank_batch = 0;
+  int64_t steps_per_epoch = 0;
+  std::vector<std::string> hosts;    // per rank
+  std::string device;                // backend description of rank 0
+  int64_t parameters = 0;
+  int64_t flops_per_sample = 0;      // forward
+};
+
+class RunLog {
+ public:
+  // Creates the directory (rank 0 only; other ranks pass enabled = false).
+  RunLog(bool enabled, const std::string& run_dir, const RunConfig& cfg);
+  ~RunLog();
+  RunLog(const RunLog&) = delete;
+  RunLog& operator=(const RunLog&) = delete;
+
+  bool enabled() const { return file_ != nullptr; }
+  void interval(const IntervalTimings& t);
+  void finish(const RunInfo& info, const TrainResult& result);
+  // Seconds spent writing metrics lines (so the cost of logging can be checked).
+  double write_seconds() const { return write_seconds_; }
+
+ private:
+  std::string dir_;
+  RunConfig cfg_;
+  std::FILE* file_ = nullptr;
+  double write_seconds_ = 0;
+  std::vector<double> phase_totals_;  // non-warm-up seconds per phase, mean over ranks
+};
+
+// Versions of what this binary was built with: git commit, MPI, oneDNN, HDF5, Kokkos, compiler.
+std::vector<std::pair<std::string, std::string>> build_versions();
+
+}  // namespace scaletrain::train

@@ -1,0 +1,81 @@
+// Trainer: synchronous data-parallel training of one model replica per rank. Each step: next
+// batch from the prefetching loader, normalize (and augment) on the compute side, forward, loss,
+// backward with gradient buckets all-reduced as backward fills them, wait, optimizer. Rank 0
+// prints progress; every rank's numbers reach it by reduction.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "scaletrain/backend/backend.hpp"
+#include "scaletrain/comm/communicator.hpp"
+#include "scaletrain/core/timer.hpp"
+#include "scaletrain/nn/model.hpp"
+#include "scaletrain/train/config.hpp"
+
+namespace scaletrain::train {
+
+struct EpochReport {
+  int64_t epoch = 0;
+  int64_t steps = 0;
+  double train_loss = 0, train_accuracy = 0;
+  double eval_loss = 0, eval_accuracy = 0;
+  int64_t eval_samples = 0;
+  double seconds = 0;
+  double samples_per_second = 0;
+};
+
+// Phase times of one logging interval, reduced over ranks.
+struct IntervalTimings {
+  int64_t epoch = 0;
+  int64_t first_step = 0, steps = 0;
+  bool warmup = false;         // inside the first train.warmup_log_steps steps: excluded from averages
+  double wall_seconds = 0;     // of the interval, on rank 0
+  double elapsed_seconds = 0;  // since the start of training
+  double samples_per_second = 0;
+  double loss = 0, accuracy = 0, lr = 0;
+  // Seconds per phase summed over the interval's steps: mean over ranks, min, max and the slowest rank.
+  double mean[kPhaseCount] = {}, min[kPhaseCount] = {}, max[kPhaseCount] = {};
+  int slowest_rank[kPhaseCount] = {};
+  double allreduce_total_mean = 0;  // all-reduce time including the part hidden behind backward
+};
+
+struct TrainResult {
+  std::vector<EpochReport> epochs;
+  int64_t steps = 0;
+  double seconds = 0;
+  double mean_samples_per_second = 0;  // warm-up excluded
+  double final_eval_accuracy = 0, final_eval_loss = 0;
+  double exposed_allreduce_share = 0;  // of step time
+  double allreduce_total_share = 0;
+};
+
+class Trainer {
+ public:
+  Trainer(RunConfig cfg, comm::Communicator& comm);
+  ~Trainer();
+  Trainer(const Trainer&) = delete;
+  Trainer& operator=(const Trainer&) = delete;
+
+  // Runs all epochs (or train.max_steps steps) and returns what happened.
+  TrainResult run();
+
+  nn::Model& model();
+  // "cpu (oneDNN ..., N threads, ...)"
+  std::string device_description() const;
+  int64_t per_rank_batch() const;
+  int64_t steps_per_epoch() const;
+  // Called on rank 0 after each logging interval (the timing log of the scaling issue hooks here).
+  void on_interval(std::function<void(const IntervalTimings&)> f);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Rank 0's table of ranks, hosts and devices (nccl-tests style), gathered from every rank.
+std::string rank_table(comm::Communicator& comm, const std::string& device_description);
+
+}  // namespace scaletrain::train

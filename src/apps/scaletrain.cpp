@@ -1,0 +1,173 @@
+// scaletrain: the batch job. `mpirun -np N scaletrain --config job.toml [--section.key value ...]`
+// trains one model replica per rank with synchronous gradient all-reduce. Errors are printed once
+// (naming rank, host, file and line) and end every rank: a configuration error through rank 0 and a
+// clean exit, anything else through MPI_Abort so no rank is left waiting.
+#include <mpi.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <string>
+
+#include "scaletrain/comm/mpi_communicator.hpp"
+#include "scaletrain/core/error.hpp"
+#include "scaletrain/kernels/launch.hpp"
+#include "scaletrain/nn/zoo.hpp"
+#include "scaletrain/train/config.hpp"
+#include "scaletrain/train/dataset_shape.hpp"
+#include "scaletrain/train/errors.hpp"
+#include "scaletrain/train/run_log.hpp"
+#include "scaletrain/train/trainer.hpp"
+
+using namespace scaletrain;
+using namespace scaletrain::train;
+
+namespace {
+
+struct CommandLine {
+  std::string config_file;
+  bool print_config = false;
+  bool summary = false;
+  std::map<std::string, std::string> overrides;
+};
+
+// Parses argv on every rank identically. Returns false when --help was printed.
+bool parse_command_line(int argc, char** argv, int rank, CommandLine& cl) {
+  CLI::App app{
+      "scaletrain: synchronous data-parallel training over MPI.\n"
+      "Run one rank per core (CPU) or per GPU: mpirun -np N scaletrain --config job.toml\n"
+      "Every configuration key can be set in the TOML file ([section] key = value) or here (--section.key value)."};
+  app.set_help_flag("-h,--help", "Print this help (every key with its default) and exit");
+  app.add_option("-c,--config", cl.config_file, "TOML configuration file")->check(CLI::ExistingFile);
+  app.add_flag("--print-config", cl.print_config, "Print the resolved configuration as TOML and exit");
+  app.add_flag("--summary", cl.summary, "Print the model summary (layers, shapes, parameters, FLOPs) and exit");
+  static RunConfig defaults;
+  for (const auto& k : config_keys()) {
+    auto* opt = app.add_option_function<std::string>(
+        "--" + k.key, [&cl, key = k.key](const std::string& v) { cl.overrides[key] = v; },
+        k.help + " (" + k.type + ", default: " + k.get(defaults) + ")");
+    opt->group(k.key.substr(0, k.key.find('.')) + " keys");
+    opt->type_name(k.type == "bool" ? "BOOL" : k.type == "string" ? "TEXT" : k.type == "int" ? "INT" : "FLOAT");
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    if (rank == 0) std::printf("%s", app.help().c_str());
+    return false;
+  } catch (const CLI::ExtrasError& e) {
+    std::string msg = e.what();
+    for (int i = 1; i < argc; ++i) {
+      std::string a = argv[i];
+      if (a.rfind("--", 0) == 0 && !app.get_option_no_throw(a)) {
+        a = a.substr(2, a.find('=') == std::string::npos ? std::string::npos : a.find('=') - 2);
+        msg = "unknown option '--" + a + "' (did you mean '--" + nearest_config_key(a) + "'? --help lists every key)";
+        break;
+      }
+    }
+    throw ConsistentError(msg);
+  } catch (const CLI::ParseError& e) {
+    throw ConsistentError(e.what());
+  }
+  return true;
+}
+
+RunConfig resolve_config(const CommandLine& cl) {
+  RunConfig cfg;
+  try {
+    if (!cl.config_file.empty()) apply_toml_file(cfg, cl.config_file);
+    for (const auto& [k, v] : cl.overrides) set_config_value(cfg, k, v, "command line");
+    validate_config(cfg);
+  } catch (const Error& e) {
+    throw ConsistentError(e.what());
+  }
+  return cfg;
+}
+
+// Every rank must run the same configuration: compare hashes, fail clearly on rank 0 if not.
+void check_same_config(comm::Communicator& comm, const RunConfig& cfg) {
+  const uint64_t mine = config_hash(cfg);
+  std::vector<uint64_t> all(static_cast<size_t>(comm.size()));
+  comm.allgather(&mine, sizeof mine, all.data());
+  for (int r = 0; r < comm.size(); ++r)
+    if (all[static_cast<size_t>(r)] != all[0])
+      throw ConsistentError("the configuration differs between ranks (rank " + std::to_string(r) +
+                            " differs from rank 0): every rank must be started with the same --config and options");
+}
+
+std::vector<std::string> gather_hosts(comm::Communicator& comm) {
+  constexpr size_t kLen = 128;
+  char mine[kLen] = {};
+  std::snprintf(mine, kLen, "%s", comm.host().c_str());
+  std::vector<char> all(kLen * static_cast<size_t>(comm.size()));
+  comm.allgather(mine, kLen, all.data());
+  std::vector<std::string> hosts;
+  for (int r = 0; r < comm.size(); ++r) hosts.emplace_back(all.data() + static_cast<size_t>(r) * kLen);
+  return hosts;
+}
+
+void print_header(comm::Communicator& comm, const RunConfig& cfg, const std::string& device) {
+  const std::string table = rank_table(comm, device);
+  if (comm.rank() != 0) return;
+  std::printf("scaletrain | %d ranks | model %s | global batch %lld (%lld per rank) | data %s\n", comm.size(),
+              cfg.model.c_str(), static_cast<long long>(cfg.batch), static_cast<long long>(cfg.batch / comm.size()),
+              cfg.data_path.c_str());
+  std::printf("%s", table.c_str());
+  std::printf("configuration:\n%s\n", config_to_toml(cfg).c_str());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  setlinebuf(stdout);
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  set_error_rank(rank);
+  int rc = 0;
+  {
+    kernels::KokkosScope kokkos;
+    try {
+      CommandLine cl;
+      if (parse_command_line(argc, argv, rank, cl)) {
+        const RunConfig cfg = resolve_config(cl);
+        auto comm = comm::make_mpi_communicator(MPI_COMM_WORLD);
+        check_same_config(*comm, cfg);
+        if (cl.print_config) {
+          if (rank == 0) std::printf("%s", config_to_toml(cfg).c_str());
+        } else if (cl.summary) {
+          const DatasetShape ds = dataset_shape(cfg);
+          auto model = nn::make_zoo_model(cfg.model, ds.sample_shape, ds.classes);
+          if (rank == 0) std::printf("%s", model->summary().c_str());
+        } else {
+          Trainer trainer(cfg, *comm);
+          print_header(*comm, cfg, trainer.device_description());
+          RunLog log(rank == 0, cfg.run_dir, cfg);
+          trainer.on_interval([&log](const IntervalTimings& t) { log.interval(t); });
+          const TrainResult result = trainer.run();
+          RunInfo info;
+          info.world_size = comm->size();
+          info.per_rank_batch = trainer.per_rank_batch();
+          info.steps_per_epoch = trainer.steps_per_epoch();
+          info.hosts = gather_hosts(*comm);
+          info.device = trainer.device_description();
+          info.parameters = trainer.model().parameter_count();
+          info.flops_per_sample = trainer.model().flops_per_sample();
+          log.finish(info, result);
+          if (rank == 0 && log.enabled()) std::printf("run directory: %s\n", cfg.run_dir.c_str());
+        }
+      }
+    } catch (const ConsistentError& e) {
+      if (rank == 0) std::fprintf(stderr, "scaletrain: error: %s\n", e.what());
+      rc = 1;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "scaletrain: error: %s\n", e.what());
+      std::fflush(stderr);
+      std::fflush(stdout);
+      MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+  }
+  MPI_Finalize();
+  return rc;
+}

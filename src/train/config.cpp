@@ -1,0 +1,250 @@
+// The RunConfig registry, TOML loading, overrides, validation and canonical printing.
+#include "scaletrain/train/config.hpp"
+
+#include <algorithm>
+#include <map>
+#include <sstream>
+#include <toml++/toml.h>
+
+#include "scaletrain/core/error.hpp"
+
+namespace scaletrain::train {
+namespace {
+
+std::string format_double(double v) {
+  std::ostringstream os;
+  os.precision(10);
+  os << v;
+  std::string s = os.str();
+  if (s.find_first_of(".eE") == std::string::npos && s.find("inf") == std::string::npos) s += ".0";
+  return s;
+}
+
+template <class T>
+ConfigKey bind(std::string key, T RunConfig::*field, std::string help) {
+  ConfigKey k;
+  k.key = std::move(key);
+  k.help = std::move(help);
+  const std::string name = k.key;
+  if constexpr (std::is_same_v<T, std::string>) {
+    k.type = "string";
+    k.get = [field](const RunConfig& c) { return "\"" + c.*field + "\""; };
+    k.set = [field](RunConfig& c, const std::string& v) {
+      std::string s = v;
+      if (s.size() >= 2 && s.front() == '"' && s.back() == '"') s = s.substr(1, s.size() - 2);
+      c.*field = s;
+    };
+  } else if constexpr (std::is_same_v<T, bool>) {
+    k.type = "bool";
+    k.get = [field](const RunConfig& c) { return std::string(c.*field ? "true" : "false"); };
+    k.set = [field, name](RunConfig& c, const std::string& v) {
+      if (v == "true" || v == "1" || v == "yes" || v == "on") c.*field = true;
+      else if (v == "false" || v == "0" || v == "no" || v == "off") c.*field = false;
+      else ST_FAIL("configuration key '", name, "' expects true or false, got '", v, "'");
+    };
+  } else if constexpr (std::is_same_v<T, double>) {
+    k.type = "float";
+    k.get = [field](const RunConfig& c) { return format_double(c.*field); };
+    k.set = [field, name](RunConfig& c, const std::string& v) {
+      size_t used = 0;
+      double d = 0;
+      try {
+        d = std::stod(v, &used);
+      } catch (...) {
+        used = 0;
+      }
+      ST_CHECK(used == v.size() && !v.empty(), "configuration key '", name, "' expects a number, got '", v, "'");
+      c.*field = d;
+    };
+  } else {
+    k.type = "int";
+    k.get = [field](const RunConfig& c) { return std::to_string(c.*field); };
+    k.set = [field, name](RunConfig& c, const std::string& v) {
+      size_t used = 0;
+      long long d = 0;
+      try {
+        d = std::stoll(v, &used);
+      } catch (...) {
+        used = 0;
+      }
+      ST_CHECK(used == v.size() && !v.empty(), "configuration key '", name, "' expects an integer, got '", v, "'");
+      c.*field = static_cast<T>(d);
+    };
+  }
+  return k;
+}
+
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j)
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+std::string toml_value_text(const toml::node& n, const std::string& key, const std::string& origin) {
+  if (auto s = n.as_string()) return s->get();
+  if (auto i = n.as_integer()) return std::to_string(i->get());
+  if (auto f = n.as_floating_point()) return format_double(f->get());
+  if (auto b = n.as_boolean()) return b->get() ? "true" : "false";
+  ST_FAIL(origin, ": key '", key, "' must be a string, number or boolean");
+}
+
+void walk(RunConfig& cfg, const toml::table& t, const std::string& prefix, const std::string& origin) {
+  for (const auto& [k, v] : t) {
+    const std::string key = prefix.empty() ? std::string(k.str()) : prefix + "." + std::string(k.str());
+    if (const auto* sub = v.as_table()) {
+      walk(cfg, *sub, key, origin);
+      continue;
+    }
+    set_config_value(cfg, key, toml_value_text(v, key, origin), origin);
+  }
+}
+
+}  // namespace
+
+const std::vector<ConfigKey>& config_keys() {
+  static const std::vector<ConfigKey> keys = {
+      bind("model.name", &RunConfig::model, "zoo model: mlp, lenet, fmnist_sepcnn"),
+      bind("data.path", &RunConfig::data_path, "HDF5 dataset (data-tools format v1), or \"synthetic\""),
+      bind("data.mode", &RunConfig::data_mode, "stage (read the data into memory) or stream (chunked reads)"),
+      bind("data.synthetic_samples", &RunConfig::synthetic_samples, "training samples when data.path is synthetic"),
+      bind("data.prefetch", &RunConfig::prefetch, "batches the reader thread keeps ready"),
+      bind("data.augment", &RunConfig::augment, "random crop (with padding) and horizontal flip on training batches"),
+      bind("data.augment_pad", &RunConfig::augment_pad, "padding of the random crop, pixels"),
+      bind("data.augment_flip", &RunConfig::augment_flip, "random horizontal flips when augmenting"),
+      bind("data.drop_remainder", &RunConfig::drop_remainder,
+           "drop the samples that do not fill a global batch (else pad by wrapping around)"),
+      bind("train.epochs", &RunConfig::epochs, "passes over the training split"),
+      bind("train.batch", &RunConfig::batch, "global batch size (per-rank batch x ranks); must divide by the ranks"),
+      bind("train.seed", &RunConfig::seed, "seed of initialization, shuffling, dropout and augmentation"),
+      bind("train.log_every", &RunConfig::log_every, "steps between progress lines on rank 0"),
+      bind("train.max_steps", &RunConfig::max_steps, "stop after this many steps in total (0: no limit)"),
+      bind("train.warmup_log_steps", &RunConfig::warmup_log_steps, "first steps excluded from samples/s"),
+      bind("train.evaluate", &RunConfig::evaluate, "evaluate on train.eval_split after every epoch"),
+      bind("train.eval_split", &RunConfig::eval_split, "split used for evaluation (test or val)"),
+      bind("optimizer.name", &RunConfig::optimizer, "sgd or adamw"),
+      bind("optimizer.lr", &RunConfig::lr, "base learning rate"),
+      bind("optimizer.momentum", &RunConfig::momentum, "SGD momentum"),
+      bind("optimizer.nesterov", &RunConfig::nesterov, "SGD Nesterov momentum"),
+      bind("optimizer.weight_decay", &RunConfig::weight_decay, "L2 weight decay (SGD) or decoupled decay (AdamW)"),
+      bind("optimizer.beta1", &RunConfig::beta1, "AdamW beta1"),
+      bind("optimizer.beta2", &RunConfig::beta2, "AdamW beta2"),
+      bind("optimizer.eps", &RunConfig::eps, "AdamW epsilon"),
+      bind("optimizer.schedule", &RunConfig::schedule, "learning-rate schedule: constant, step, cosine"),
+      bind("optimizer.warmup_epochs", &RunConfig::warmup_epochs, "linear warm-up length in epochs (may be fractional)"),
+      bind("optimizer.step_epochs", &RunConfig::step_epochs, "step schedule: multiply the rate by gamma every this many epochs"),
+      bind("optimizer.gamma", &RunConfig::gamma, "step schedule factor"),
+      bind("optimizer.min_lr", &RunConfig::min_lr, "cosine schedule: final learning rate"),
+      bind("optimizer.scale_lr", &RunConfig::scale_lr, "linear scaling rule: lr x batch / reference_batch"),
+      bind("optimizer.reference_batch", &RunConfig::reference_batch, "batch size the base learning rate is tuned for"),
+      bind("comm.bucket_mb", &RunConfig::bucket_mb, "gradient bucket size in MB"),
+      bind("comm.progress", &RunConfig::progress, "all-reduce progress: thread (communication thread) or test (MPI_Test)"),
+      bind("run.dir", &RunConfig::run_dir, "run directory for metrics.jsonl and run.json (empty: none)"),
+      bind("run.threads", &RunConfig::threads, "compute threads per rank (0: the cores the rank is bound to)"),
+  };
+  return keys;
+}
+
+const ConfigKey* find_config_key(const std::string& key) {
+  for (const auto& k : config_keys())
+    if (k.key == key) return &k;
+  return nullptr;
+}
+
+std::string nearest_config_key(const std::string& key) {
+  std::string best;
+  size_t best_d = SIZE_MAX;
+  for (const auto& k : config_keys()) {
+    // Compare against the whole key and against its last part, so "batch" finds "train.batch".
+    const std::string tail = k.key.substr(k.key.find('.') + 1);
+    const size_t d = std::min(edit_distance(key, k.key), edit_distance(key, tail) + 1);
+    if (d < best_d) {
+      best_d = d;
+      best = k.key;
+    }
+  }
+  return best;
+}
+
+void set_config_value(RunConfig& cfg, const std::string& key, const std::string& value, const std::string& origin) {
+  const ConfigKey* k = find_config_key(key);
+  ST_CHECK(k != nullptr, origin, ": unknown configuration key '", key, "' (did you mean '", nearest_config_key(key),
+           "'? --help lists every key)");
+  try {
+    k->set(cfg, value);
+  } catch (const Error& e) {
+    ST_FAIL(origin, ": ", e.what());
+  }
+}
+
+void apply_toml_string(RunConfig& cfg, const std::string& text, const std::string& origin) {
+  toml::table t;
+  try {
+    t = toml::parse(text, origin);
+  } catch (const toml::parse_error& e) {
+    ST_FAIL(origin, ":", e.source().begin.line, ":", e.source().begin.column, ": TOML syntax error: ", e.description());
+  }
+  walk(cfg, t, "", origin);
+}
+
+void apply_toml_file(RunConfig& cfg, const std::string& path) {
+  toml::table t;
+  try {
+    t = toml::parse_file(path);
+  } catch (const toml::parse_error& e) {
+    ST_FAIL(path, ":", e.source().begin.line, ":", e.source().begin.column, ": ", e.description());
+  }
+  walk(cfg, t, "", path);
+}
+
+void validate_config(const RunConfig& c) {
+  ST_CHECK(c.batch > 0, "train.batch must be positive, got ", c.batch);
+  ST_CHECK(c.epochs > 0, "train.epochs must be positive, got ", c.epochs);
+  ST_CHECK(c.log_every > 0, "train.log_every must be positive, got ", c.log_every);
+  ST_CHECK(c.max_steps >= 0, "train.max_steps must be >= 0, got ", c.max_steps);
+  ST_CHECK(c.prefetch >= 1, "data.prefetch must be >= 1, got ", c.prefetch);
+  ST_CHECK(c.data_mode == "stage" || c.data_mode == "stream", "data.mode must be stage or stream, got '", c.data_mode,
+           "'");
+  ST_CHECK(c.synthetic_samples > 0, "data.synthetic_samples must be positive, got ", c.synthetic_samples);
+  ST_CHECK(c.optimizer == "sgd" || c.optimizer == "adamw", "optimizer.name must be sgd or adamw, got '", c.optimizer,
+           "'");
+  ST_CHECK(c.lr > 0, "optimizer.lr must be positive, got ", c.lr);
+  ST_CHECK(c.schedule == "constant" || c.schedule == "step" || c.schedule == "cosine",
+           "optimizer.schedule must be constant, step or cosine, got '", c.schedule, "'");
+  ST_CHECK(c.schedule != "step" || c.step_epochs > 0, "optimizer.schedule = step needs optimizer.step_epochs > 0");
+  ST_CHECK(c.reference_batch > 0, "optimizer.reference_batch must be positive");
+  ST_CHECK(c.bucket_mb > 0, "comm.bucket_mb must be positive, got ", c.bucket_mb);
+  ST_CHECK(c.progress == "thread" || c.progress == "test", "comm.progress must be thread or test, got '", c.progress,
+           "'");
+  ST_CHECK(c.threads >= 0, "run.threads must be >= 0");
+}
+
+std::string config_to_toml(const RunConfig& cfg) {
+  std::ostringstream os;
+  std::string section;
+  for (const auto& k : config_keys()) {
+    const std::string sec = k.key.substr(0, k.key.find('.'));
+    if (sec != section) {
+      os << (section.empty() ? "" : "\n") << "[" << sec << "]\n";
+      section = sec;
+    }
+    os << k.key.substr(sec.size() + 1) << " = " << k.get(cfg) << "\n";
+  }
+  return os.str();
+}
+
+uint64_t config_hash(const RunConfig& cfg) {
+  uint64_t h = 1469598103934665603ULL;  // FNV-1a
+  for (unsigned char c : config_to_toml(cfg)) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  return h;
+}
+
+}  // namespace scaletrain::train

@@ -1,0 +1,29 @@
+// collective_check: agree across ranks on whether a start-up step failed.
+#include "scaletrain/train/errors.hpp"
+
+#include <exception>
+
+namespace scaletrain::train {
+
+void collective_check(comm::Communicator& comm, const std::function<void()>& f) {
+  std::exception_ptr failure;
+  std::string message;
+  try {
+    f();
+  } catch (const ConsistentError& e) {
+    failure = std::current_exception();
+    message = e.what();
+  } catch (const std::exception& e) {
+    failure = std::current_exception();
+    message = e.what();
+  }
+  int failed = failure ? 1 : 0;
+  comm.allreduce(&failed, 1, DType::i32, comm::ReduceOp::sum);
+  if (failed == 0) return;
+  if (failed == comm.size()) throw ConsistentError(message);
+  if (failure) std::rethrow_exception(failure);
+  // This rank is fine; the failing ranks report their own error and abort the job.
+  comm.barrier();
+}
+
+}  // namespace scaletrain::train

@@ -1,0 +1,159 @@
+// metrics.jsonl and run.json of a run directory.
+#include "scaletrain/train/run_log.hpp"
+
+#include <hdf5.h>
+#include <mpi.h>
+
+#include <Kokkos_Core.hpp>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <cerrno>
+#include <cstring>
+
+#include "scaletrain/core/error.hpp"
+#include "scaletrain/core/timer.hpp"
+
+#ifndef SCALETRAIN_GIT_COMMIT
+#define SCALETRAIN_GIT_COMMIT "unknown"
+#endif
+
+namespace scaletrain::train {
+namespace {
+
+nlohmann::json config_json(const RunConfig& cfg) {
+  nlohmann::json j;
+  for (const auto& k : config_keys()) {
+    const std::string sec = k.key.substr(0, k.key.find('.'));
+    const std::string name = k.key.substr(sec.size() + 1);
+    const std::string v = k.get(cfg);
+    if (k.type == "string") j[sec][name] = v.substr(1, v.size() - 2);
+    else if (k.type == "bool") j[sec][name] = v == "true";
+    else if (k.type == "int") j[sec][name] = std::stoll(v);
+    else j[sec][name] = std::stod(v);
+  }
+  return j;
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> build_versions() {
+  char mpi[MPI_MAX_LIBRARY_VERSION_STRING] = {};
+  int len = 0;
+  MPI_Get_library_version(mpi, &len);
+  std::string mpi_s(mpi, static_cast<size_t>(len));
+  if (auto nl = mpi_s.find_first_of("\n,"); nl != std::string::npos) mpi_s.resize(nl);
+  const dnnl_version_t* v = dnnl_version();
+  unsigned h5maj = 0, h5min = 0, h5rel = 0;
+  H5get_libversion(&h5maj, &h5min, &h5rel);
+  return {
+      {"scaletrain", "0.1.0"},
+      {"git_commit", SCALETRAIN_GIT_COMMIT},
+      {"mpi", mpi_s},
+      {"onednn", std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch)},
+      {"hdf5", std::to_string(h5maj) + "." + std::to_string(h5min) + "." + std::to_string(h5rel)},
+      {"kokkos", std::to_string(KOKKOS_VERSION / 10000) + "." + std::to_string(KOKKOS_VERSION / 100 % 100) + "." +
+                     std::to_string(KOKKOS_VERSION % 100)},
+      {"compiler", __VERSION__},
+  };
+}
+
+RunLog::RunLog(bool enabled, const std::string& run_dir, const RunConfig& cfg)
+    : dir_(run_dir), cfg_(cfg), phase_totals_(kPhaseCount, 0.0) {
+  if (!enabled || run_dir.empty()) return;
+  std::error_code ec;
+  std::filesystem::create_directories(run_dir, ec);
+  ST_CHECK(!ec, "cannot create run directory ", run_dir, ": ", ec.message());
+  const std::string path = run_dir + "/metrics.jsonl";
+  file_ = std::fopen(path.c_str(), "w");
+  ST_CHECK(file_ != nullptr, "cannot write ", path, ": ", std::strerror(errno));
+}
+
+RunLog::~RunLog() {
+  if (file_) std::fclose(file_);
+}
+
+void RunLog::interval(const IntervalTimings& t) {
+  if (!file_) return;
+  const double start = now_seconds();
+  if (!t.warmup)
+    for (int p = 0; p < kPhaseCount; ++p) phase_totals_[static_cast<size_t>(p)] += t.mean[p];
+  nlohmann::json j;
+  j["epoch"] = t.epoch;
+  j["first_step"] = t.first_step;
+  j["steps"] = t.steps;
+  j["warmup"] = t.warmup;
+  j["elapsed_s"] = t.elapsed_seconds;
+  j["interval_s"] = t.wall_seconds;
+  j["samples_per_s"] = t.samples_per_second;
+  j["loss"] = t.loss;
+  j["accuracy"] = t.accuracy;
+  j["lr"] = t.lr;
+  nlohmann::json phases;
+  const double steps = static_cast<double>(std::max<int64_t>(t.steps, 1));
+  for (int p = 0; p < kPhaseCount; ++p) {
+    phases[std::string(phase_name(static_cast<Phase>(p)))] = {{"mean_ms", 1e3 * t.mean[p] / steps},
+                                                               {"min_ms", 1e3 * t.min[p] / steps},
+                                                               {"max_ms", 1e3 * t.max[p] / steps},
+                                                               {"slowest_rank", t.slowest_rank[p]}};
+  }
+  j["phases"] = phases;
+  j["allreduce_total_ms"] = 1e3 * t.allreduce_total_mean / steps;
+  const std::string line = j.dump() + "\n";
+  std::fwrite(line.data(), 1, line.size(), file_);
+  std::fflush(file_);
+  write_seconds_ += now_seconds() - start;
+}
+
+void RunLog::finish(const RunInfo& info, const TrainResult& r) {
+  if (!file_) return;
+  nlohmann::json j;
+  j["format"] = "scaletrain-run";
+  j["version"] = 1;
+  j["config"] = config_json(cfg_);
+  j["world_size"] = info.world_size;
+  j["global_batch"] = cfg_.batch;
+  j["per_rank_batch"] = info.per_rank_batch;
+  j["steps_per_epoch"] = info.steps_per_epoch;
+  j["hosts"] = info.hosts;
+  j["device"] = info.device;
+  j["parameters"] = info.parameters;
+  j["forward_flops_per_sample"] = info.flops_per_sample;
+  for (const auto& [k, v] : build_versions()) j["versions"][k] = v;
+  j["steps"] = r.steps;
+  j["seconds"] = r.seconds;
+  j["samples_per_s"] = r.mean_samples_per_second;
+  j["final_eval_accuracy"] = r.final_eval_accuracy;
+  j["final_eval_loss"] = r.final_eval_loss;
+  double step_total = phase_totals_[static_cast<size_t>(Phase::step)];
+  nlohmann::json share;
+  for (int p = 0; p < kPhaseCount; ++p)
+    if (static_cast<Phase>(p) != Phase::step)
+      share[std::string(phase_name(static_cast<Phase>(p)))] = step_total > 0 ? phase_totals_[static_cast<size_t>(p)] / step_total : 0.0;
+  j["phase_share"] = share;
+  j["allreduce_total_share"] = r.allreduce_total_share;
+  j["metrics_write_seconds"] = write_seconds_;
+  nlohmann::json epochs = nlohmann::json::array();
+  for (const auto& e : r.epochs)
+    epochs.push_back({{"epoch", e.epoch},
+                      {"steps", e.steps},
+                      {"seconds", e.seconds},
+                      {"samples_per_s", e.samples_per_second},
+                      {"train_loss", e.train_loss},
+                      {"train_accuracy", e.train_accuracy},
+                      {"eval_loss", e.eval_loss},
+                      {"eval_accuracy", e.eval_accuracy}});
+  j["epochs"] = epochs;
+  // Written to a temporary name and renamed, so a reader never sees half a file.
+  const std::string path = dir_ + "/run.json", tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp);
+    ST_CHECK(out.good(), "cannot write ", tmp);
+    out << j.dump(2) << "\n";
+    ST_CHECK(out.good(), "error writing ", tmp);
+  }
+  std::filesystem::rename(tmp, path);
+}
+
+}  // namespace scaletrain::train

@@ -1,0 +1,44 @@
+# End-to-end tests of the scaletrain batch job: help, configuration errors that end every rank with
+# one message and a non-zero exit (no hang), and short real training runs.
+if(TARGET scaletrain)
+  set(_st $<TARGET_FILE:scaletrain>)
+  set(_mpirun ${MPIEXEC_EXECUTABLE} ${_mpi_flags})
+  set(_fail ${CMAKE_CURRENT_SOURCE_DIR}/expect_failure.sh 120)
+
+  add_test(NAME app_help_lists_every_key COMMAND ${_st} --help)
+  set_tests_properties(app_help_lists_every_key PROPERTIES
+    PASS_REGULAR_EXPRESSION "--train\\.batch INT.*default: 128.*--comm\\.bucket_mb")
+
+  add_test(NAME app_print_config COMMAND ${_st} --train.batch 64 --optimizer.lr 0.1 --print-config)
+  set_tests_properties(app_print_config PROPERTIES PASS_REGULAR_EXPRESSION "\\[train\\]\nepochs = 2\nbatch = 64")
+
+  add_test(NAME app_summary_fmnist_sepcnn COMMAND ${_st} --model.name fmnist_sepcnn --summary)
+  set_tests_properties(app_summary_fmnist_sepcnn PROPERTIES PASS_REGULAR_EXPRESSION "Total params: 2,887,306")
+
+  add_test(NAME app_unknown_cli_key_suggests COMMAND ${_fail} "unknown option '--train.bacth' (did you mean '--train.batch'?"
+           -- ${_mpirun} -np 2 ${_st} --train.bacth 64)
+  file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/bad_key.toml "[train]\nepoch = 3\n")
+  add_test(NAME app_unknown_toml_key_suggests COMMAND ${_fail} "unknown configuration key 'train.epoch' (did you mean 'train.epochs'?"
+           -- ${_mpirun} -np 2 ${_st} --config ${CMAKE_CURRENT_BINARY_DIR}/bad_key.toml)
+  add_test(NAME app_unknown_model COMMAND ${_fail} "unknown model 'resnet' (the zoo has: mlp, lenet, fmnist_sepcnn)"
+           -- ${_mpirun} -np 2 ${_st} --model.name resnet --train.max_steps 1)
+  add_test(NAME app_zero_batch COMMAND ${_fail} "train.batch must be positive, got 0" -- ${_st} --train.batch 0)
+  add_test(NAME app_negative_batch COMMAND ${_fail} "train.batch must be positive, got -8" -- ${_st} --train.batch -8)
+  add_test(NAME app_batch_not_divisible COMMAND ${_fail} "train.batch = 9 is not divisible by the 2 ranks"
+           -- ${_mpirun} -np 2 ${_st} --train.batch 9)
+  add_test(NAME app_data_smaller_than_batch COMMAND ${_fail} "fewer than one global batch of 256"
+           -- ${_mpirun} -np 2 ${_st} --data.synthetic_samples 100 --train.batch 256 --run.dir ${CMAKE_CURRENT_BINARY_DIR}/small_run)
+  add_test(NAME app_mismatched_config COMMAND ${_fail} "the configuration differs between ranks (rank 1 differs from rank 0)"
+           -- ${_mpirun} -np 1 ${_st} --train.seed 1 --train.max_steps 1 : -np 1 ${_st} --train.seed 2 --train.max_steps 1)
+  add_test(NAME app_missing_data_file COMMAND ${_fail} "/nonexistent/fmnist.h5"
+           -- ${_mpirun} -np 2 ${_st} --data.path /nonexistent/fmnist.h5)
+  set_tests_properties(app_unknown_cli_key_suggests app_unknown_toml_key_suggests app_unknown_model app_batch_not_divisible
+    app_data_smaller_than_batch app_mismatched_config app_missing_data_file PROPERTIES PROCESSORS 2 LABELS "app;mpi")
+
+  # A short real run on synthetic data at 2 ranks: the loss must fall and rank 0 must report samples/s.
+  add_test(NAME app_train_synthetic_2ranks
+           COMMAND ${_mpirun} -np 2 ${_st} --config ${PROJECT_SOURCE_DIR}/jobs/configs/lenet_synthetic.toml
+                   --data.synthetic_samples 4096 --train.epochs 2 --run.dir ${CMAKE_CURRENT_BINARY_DIR}/synthetic_run)
+  set_tests_properties(app_train_synthetic_2ranks PROPERTIES PROCESSORS 2 LABELS "app;mpi" TIMEOUT 300
+    PASS_REGULAR_EXPRESSION "epoch 2 done.*eval loss [0-9.]+ acc (9[0-9]|100)\\.[0-9]+%.*summary: .* samples/s")
+endif()
