@@ -1,0 +1,55 @@
+// Communicator: the collective operations data-parallel training needs (in-place all-reduce,
+// asynchronous with a Request, broadcast, gather, allgather, barrier), independent of transport.
+// MPI on host buffers implements it today (mpi_communicator.hpp); NCCL on device buffers later.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "scaletrain/core/dtype.hpp"
+
+namespace scaletrain::comm {
+
+enum class ReduceOp { sum, max, min };
+
+std::string_view reduce_op_name(ReduceOp op);
+
+// An operation in flight. test() drives progress and says whether it has completed; wait()
+// blocks until it has. Both may be called again after completion (they return at once).
+// Destroying an unfinished Request waits for it: the buffer must not be reused under it.
+class Request {
+ public:
+  virtual ~Request();
+  virtual bool test() = 0;
+  virtual void wait() = 0;
+};
+
+class Communicator {
+ public:
+  virtual ~Communicator();
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  // Rank and size among the ranks that share this rank's host (MPI_Comm_split_type SHARED).
+  virtual int local_rank() const = 0;
+  virtual int local_size() const = 0;
+  virtual const std::string& host() const = 0;
+
+  // In-place all-reduce of count elements of dtype in buf (a host buffer for MPI, a device buffer
+  // for NCCL). The buffer must stay untouched until the request completes.
+  virtual std::unique_ptr<Request> allreduce_async(void* buf, int64_t count, DType dtype, ReduceOp op) = 0;
+  virtual void allreduce(void* buf, int64_t count, DType dtype, ReduceOp op) = 0;
+  virtual void broadcast(void* buf, int64_t bytes, int root) = 0;
+  // recv (significant on root only) holds size() * bytes_per_rank bytes, in rank order.
+  virtual void gather(const void* send, int64_t bytes_per_rank, void* recv, int root) = 0;
+  // recv holds size() * bytes_per_rank bytes on every rank, in rank order.
+  virtual void allgather(const void* send, int64_t bytes_per_rank, void* recv) = 0;
+  virtual void barrier() = 0;
+  virtual std::string name() const = 0;
+
+  // Whether a thread other than the one that created the communicator may issue its operations
+  // (one thread at a time). MPI: the library was initialized with at least MPI_THREAD_SERIALIZED.
+  virtual bool allows_other_threads() const { return true; }
+};
+
+}  // namespace scaletrain::comm

@@ -1,0 +1,15 @@
+// The MPI implementation of Communicator on host buffers: a private duplicate of the given
+// communicator with MPI_ERRORS_RETURN, so every failure reaches ST_MPI_CHECK as a scaletrain::Error.
+#pragma once
+#include <mpi.h>
+
+#include <memory>
+
+#include "scaletrain/comm/communicator.hpp"
+
+namespace scaletrain::comm {
+
+// Collective over comm: every rank of comm must call it. MPI must be initialized.
+std::unique_ptr<Communicator> make_mpi_communicator(MPI_Comm comm = MPI_COMM_WORLD);
+
+}  // namespace scaletrain::comm

@@ -1,0 +1,231 @@
+// GradientBuckets: bucket layout over the flat gradient buffer, readiness tracking, in-order
+// launch of bucket all-reduces, and their progress by a communication thread or by MPI_Test polls.
+#include "scaletrain/comm/gradient_buckets.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+#include "scaletrain/core/error.hpp"
+#include "scaletrain/core/timer.hpp"
+
+namespace scaletrain::comm {
+namespace {
+// How long the communication thread sleeps between progress tests when nothing completed. Short
+// enough to keep transfers moving, long enough not to steal a core from backward (see report in
+// scaletrain-bench-allreduce --overlap).
+constexpr auto kThreadPollInterval = std::chrono::microseconds(50);
+}  // namespace
+
+GradientBuckets::GradientBuckets(Communicator& comm, float* flat_grads, std::vector<GradientSlice> slices,
+                                 int64_t bucket_bytes, std::string progress)
+    : comm_(comm), grads_(flat_grads), slices_(std::move(slices)), progress_(std::move(progress)) {
+  ST_CHECK(progress_ == "thread" || progress_ == "test", "GradientBuckets: progress = '", progress_,
+           "' is not one of 'thread' or 'test'");
+  ST_CHECK(bucket_bytes > 0, "GradientBuckets: bucket_bytes must be positive, got ", bucket_bytes);
+  ST_CHECK(slices_.empty() || grads_ != nullptr, "GradientBuckets: flat gradient buffer is null");
+  const int64_t elem = static_cast<int64_t>(sizeof(float));
+  for (size_t i = 0; i < slices_.size(); ++i) {
+    const GradientSlice& s = slices_[i];
+    ST_CHECK(s.count > 0 && s.offset >= 0, "GradientBuckets: slice ", i, " has offset ", s.offset, " and count ",
+             s.count, " (count must be positive, offset non-negative)");
+    if (i > 0) {
+      const GradientSlice& p = slices_[i - 1];
+      ST_CHECK(s.offset == p.offset + p.count, "GradientBuckets: slice ", i, " starts at element ", s.offset,
+               " but slice ", i - 1, " ends at ", p.offset + p.count,
+               "; slices in ready order must be contiguous and increasing in the flat buffer");
+    }
+    if (buckets_.empty() || (buckets_.back().count + s.count) * elem > bucket_bytes) {
+      Bucket b;
+      b.offset = s.offset;
+      buckets_.push_back(b);
+    }
+    Bucket& b = buckets_.back();
+    b.count += s.count;
+    ++b.slices;
+    slice_bucket_.push_back(buckets_.size() - 1);
+  }
+  slice_ready_.assign(slices_.size(), 0);
+  for (Bucket& b : buckets_) b.pending = b.slices;
+  events_.reserve(buckets_.size());
+
+  threaded_ = progress_ == "thread" && comm_.size() > 1;
+  if (threaded_) {
+    ST_CHECK(comm_.allows_other_threads(), "GradientBuckets: progress = 'thread' needs a communicator that may be "
+             "called from another thread (MPI initialized with at least MPI_THREAD_SERIALIZED); initialize MPI with "
+             "MPI_Init_thread(..., MPI_THREAD_MULTIPLE, ...) or use progress = 'test'");
+    thread_ = std::thread([this] { comm_thread_main(); });
+  }
+}
+
+GradientBuckets::~GradientBuckets() {
+  if (thread_.joinable()) {
+    {
+      std::lock_guard<std::mutex> lk(mutex_);
+      stop_ = true;
+    }
+    work_cv_.notify_all();
+    thread_.join();
+  }
+}
+
+void GradientBuckets::begin_step() {
+  ST_CHECK(!in_step_, "GradientBuckets::begin_step: the previous step was not finished with wait_all()");
+  std::fill(slice_ready_.begin(), slice_ready_.end(), 0);
+  for (Bucket& b : buckets_) b.pending = b.slices;
+  next_to_start_ = 0;
+  {
+    std::lock_guard<std::mutex> lk(mutex_);
+    completed_ = 0;
+    events_.clear();
+  }
+  in_step_ = true;
+}
+
+void GradientBuckets::mark_ready(size_t slice_index) {
+  ST_CHECK(in_step_, "GradientBuckets::mark_ready(", slice_index, ") outside a step: call begin_step() first");
+  ST_CHECK(slice_index < slices_.size(), "GradientBuckets::mark_ready: slice ", slice_index, " out of range (",
+           slices_.size(), " slices)");
+  ST_CHECK(!slice_ready_[slice_index], "GradientBuckets::mark_ready: slice ", slice_index,
+           " was already marked ready in this step");
+  slice_ready_[slice_index] = 1;
+  Bucket& b = buckets_[slice_bucket_[slice_index]];
+  --b.pending;
+  if (b.pending == 0) start_ready_buckets();
+}
+
+void GradientBuckets::start_ready_buckets() {
+  // Collectives on one communicator must be issued in the same order on every rank, so a bucket
+  // completed early waits until every bucket before it has started.
+  while (next_to_start_ < buckets_.size() && buckets_[next_to_start_].pending == 0) launch(next_to_start_++);
+}
+
+void GradientBuckets::launch(size_t b) {
+  if (comm_.size() == 1) return;  // the sum over one rank is the buffer itself, its mean too
+  if (threaded_) {
+    {
+      std::lock_guard<std::mutex> lk(mutex_);
+      queue_.push_back(b);
+    }
+    work_cv_.notify_one();
+    return;
+  }
+  const Bucket& k = buckets_[b];
+  const double start = now_seconds();
+  in_flight_.push_back(InFlight{b, start, comm_.allreduce_async(grads_ + k.offset, k.count, DType::f32, ReduceOp::sum)});
+}
+
+bool GradientBuckets::drive(InFlight& f) {
+  if (!f.request->test()) return false;
+  finish(f.bucket, f.start);
+  return true;
+}
+
+void GradientBuckets::finish(size_t b, double start) {
+  const Bucket& k = buckets_[b];
+  const float n = static_cast<float>(comm_.size());
+  float* g = grads_ + k.offset;
+  for (int64_t i = 0; i < k.count; ++i) g[i] /= n;
+  const double end = now_seconds();
+  std::lock_guard<std::mutex> lk(mutex_);
+  stats_.allreduce_seconds += end - start;
+  stats_.buckets += 1;
+  stats_.bytes += k.count * static_cast<int64_t>(sizeof(float));
+  events_.push_back(BucketEvent{static_cast<int64_t>(b), k.count * static_cast<int64_t>(sizeof(float)), start, end});
+  ++completed_;
+}
+
+void GradientBuckets::poll() {
+  if (threaded_) return;
+  for (auto it = in_flight_.begin(); it != in_flight_.end();) {
+    if (drive(*it))
+      it = in_flight_.erase(it);
+    else
+      ++it;
+  }
+}
+
+void GradientBuckets::wait_all() {
+  ST_CHECK(in_step_, "GradientBuckets::wait_all outside a step: call begin_step() first");
+  if (next_to_start_ < buckets_.size()) {
+    size_t missing = 0, first = slices_.size();
+    for (size_t i = 0; i < slices_.size(); ++i)
+      if (!slice_ready_[i]) {
+        ++missing;
+        first = std::min(first, i);
+      }
+    ST_FAIL("GradientBuckets::wait_all: ", missing, " of ", slices_.size(),
+            " gradients were never marked ready in this step (first: slice ", first, ")");
+  }
+  const double t0 = now_seconds();
+  if (threaded_) {
+    std::unique_lock<std::mutex> lk(mutex_);
+    done_cv_.wait(lk, [&] { return completed_ == buckets_.size() || thread_error_; });
+    if (thread_error_) std::rethrow_exception(thread_error_);
+  } else {
+    while (!in_flight_.empty()) {
+      InFlight& f = in_flight_.front();
+      f.request->wait();
+      finish(f.bucket, f.start);
+      in_flight_.pop_front();
+    }
+  }
+  const double t1 = now_seconds();
+  {
+    std::lock_guard<std::mutex> lk(mutex_);
+    stats_.exposed_seconds += t1 - t0;
+  }
+  in_step_ = false;
+}
+
+BucketStats GradientBuckets::stats() const {
+  std::lock_guard<std::mutex> lk(mutex_);
+  return stats_;
+}
+
+void GradientBuckets::reset_stats() {
+  std::lock_guard<std::mutex> lk(mutex_);
+  stats_ = BucketStats{};
+}
+
+void GradientBuckets::comm_thread_main() {
+  // The only thread that calls the communicator between begin_step() and wait_all(); outside a step
+  // it sleeps on work_cv_, so the caller's own collectives never run concurrently with it.
+  std::deque<InFlight> mine;
+  std::vector<size_t> todo;
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lk(mutex_);
+      if (mine.empty()) work_cv_.wait(lk, [&] { return stop_ || !queue_.empty(); });
+      if (stop_ && queue_.empty() && mine.empty()) return;
+      todo.assign(queue_.begin(), queue_.end());
+      queue_.clear();
+    }
+    try {
+      for (size_t b : todo) {
+        const Bucket& k = buckets_[b];
+        const double start = now_seconds();
+        mine.push_back(InFlight{b, start, comm_.allreduce_async(grads_ + k.offset, k.count, DType::f32, ReduceOp::sum)});
+      }
+      bool any = false;
+      for (auto it = mine.begin(); it != mine.end();) {
+        if (drive(*it)) {
+          it = mine.erase(it);
+          any = true;
+        } else {
+          ++it;
+        }
+      }
+      if (any) done_cv_.notify_all();
+      if (!mine.empty() && !any) std::this_thread::sleep_for(kThreadPollInterval);
+    } catch (...) {
+      // MPI failed: hand the error to wait_all(); abandon the requests rather than wait on them.
+      for (InFlight& f : mine) (void)f.request.release();
+      std::lock_guard<std::mutex> lk(mutex_);
+      thread_error_ = std::current_exception();
+      done_cv_.notify_all();
+      return;
+    }
+  }
+}
+
+}  // namespace scaletrain::comm
