@@ -1,0 +1,181 @@
+// GradientBuckets at any rank count: bucket layout (one bucket, many, uneven, oversize parameter),
+// the global mean after wait_all() in both progress modes, rank-dependent ready order, repeated
+// steps, statistics, and the errors a training loop can make.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <algorithm>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "scaletrain/comm/gradient_buckets.hpp"
+#include "scaletrain/comm/mpi_communicator.hpp"
+#include "scaletrain/core/error.hpp"
+
+using namespace scaletrain;
+using comm::GradientBuckets;
+using comm::GradientSlice;
+
+namespace {
+
+constexpr int64_t kPrefix = 3;  // elements before the first slice, which buckets must not touch
+constexpr float kSentinel = -77.25f;
+
+std::vector<GradientSlice> layout(const std::vector<int64_t>& counts) {
+  std::vector<GradientSlice> s;
+  int64_t off = kPrefix;
+  for (int64_t c : counts) {
+    s.push_back({off, c});
+    off += c;
+  }
+  return s;
+}
+
+// Rank r writes (r + 1) * k(i) + step at element i: small integers, so sums are exact.
+float contribution(int rank, int64_t i, int step) { return static_cast<float>((rank + 1) * static_cast<int>(i % 13 - 4) + step); }
+
+float expected_mean(int n, int64_t i, int step) {
+  float sum = 0;
+  for (int r = 0; r < n; ++r) sum += contribution(r, i, step);
+  return sum / static_cast<float>(n);
+}
+
+struct Case {
+  std::vector<int64_t> counts;
+  int64_t bucket_bytes;
+  int64_t expected_buckets;
+};
+
+class BucketsTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override { comm_ = comm::make_mpi_communicator(MPI_COMM_WORLD); }
+
+  // Runs `steps` steps, marking slices ready in a rank-dependent random order (polling between
+  // marks, as the training loop does between layers), and checks every element after each step.
+  void run(const Case& c, int steps) {
+    const auto slices = layout(c.counts);
+    const int64_t total = std::accumulate(c.counts.begin(), c.counts.end(), int64_t{0});
+    std::vector<float> grads(static_cast<size_t>(kPrefix + total + 2), kSentinel);
+    GradientBuckets buckets(*comm_, grads.data(), slices, c.bucket_bytes, GetParam());
+    ASSERT_EQ(buckets.bucket_count(), c.expected_buckets);
+    const int n = comm_->size(), r = comm_->rank();
+    std::mt19937 rng(1234u + static_cast<unsigned>(r));
+    std::vector<size_t> order(slices.size());
+    for (int step = 0; step < steps; ++step) {
+      for (int64_t i = 0; i < total; ++i) grads[static_cast<size_t>(kPrefix + i)] = contribution(r, i, step);
+      std::iota(order.begin(), order.end(), size_t{0});
+      std::shuffle(order.begin(), order.end(), rng);
+      buckets.begin_step();
+      for (size_t s : order) {
+        buckets.mark_ready(s);
+        buckets.poll();
+      }
+      buckets.wait_all();
+      int64_t wrong = 0, first_wrong = -1;
+      for (int64_t i = 0; i < total; ++i)
+        if (grads[static_cast<size_t>(kPrefix + i)] != expected_mean(n, i, step)) {
+          if (first_wrong < 0) first_wrong = i;
+          ++wrong;
+        }
+      EXPECT_EQ(wrong, 0) << "step " << step << ", first wrong element " << first_wrong;
+      for (int64_t i = 0; i < kPrefix; ++i) EXPECT_EQ(grads[static_cast<size_t>(i)], kSentinel);
+      EXPECT_EQ(grads[static_cast<size_t>(kPrefix + total)], kSentinel);
+      EXPECT_EQ(grads[static_cast<size_t>(kPrefix + total + 1)], kSentinel);
+    }
+    const comm::BucketStats st = buckets.stats();
+    const int64_t reduced = n > 1 ? steps : 0;  // one rank: no all-reduce at all
+    EXPECT_EQ(st.buckets, reduced * c.expected_buckets);
+    EXPECT_EQ(st.bytes, reduced * total * 4);
+    EXPECT_EQ(static_cast<int64_t>(buckets.last_step_events().size()), n > 1 ? c.expected_buckets : 0);
+    EXPECT_GE(st.allreduce_seconds, 0.0);
+    EXPECT_GE(st.exposed_seconds, 0.0);
+    buckets.reset_stats();
+    EXPECT_EQ(buckets.stats().buckets, 0);
+    EXPECT_EQ(buckets.stats().exposed_seconds, 0.0);
+  }
+
+  std::unique_ptr<comm::Communicator> comm_;
+};
+
+// A resnet-like mix of sizes (elements) that divides into no bucket size used here.
+const std::vector<int64_t> kMixed = {10, 5000, 7, 1152, 64, 64, 36864, 3, 9, 100003, 1, 257};
+
+TEST_P(BucketsTest, OneBucketHoldsEverything) { run({kMixed, 25 * 1024 * 1024, 1}, 3); }
+
+TEST_P(BucketsTest, TinyBucketsGiveOneBucketPerParameter) {
+  run({kMixed, 4, static_cast<int64_t>(kMixed.size())}, 3);
+}
+
+TEST_P(BucketsTest, UnevenBucketsCloseBeforeOverflowing) {
+  // 24 KB buckets: {10, 5000, 7, 1152}=24676 B would exceed -> {10,5000,7}; {1152,64,64}; {36864}
+  // (oversize, alone); {3, 9}; {100003} (oversize); {1, 257}.
+  run({kMixed, 24 * 1024, 6}, 3);
+}
+
+TEST_P(BucketsTest, ParameterLargerThanABucketGetsItsOwn) { run({{2, 300000, 2, 2}, 1024, 3}, 2); }
+
+TEST_P(BucketsTest, SingleParameter) { run({{(1 << 20) + 1}, 25 * 1024 * 1024, 1}, 2); }
+
+INSTANTIATE_TEST_SUITE_P(Progress, BucketsTest, ::testing::Values("thread", "test"),
+                         [](const auto& info) { return info.param; });
+
+TEST(GradientBuckets, LayoutFollowsBucketBytes) {
+  auto c = comm::make_mpi_communicator(MPI_COMM_WORLD);
+  std::vector<float> g(100);
+  // 4-byte floats; bucket of 40 bytes = 10 elements: {4, 6} | {5, 5} | {11} | {1}
+  GradientBuckets b(*c, g.data(), {{0, 4}, {4, 6}, {10, 5}, {15, 5}, {20, 11}, {31, 1}}, 40, "test");
+  ASSERT_EQ(b.bucket_count(), 4);
+  EXPECT_EQ(b.bucket_offset(0), 0);
+  EXPECT_EQ(b.bucket_elements(0), 10);
+  EXPECT_EQ(b.bucket_offset(1), 10);
+  EXPECT_EQ(b.bucket_elements(1), 10);
+  EXPECT_EQ(b.bucket_offset(2), 20);
+  EXPECT_EQ(b.bucket_elements(2), 11);
+  EXPECT_EQ(b.bucket_offset(3), 31);
+  EXPECT_EQ(b.bucket_elements(3), 1);
+}
+
+TEST(GradientBuckets, RejectsBadConfigurationWithClearMessages) {
+  auto c = comm::make_mpi_communicator(MPI_COMM_WORLD);
+  std::vector<float> g(100);
+  auto message = [&](auto&& f) {
+    try {
+      f();
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  EXPECT_NE(message([&] { GradientBuckets b(*c, g.data(), {{0, 4}, {5, 6}}, 1024, "test"); }).find("contiguous"),
+            std::string::npos);
+  EXPECT_NE(message([&] { GradientBuckets b(*c, g.data(), {{0, 4}}, 1024, "mpi_test"); }).find("'mpi_test'"),
+            std::string::npos);
+  EXPECT_NE(message([&] { GradientBuckets b(*c, g.data(), {{0, 4}}, 0, "test"); }).find("bucket_bytes"),
+            std::string::npos);
+}
+
+TEST(GradientBuckets, MisuseWithinAStepIsReported) {
+  auto c = comm::make_mpi_communicator(MPI_COMM_WORLD);
+  for (const char* mode : {"thread", "test"}) {
+    std::vector<float> g(10, 1.0f);
+    GradientBuckets b(*c, g.data(), {{0, 4}, {4, 6}}, 1024, mode);
+    EXPECT_THROW(b.mark_ready(0), Error) << "mark_ready before begin_step";
+    b.begin_step();
+    b.mark_ready(1);
+    EXPECT_THROW(b.mark_ready(1), Error) << "slice marked twice";
+    EXPECT_THROW(b.mark_ready(2), Error) << "slice out of range";
+    try {
+      b.wait_all();
+      ADD_FAILURE() << "wait_all with slice 0 not ready did not throw";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("1 of 2 gradients were never marked ready"), std::string::npos) << e.what();
+    }
+    b.mark_ready(0);  // now the only bucket starts on every rank
+    b.wait_all();
+    EXPECT_EQ(g[0], 1.0f);  // the mean of equal values
+    EXPECT_THROW(b.wait_all(), Error) << "wait_all twice";
+  }
+}
+
+}  // namespace
