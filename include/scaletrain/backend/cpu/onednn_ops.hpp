@@ -1,0 +1,15 @@
+// Factories of the CPU backend's oneDNN operators (convolution, inner product, pooling). Each
+// validates its shape and throws scaletrain::Error naming it when oneDNN cannot run it.
+#pragma once
+#include <memory>
+
+#include "scaletrain/backend/cpu/onednn_context.hpp"
+#include "scaletrain/backend/ops.hpp"
+
+namespace scaletrain::cpu {
+
+std::unique_ptr<ConvOp> make_onednn_conv(OneDnnContextPtr ctx, const ConvShape& s);
+std::unique_ptr<InnerProductOp> make_onednn_inner_product(OneDnnContextPtr ctx, const InnerProductShape& s);
+std::unique_ptr<PoolOp> make_onednn_pool(OneDnnContextPtr ctx, const PoolShape& s);
+
+}  // namespace scaletrain::cpu

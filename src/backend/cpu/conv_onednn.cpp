@@ -1,0 +1,156 @@
+// Convolution (grouped and depthwise included) forward, backward-data and backward-weights with
+// oneDNN primitives created once per shape; activations NHWC, weights OIHW / GOIHW at the user side.
+#include <algorithm>
+#include <unordered_map>
+
+#include "scaletrain/backend/cpu/onednn_ops.hpp"
+#include "scaletrain/core/check_dnnl.hpp"
+
+namespace scaletrain::cpu {
+namespace {
+
+using dnnl::memory;
+using tag = memory::format_tag;
+using dt = memory::data_type;
+using Args = std::unordered_map<int, memory>;
+
+void validate(const ConvShape& s) {
+  ST_CHECK(s.batch > 0 && s.in_c > 0 && s.out_c > 0 && s.in_h > 0 && s.in_w > 0 && s.kernel_h > 0 &&
+               s.kernel_w > 0 && s.stride_h > 0 && s.stride_w > 0 && s.groups > 0,
+           "invalid convolution ", s.to_string(), ": batch, sizes, channels, kernel, stride and groups must be positive");
+  ST_CHECK(s.pad_top >= 0 && s.pad_left >= 0 && s.pad_bottom >= 0 && s.pad_right >= 0, "invalid convolution ",
+           s.to_string(), ": padding must not be negative");
+  ST_CHECK(s.in_c % s.groups == 0 && s.out_c % s.groups == 0, "invalid convolution ", s.to_string(),
+           ": in_c and out_c must be divisible by groups");
+  ST_CHECK(s.in_h + s.pad_top + s.pad_bottom >= s.kernel_h && s.in_w + s.pad_left + s.pad_right >= s.kernel_w,
+           "invalid convolution ", s.to_string(), ": the kernel is larger than the padded input");
+}
+
+class OneDnnConv final : public ConvOp {
+ public:
+  OneDnnConv(OneDnnContextPtr ctx, const ConvShape& s) : ctx_(std::move(ctx)), s_(s) {
+    validate(s);
+    try {
+      build();
+    } catch (const dnnl::error& e) {
+      ST_FAIL("oneDNN cannot create convolution ", s.to_string(), ": ", e.what());
+    }
+  }
+
+  void forward(const float* x, const float* w, const float* b, float* y) override {
+    src_.set_data_handle(const_cast<float*>(x));
+    dst_.set_data_handle(y);
+    if (s_.bias) bias_.set_data_handle(const_cast<float*>(b));
+    w_fwd_.to_internal(ctx_->stream, w);
+    ST_DNNL_CHECK(fwd_.execute(ctx_->stream, fwd_args_));
+    ctx_->stream.wait();
+  }
+
+  void backward_data(const float* dy, const float* w, float* dx) override {
+    dst_.set_data_handle(const_cast<float*>(dy));
+    src_.set_data_handle(dx);
+    w_bwd_data_.to_internal(ctx_->stream, w);
+    ST_DNNL_CHECK(bwd_data_.execute(ctx_->stream, bwd_data_args_));
+    ctx_->stream.wait();
+  }
+
+  void backward_weights(const float* x, const float* dy, float* dw, float* db) override {
+    src_.set_data_handle(const_cast<float*>(x));
+    dst_.set_data_handle(const_cast<float*>(dy));
+    if (s_.bias) {
+      ST_CHECK(db != nullptr, "convolution ", s_.to_string(), " has a bias but no bias gradient buffer was given");
+      bias_.set_data_handle(db);
+    }
+    dw_.bind_user(dw);
+    ST_DNNL_CHECK(bwd_w_.execute(ctx_->stream, bwd_w_args_));
+    dw_.to_user(ctx_->stream);
+    ctx_->stream.wait();
+  }
+
+ private:
+  void build() {
+    const ConvShape& s = s_;
+    auto& eng = ctx_->engine;
+    const memory::dims src{s.batch, s.in_c, s.in_h, s.in_w};
+    const memory::dims dst{s.batch, s.out_c, s.out_h(), s.out_w()};
+    const memory::dims strides{s.stride_h, s.stride_w};
+    const memory::dims pad_l{s.pad_top, s.pad_left}, pad_r{s.pad_bottom, s.pad_right};
+    memory::dims w;
+    tag wtag;
+    if (s.groups == 1) {
+      w = {s.out_c, s.in_c, s.kernel_h, s.kernel_w};
+      wtag = tag::oihw;
+    } else {
+      w = {s.groups, s.out_c / s.groups, s.in_c / s.groups, s.kernel_h, s.kernel_w};
+      wtag = tag::goihw;
+    }
+    const memory::desc src_md(src, dt::f32, tag::nhwc), dst_md(dst, dt::f32, tag::nhwc);
+    const memory::desc w_user(w, dt::f32, wtag), w_any(w, dt::f32, tag::any);
+    const memory::desc b_md = s.bias ? memory::desc({s.out_c}, dt::f32, tag::x) : memory::desc();
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+
+    using dnnl::algorithm;
+    using dnnl::prop_kind;
+    dnnl::convolution_forward::desc fd(prop_kind::forward_training, algorithm::convolution_direct, src_md, w_any,
+                                       b_md, dst_md, strides, pad_l, pad_r);
+    dnnl::convolution_forward::primitive_desc fwd_pd(fd, attr, eng);
+    dnnl::convolution_backward_data::desc bd(algorithm::convolution_direct, src_md, w_any, dst_md, strides, pad_l,
+                                             pad_r);
+    dnnl::convolution_backward_data::primitive_desc bwd_data_pd(bd, attr, eng, fwd_pd);
+    dnnl::convolution_backward_weights::desc wd(algorithm::convolution_direct, src_md, w_any, b_md, dst_md, strides,
+                                                pad_l, pad_r);
+    dnnl::convolution_backward_weights::primitive_desc bwd_w_pd(wd, attr, eng, fwd_pd);
+    fwd_ = dnnl::convolution_forward(fwd_pd);
+    bwd_data_ = dnnl::convolution_backward_data(bwd_data_pd);
+    bwd_w_ = dnnl::convolution_backward_weights(bwd_w_pd);
+
+    w_fwd_ = LayoutBridge(w_user, fwd_pd.weights_desc(), eng);
+    w_bwd_data_ = LayoutBridge(w_user, bwd_data_pd.weights_desc(), eng);
+    dw_ = LayoutBridge(w_user, bwd_w_pd.diff_weights_desc(), eng);
+    src_ = unbound_memory(src_md, eng);
+    dst_ = unbound_memory(dst_md, eng);
+    if (s.bias) bias_ = unbound_memory(b_md, eng);
+
+    // One scratchpad buffer serves all three primitives: they never run at the same time.
+    const size_t scratch = std::max({fwd_pd.scratchpad_desc().get_size(), bwd_data_pd.scratchpad_desc().get_size(),
+                                     bwd_w_pd.scratchpad_desc().get_size()});
+    scratch_storage_ = host_bytes(scratch);
+    fwd_args_ = {{DNNL_ARG_SRC, src_},
+                 {DNNL_ARG_WEIGHTS, w_fwd_.internal()},
+                 {DNNL_ARG_DST, dst_},
+                 {DNNL_ARG_SCRATCHPAD, memory(fwd_pd.scratchpad_desc(), eng, scratch_storage_.raw())}};
+    bwd_data_args_ = {{DNNL_ARG_DIFF_DST, dst_},
+                      {DNNL_ARG_WEIGHTS, w_bwd_data_.internal()},
+                      {DNNL_ARG_DIFF_SRC, src_},
+                      {DNNL_ARG_SCRATCHPAD, memory(bwd_data_pd.scratchpad_desc(), eng, scratch_storage_.raw())}};
+    bwd_w_args_ = {{DNNL_ARG_SRC, src_},
+                   {DNNL_ARG_DIFF_DST, dst_},
+                   {DNNL_ARG_DIFF_WEIGHTS, dw_.internal()},
+                   {DNNL_ARG_SCRATCHPAD, memory(bwd_w_pd.scratchpad_desc(), eng, scratch_storage_.raw())}};
+    if (s.bias) {
+      fwd_args_[DNNL_ARG_BIAS] = bias_;
+      bwd_w_args_[DNNL_ARG_DIFF_BIAS] = bias_;
+    }
+  }
+
+  OneDnnContextPtr ctx_;
+  ConvShape s_;
+  dnnl::convolution_forward fwd_;
+  dnnl::convolution_backward_data bwd_data_;
+  dnnl::convolution_backward_weights bwd_w_;
+  LayoutBridge w_fwd_, w_bwd_data_, dw_;
+  // Activation memories rebound to the caller's buffers on every call; the argument maps below
+  // hold handles to these same objects, so they are built once.
+  memory src_, dst_, bias_;
+  Tensor scratch_storage_;
+  Args fwd_args_, bwd_data_args_, bwd_w_args_;
+};
+
+}  // namespace
+
+std::unique_ptr<ConvOp> make_onednn_conv(OneDnnContextPtr ctx, const ConvShape& s) {
+  return std::make_unique<OneDnnConv>(std::move(ctx), s);
+}
+
+}  // namespace scaletrain::cpu

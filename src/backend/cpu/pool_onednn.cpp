@@ -1,0 +1,126 @@
+// Max and average pooling (padding excluded from the average's divisor) with oneDNN primitives
+// created once per shape, NHWC; max pooling keeps its argmax workspace inside the op for backward.
+#include <algorithm>
+#include <unordered_map>
+
+#include "scaletrain/backend/cpu/onednn_ops.hpp"
+#include "scaletrain/core/check_dnnl.hpp"
+
+namespace scaletrain::cpu {
+namespace {
+
+using dnnl::memory;
+using tag = memory::format_tag;
+using dt = memory::data_type;
+using Args = std::unordered_map<int, memory>;
+
+void validate(const PoolShape& s) {
+  ST_CHECK(s.batch > 0 && s.channels > 0 && s.in_h > 0 && s.in_w > 0 && s.kernel_h > 0 && s.kernel_w > 0 &&
+               s.stride_h > 0 && s.stride_w > 0,
+           "invalid pooling ", s.to_string(), ": batch, sizes, channels, kernel and stride must be positive");
+  ST_CHECK(s.pad_top >= 0 && s.pad_left >= 0 && s.pad_bottom >= 0 && s.pad_right >= 0, "invalid pooling ",
+           s.to_string(), ": padding must not be negative");
+  ST_CHECK(s.pad_top < s.kernel_h && s.pad_bottom < s.kernel_h && s.pad_left < s.kernel_w && s.pad_right < s.kernel_w,
+           "invalid pooling ", s.to_string(), ": padding must be smaller than the kernel");
+  ST_CHECK(s.in_h + s.pad_top + s.pad_bottom >= s.kernel_h && s.in_w + s.pad_left + s.pad_right >= s.kernel_w,
+           "invalid pooling ", s.to_string(), ": the kernel is larger than the padded input");
+}
+
+class OneDnnPool final : public PoolOp {
+ public:
+  OneDnnPool(OneDnnContextPtr ctx, const PoolShape& s) : ctx_(std::move(ctx)), s_(s) {
+    validate(s);
+    try {
+      build();
+    } catch (const dnnl::error& e) {
+      ST_FAIL("oneDNN cannot create pooling ", s.to_string(), ": ", e.what());
+    }
+  }
+
+  void forward(const float* x, float* y, bool training) override {
+    src_.set_data_handle(const_cast<float*>(x));
+    dst_.set_data_handle(y);
+    if (training) {
+      ST_DNNL_CHECK(fwd_train_.execute(ctx_->stream, fwd_train_args_));
+      have_workspace_ = true;
+    } else {
+      ST_DNNL_CHECK(fwd_infer_.execute(ctx_->stream, fwd_infer_args_));
+    }
+    ctx_->stream.wait();
+  }
+
+  void backward(const float* dy, float* dx) override {
+    ST_CHECK(have_workspace_ || s_.kind != PoolKind::max, "max pooling ", s_.to_string(),
+             ": backward called before a forward with training = true");
+    dst_.set_data_handle(const_cast<float*>(dy));
+    src_.set_data_handle(dx);
+    ST_DNNL_CHECK(bwd_.execute(ctx_->stream, bwd_args_));
+    ctx_->stream.wait();
+  }
+
+ private:
+  void build() {
+    const PoolShape& s = s_;
+    auto& eng = ctx_->engine;
+    const memory::desc src_md({s.batch, s.channels, s.in_h, s.in_w}, dt::f32, tag::nhwc);
+    const memory::desc dst_md({s.batch, s.channels, s.out_h(), s.out_w()}, dt::f32, tag::nhwc);
+    const memory::dims strides{s.stride_h, s.stride_w}, kernel{s.kernel_h, s.kernel_w};
+    const memory::dims pad_l{s.pad_top, s.pad_left}, pad_r{s.pad_bottom, s.pad_right};
+    const auto alg =
+        s.kind == PoolKind::max ? dnnl::algorithm::pooling_max : dnnl::algorithm::pooling_avg_exclude_padding;
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+
+    using dnnl::prop_kind;
+    dnnl::pooling_forward::desc train_d(prop_kind::forward_training, alg, src_md, dst_md, strides, kernel, pad_l,
+                                        pad_r);
+    dnnl::pooling_forward::primitive_desc train_pd(train_d, attr, eng);
+    dnnl::pooling_forward::desc infer_d(prop_kind::forward_inference, alg, src_md, dst_md, strides, kernel, pad_l,
+                                        pad_r);
+    dnnl::pooling_forward::primitive_desc infer_pd(infer_d, attr, eng);
+    dnnl::pooling_backward::desc bwd_d(alg, src_md, dst_md, strides, kernel, pad_l, pad_r);
+    dnnl::pooling_backward::primitive_desc bwd_pd(bwd_d, attr, eng, train_pd);
+    fwd_train_ = dnnl::pooling_forward(train_pd);
+    fwd_infer_ = dnnl::pooling_forward(infer_pd);
+    bwd_ = dnnl::pooling_backward(bwd_pd);
+
+    src_ = unbound_memory(src_md, eng);
+    dst_ = unbound_memory(dst_md, eng);
+    const size_t scratch = std::max({train_pd.scratchpad_desc().get_size(), infer_pd.scratchpad_desc().get_size(),
+                                     bwd_pd.scratchpad_desc().get_size()});
+    scratch_storage_ = host_bytes(scratch);
+    fwd_train_args_ = {{DNNL_ARG_SRC, src_},
+                       {DNNL_ARG_DST, dst_},
+                       {DNNL_ARG_SCRATCHPAD, memory(train_pd.scratchpad_desc(), eng, scratch_storage_.raw())}};
+    fwd_infer_args_ = {{DNNL_ARG_SRC, src_},
+                       {DNNL_ARG_DST, dst_},
+                       {DNNL_ARG_SCRATCHPAD, memory(infer_pd.scratchpad_desc(), eng, scratch_storage_.raw())}};
+    bwd_args_ = {{DNNL_ARG_DIFF_DST, dst_},
+                 {DNNL_ARG_DIFF_SRC, src_},
+                 {DNNL_ARG_SCRATCHPAD, memory(bwd_pd.scratchpad_desc(), eng, scratch_storage_.raw())}};
+    const memory::desc ws_md = train_pd.workspace_desc();
+    if (ws_md.get_size() > 0) {
+      workspace_storage_ = host_bytes(ws_md.get_size());
+      const memory ws(ws_md, eng, workspace_storage_.raw());
+      fwd_train_args_[DNNL_ARG_WORKSPACE] = ws;
+      bwd_args_[DNNL_ARG_WORKSPACE] = ws;
+    }
+  }
+
+  OneDnnContextPtr ctx_;
+  PoolShape s_;
+  dnnl::pooling_forward fwd_train_, fwd_infer_;
+  dnnl::pooling_backward bwd_;
+  memory src_, dst_;  // rebound to the caller's buffers on every call
+  Tensor scratch_storage_, workspace_storage_;
+  Args fwd_train_args_, fwd_infer_args_, bwd_args_;
+  bool have_workspace_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<PoolOp> make_onednn_pool(OneDnnContextPtr ctx, const PoolShape& s) {
+  return std::make_unique<OneDnnPool>(std::move(ctx), s);
+}
+
+}  // namespace scaletrain::cpu
