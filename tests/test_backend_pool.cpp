@@ -1,0 +1,176 @@
+// The CPU backend's max and average pooling (NHWC; padding never wins a max and is excluded from an
+// average's divisor) against a double-precision reference, forward and backward.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "scaletrain/backend/backend.hpp"
+
+namespace scaletrain {
+namespace {
+
+using Vec = std::vector<float>;
+using Ref = std::vector<double>;
+
+Vec random_vec(size_t n, unsigned seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> dist(-1.f, 1.f);
+  Vec v(n);
+  for (auto& x : v) x = dist(gen);
+  return v;
+}
+
+// max |got - ref| <= rtol * max |ref|, naming the first element out of tolerance.
+void expect_close(const Vec& got, const Ref& ref, const std::string& what, double rtol = 1e-4) {
+  ASSERT_EQ(got.size(), ref.size()) << what;
+  double scale = 0;
+  for (double r : ref) scale = std::max(scale, std::abs(r));
+  ASSERT_GT(scale, 0) << what << ": reference is all zeros, the test would prove nothing";
+  for (size_t i = 0; i < ref.size(); ++i) {
+    ASSERT_LE(std::abs(got[i] - ref[i]), rtol * scale) << what << " at element " << i << ": got " << got[i]
+                                                       << ", reference " << ref[i];
+  }
+}
+
+struct PoolReference {
+  Ref y, dx;
+  PoolReference(const PoolShape& s, const Vec& x, const Vec& dy) {
+    const int64_t OH = s.out_h(), OW = s.out_w(), C = s.channels;
+    y.assign(s.batch * OH * OW * C, 0.0);
+    dx.assign(x.size(), 0.0);
+    for (int64_t n = 0; n < s.batch; ++n)
+      for (int64_t oh = 0; oh < OH; ++oh)
+        for (int64_t ow = 0; ow < OW; ++ow)
+          for (int64_t c = 0; c < C; ++c) {
+            const int64_t yi = ((n * OH + oh) * OW + ow) * C + c;
+            std::vector<int64_t> cells;  // valid (unpadded) input cells of this window
+            for (int64_t kh = 0; kh < s.kernel_h; ++kh)
+              for (int64_t kw = 0; kw < s.kernel_w; ++kw) {
+                const int64_t ih = oh * s.stride_h - s.pad_top + kh, iw = ow * s.stride_w - s.pad_left + kw;
+                if (ih >= 0 && ih < s.in_h && iw >= 0 && iw < s.in_w) cells.push_back(((n * s.in_h + ih) * s.in_w + iw) * C + c);
+              }
+            if (s.kind == PoolKind::max) {
+              int64_t best = cells.front();
+              for (int64_t i : cells)
+                if (x[i] > x[best]) best = i;
+              y[yi] = x[best];
+              dx[best] += dy[yi];
+            } else {
+              double sum = 0;
+              for (int64_t i : cells) sum += x[i];
+              y[yi] = sum / cells.size();
+              for (int64_t i : cells) dx[i] += double(dy[yi]) / cells.size();
+            }
+          }
+  }
+};
+
+PoolShape pool(PoolKind kind, int64_t batch, int64_t h, int64_t w, int64_t c, int64_t k, int64_t stride,
+               int64_t pad) {
+  PoolShape s;
+  s.kind = kind;
+  s.batch = batch;
+  s.in_h = h;
+  s.in_w = w;
+  s.channels = c;
+  s.kernel_h = s.kernel_w = k;
+  s.stride_h = s.stride_w = stride;
+  s.pad_top = s.pad_left = s.pad_bottom = s.pad_right = pad;
+  return s;
+}
+
+void check_pool(Backend& backend, const PoolShape& s) {
+  SCOPED_TRACE(s.to_string());
+  auto op = backend.make_pool(s);
+  const size_t nx = s.batch * s.in_h * s.in_w * s.channels, ny = s.batch * s.out_h() * s.out_w() * s.channels;
+  for (unsigned round = 0; round < 2; ++round) {
+    const Vec x = random_vec(nx, 1 + 10 * round), dy = random_vec(ny, 2 + 10 * round);
+    const PoolReference ref(s, x, dy);
+    Vec y(ny, 1e30f), dx(nx, 1e30f);
+    op->forward(x.data(), y.data(), /*training=*/false);
+    expect_close(y, ref.y, "forward (inference)");
+    std::fill(y.begin(), y.end(), 1e30f);
+    op->forward(x.data(), y.data(), /*training=*/true);
+    expect_close(y, ref.y, "forward (training)");
+    op->backward(dy.data(), dx.data());
+    expect_close(dx, ref.dx, "backward");
+  }
+}
+
+class BackendPool : public ::testing::Test {
+ protected:
+  std::unique_ptr<Backend> backend = make_cpu_backend();
+};
+
+TEST_F(BackendPool, MaxTwoByTwoStrideTwo) {
+  check_pool(*backend, pool(PoolKind::max, 2, 8, 8, 3, 2, 2, 0));
+  check_pool(*backend, pool(PoolKind::max, 1, 28, 28, 32, 2, 2, 0));
+}
+
+TEST_F(BackendPool, MaxThreeByThreeStrideTwoPadded) {
+  check_pool(*backend, pool(PoolKind::max, 2, 7, 7, 10, 3, 2, 1));
+  check_pool(*backend, pool(PoolKind::max, 3, 8, 9, 16, 3, 2, 1));
+}
+
+TEST_F(BackendPool, AverageTwoByTwoStrideTwo) {
+  check_pool(*backend, pool(PoolKind::average, 2, 8, 8, 6, 2, 2, 0));
+}
+
+TEST_F(BackendPool, AverageThreeByThreeStrideTwoPadded) {
+  check_pool(*backend, pool(PoolKind::average, 2, 7, 7, 10, 3, 2, 1));
+  check_pool(*backend, pool(PoolKind::average, 1, 8, 8, 32, 3, 2, 1));
+}
+
+// Keras 'same' on an odd input: one row and column of padding at the bottom/right only.
+TEST_F(BackendPool, AsymmetricSamePadding) {
+  for (PoolKind kind : {PoolKind::max, PoolKind::average}) {
+    PoolShape s = pool(kind, 2, 7, 7, 3, 2, 2, 0);
+    s.pad_bottom = s.pad_right = 1;
+    ASSERT_EQ(s.out_h(), 4);
+    check_pool(*backend, s);
+  }
+}
+
+// The corner window of a 3x3 average with padding 1 holds 4 real cells: their mean, not sum / 9.
+TEST_F(BackendPool, AverageExcludesPaddingFromTheDivisor) {
+  const PoolShape s = pool(PoolKind::average, 1, 4, 4, 1, 3, 2, 1);
+  auto op = backend->make_pool(s);
+  Vec x(16, 1.f), y(s.out_h() * s.out_w());
+  op->forward(x.data(), y.data(), false);
+  for (float v : y) EXPECT_FLOAT_EQ(v, 1.f);
+}
+
+// Padding is never the maximum, even when every real input is negative.
+TEST_F(BackendPool, MaxIgnoresPadding) {
+  const PoolShape s = pool(PoolKind::max, 1, 4, 4, 1, 3, 2, 1);
+  auto op = backend->make_pool(s);
+  Vec x(16, -5.f), y(s.out_h() * s.out_w());
+  op->forward(x.data(), y.data(), true);
+  for (float v : y) EXPECT_FLOAT_EQ(v, -5.f);
+}
+
+TEST_F(BackendPool, MaxBackwardBeforeTrainingForwardThrows) {
+  const PoolShape s = pool(PoolKind::max, 1, 4, 4, 2, 2, 2, 0);
+  auto op = backend->make_pool(s);
+  Vec x(32, 0.5f), y(8), dy(8, 1.f), dx(32);
+  op->forward(x.data(), y.data(), /*training=*/false);
+  EXPECT_THROW(op->backward(dy.data(), dx.data()), Error);
+}
+
+TEST_F(BackendPool, ImpossibleShapeThrowsNamingTheShape) {
+  for (const PoolShape& s : {pool(PoolKind::max, 1, 2, 2, 3, 5, 1, 0), pool(PoolKind::average, 1, 8, 8, 0, 2, 2, 0),
+                             pool(PoolKind::average, 1, 8, 8, 3, 2, 2, 2)}) {
+    try {
+      backend->make_pool(s);
+      ADD_FAILURE() << "make_pool accepted " << s.to_string();
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(s.to_string()), std::string::npos) << e.what();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace scaletrain
