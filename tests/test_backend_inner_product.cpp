@@ -29,8 +29,8 @@ void expect_close(const Vec& got, const Ref& ref, const std::string& what, doubl
   for (double r : ref) scale = std::max(scale, std::abs(r));
   ASSERT_GT(scale, 0) << what << ": reference is all zeros, the test would prove nothing";
   for (size_t i = 0; i < ref.size(); ++i) {
-    ASSERT_LE(std::abs(got[i] - ref[i]), rtol * scale) << what << " at element " << i << ": got " << got[i]
-                                                       << ", reference " << ref[i];
+    ASSERT_LE(std::abs(got[i] - ref[i]), rtol * scale)
+        << what << " at element " << i << ": got " << got[i] << ", reference " << ref[i];
   }
 }
 

@@ -30,8 +30,8 @@ void expect_close(const Vec& got, const Ref& ref, const std::string& what, doubl
   for (double r : ref) scale = std::max(scale, std::abs(r));
   ASSERT_GT(scale, 0) << what << ": reference is all zeros, the test would prove nothing";
   for (size_t i = 0; i < ref.size(); ++i) {
-    ASSERT_LE(std::abs(got[i] - ref[i]), rtol * scale) << what << " at element " << i << ": got " << got[i]
-                                                       << ", reference " << ref[i];
+    ASSERT_LE(std::abs(got[i] - ref[i]), rtol * scale)
+        << what << " at element " << i << ": got " << got[i] << ", reference " << ref[i];
   }
 }
 
@@ -50,7 +50,8 @@ struct PoolReference {
             for (int64_t kh = 0; kh < s.kernel_h; ++kh)
               for (int64_t kw = 0; kw < s.kernel_w; ++kw) {
                 const int64_t ih = oh * s.stride_h - s.pad_top + kh, iw = ow * s.stride_w - s.pad_left + kw;
-                if (ih >= 0 && ih < s.in_h && iw >= 0 && iw < s.in_w) cells.push_back(((n * s.in_h + ih) * s.in_w + iw) * C + c);
+                if (ih >= 0 && ih < s.in_h && iw >= 0 && iw < s.in_w)
+                  cells.push_back(((n * s.in_h + ih) * s.in_w + iw) * C + c);
               }
             if (s.kind == PoolKind::max) {
               int64_t best = cells.front();
@@ -68,8 +69,7 @@ struct PoolReference {
   }
 };
 
-PoolShape pool(PoolKind kind, int64_t batch, int64_t h, int64_t w, int64_t c, int64_t k, int64_t stride,
-               int64_t pad) {
+PoolShape pool(PoolKind kind, int64_t batch, int64_t h, int64_t w, int64_t c, int64_t k, int64_t stride, int64_t pad) {
   PoolShape s;
   s.kind = kind;
   s.batch = batch;
@@ -115,9 +115,7 @@ TEST_F(BackendPool, MaxThreeByThreeStrideTwoPadded) {
   check_pool(*backend, pool(PoolKind::max, 3, 8, 9, 16, 3, 2, 1));
 }
 
-TEST_F(BackendPool, AverageTwoByTwoStrideTwo) {
-  check_pool(*backend, pool(PoolKind::average, 2, 8, 8, 6, 2, 2, 0));
-}
+TEST_F(BackendPool, AverageTwoByTwoStrideTwo) { check_pool(*backend, pool(PoolKind::average, 2, 8, 8, 6, 2, 2, 0)); }
 
 TEST_F(BackendPool, AverageThreeByThreeStrideTwoPadded) {
   check_pool(*backend, pool(PoolKind::average, 2, 7, 7, 10, 3, 2, 1));

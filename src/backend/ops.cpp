@@ -1,7 +1,7 @@
 // Text forms of the operator shapes, for error messages and logs.
-#include <sstream>
-
 #include "scaletrain/backend/ops.hpp"
+
+#include <sstream>
 
 namespace scaletrain {
 
@@ -22,9 +22,9 @@ std::string InnerProductShape::to_string() const {
 
 std::string PoolShape::to_string() const {
   std::ostringstream os;
-  os << (kind == PoolKind::max ? "max_pool" : "avg_pool") << "{batch " << batch << ", in " << in_h << "x" << in_w
-     << "x" << channels << ", kernel " << kernel_h << "x" << kernel_w << ", stride " << stride_h << "x" << stride_w
-     << ", pad " << pad_top << "," << pad_left << "," << pad_bottom << "," << pad_right << "}";
+  os << (kind == PoolKind::max ? "max_pool" : "avg_pool") << "{batch " << batch << ", in " << in_h << "x" << in_w << "x"
+     << channels << ", kernel " << kernel_h << "x" << kernel_w << ", stride " << stride_h << "x" << stride_w << ", pad "
+     << pad_top << "," << pad_left << "," << pad_bottom << "," << pad_right << "}";
   return os.str();
 }
 

@@ -15,9 +15,10 @@ using dt = memory::data_type;
 using Args = std::unordered_map<int, memory>;
 
 void validate(const ConvShape& s) {
-  ST_CHECK(s.batch > 0 && s.in_c > 0 && s.out_c > 0 && s.in_h > 0 && s.in_w > 0 && s.kernel_h > 0 &&
-               s.kernel_w > 0 && s.stride_h > 0 && s.stride_w > 0 && s.groups > 0,
-           "invalid convolution ", s.to_string(), ": batch, sizes, channels, kernel, stride and groups must be positive");
+  ST_CHECK(s.batch > 0 && s.in_c > 0 && s.out_c > 0 && s.in_h > 0 && s.in_w > 0 && s.kernel_h > 0 && s.kernel_w > 0 &&
+               s.stride_h > 0 && s.stride_w > 0 && s.groups > 0,
+           "invalid convolution ", s.to_string(),
+           ": batch, sizes, channels, kernel, stride and groups must be positive");
   ST_CHECK(s.pad_top >= 0 && s.pad_left >= 0 && s.pad_bottom >= 0 && s.pad_right >= 0, "invalid convolution ",
            s.to_string(), ": padding must not be negative");
   ST_CHECK(s.in_c % s.groups == 0 && s.out_c % s.groups == 0, "invalid convolution ", s.to_string(),
@@ -42,7 +43,7 @@ class OneDnnConv final : public ConvOp {
     dst_.set_data_handle(y);
     if (s_.bias) bias_.set_data_handle(const_cast<float*>(b));
     w_fwd_.to_internal(ctx_->stream, w);
-    ST_DNNL_CHECK(fwd_.execute(ctx_->stream, fwd_args_));
+    fwd_call_.run(ctx_->stream);
     ctx_->stream.wait();
   }
 
@@ -50,7 +51,7 @@ class OneDnnConv final : public ConvOp {
     dst_.set_data_handle(const_cast<float*>(dy));
     src_.set_data_handle(dx);
     w_bwd_data_.to_internal(ctx_->stream, w);
-    ST_DNNL_CHECK(bwd_data_.execute(ctx_->stream, bwd_data_args_));
+    bwd_data_call_.run(ctx_->stream);
     ctx_->stream.wait();
   }
 
@@ -62,7 +63,7 @@ class OneDnnConv final : public ConvOp {
       bias_.set_data_handle(db);
     }
     dw_.bind_user(dw);
-    ST_DNNL_CHECK(bwd_w_.execute(ctx_->stream, bwd_w_args_));
+    bwd_w_call_.run(ctx_->stream);
     dw_.to_user(ctx_->stream);
     ctx_->stream.wait();
   }
@@ -92,8 +93,8 @@ class OneDnnConv final : public ConvOp {
 
     using dnnl::algorithm;
     using dnnl::prop_kind;
-    dnnl::convolution_forward::desc fd(prop_kind::forward_training, algorithm::convolution_direct, src_md, w_any,
-                                       b_md, dst_md, strides, pad_l, pad_r);
+    dnnl::convolution_forward::desc fd(prop_kind::forward_training, algorithm::convolution_direct, src_md, w_any, b_md,
+                                       dst_md, strides, pad_l, pad_r);
     dnnl::convolution_forward::primitive_desc fwd_pd(fd, attr, eng);
     dnnl::convolution_backward_data::desc bd(algorithm::convolution_direct, src_md, w_any, dst_md, strides, pad_l,
                                              pad_r);
@@ -101,9 +102,9 @@ class OneDnnConv final : public ConvOp {
     dnnl::convolution_backward_weights::desc wd(algorithm::convolution_direct, src_md, w_any, b_md, dst_md, strides,
                                                 pad_l, pad_r);
     dnnl::convolution_backward_weights::primitive_desc bwd_w_pd(wd, attr, eng, fwd_pd);
-    fwd_ = dnnl::convolution_forward(fwd_pd);
-    bwd_data_ = dnnl::convolution_backward_data(bwd_data_pd);
-    bwd_w_ = dnnl::convolution_backward_weights(bwd_w_pd);
+    const dnnl::convolution_forward fwd(fwd_pd);
+    const dnnl::convolution_backward_data bwd_data(bwd_data_pd);
+    const dnnl::convolution_backward_weights bwd_w(bwd_w_pd);
 
     w_fwd_ = LayoutBridge(w_user, fwd_pd.weights_desc(), eng);
     w_bwd_data_ = LayoutBridge(w_user, bwd_data_pd.weights_desc(), eng);
@@ -116,35 +117,35 @@ class OneDnnConv final : public ConvOp {
     const size_t scratch = std::max({fwd_pd.scratchpad_desc().get_size(), bwd_data_pd.scratchpad_desc().get_size(),
                                      bwd_w_pd.scratchpad_desc().get_size()});
     scratch_storage_ = host_bytes(scratch);
-    fwd_args_ = {{DNNL_ARG_SRC, src_},
-                 {DNNL_ARG_WEIGHTS, w_fwd_.internal()},
-                 {DNNL_ARG_DST, dst_},
-                 {DNNL_ARG_SCRATCHPAD, memory(fwd_pd.scratchpad_desc(), eng, scratch_storage_.raw())}};
-    bwd_data_args_ = {{DNNL_ARG_DIFF_DST, dst_},
-                      {DNNL_ARG_WEIGHTS, w_bwd_data_.internal()},
-                      {DNNL_ARG_DIFF_SRC, src_},
-                      {DNNL_ARG_SCRATCHPAD, memory(bwd_data_pd.scratchpad_desc(), eng, scratch_storage_.raw())}};
-    bwd_w_args_ = {{DNNL_ARG_SRC, src_},
-                   {DNNL_ARG_DIFF_DST, dst_},
-                   {DNNL_ARG_DIFF_WEIGHTS, dw_.internal()},
-                   {DNNL_ARG_SCRATCHPAD, memory(bwd_w_pd.scratchpad_desc(), eng, scratch_storage_.raw())}};
+    Args fwd_args{{DNNL_ARG_SRC, src_},
+                  {DNNL_ARG_WEIGHTS, w_fwd_.internal()},
+                  {DNNL_ARG_DST, dst_},
+                  {DNNL_ARG_SCRATCHPAD, memory(fwd_pd.scratchpad_desc(), eng, scratch_storage_.raw())}};
+    Args bwd_data_args{{DNNL_ARG_DIFF_DST, dst_},
+                       {DNNL_ARG_WEIGHTS, w_bwd_data_.internal()},
+                       {DNNL_ARG_DIFF_SRC, src_},
+                       {DNNL_ARG_SCRATCHPAD, memory(bwd_data_pd.scratchpad_desc(), eng, scratch_storage_.raw())}};
+    Args bwd_w_args{{DNNL_ARG_SRC, src_},
+                    {DNNL_ARG_DIFF_DST, dst_},
+                    {DNNL_ARG_DIFF_WEIGHTS, dw_.internal()},
+                    {DNNL_ARG_SCRATCHPAD, memory(bwd_w_pd.scratchpad_desc(), eng, scratch_storage_.raw())}};
     if (s.bias) {
-      fwd_args_[DNNL_ARG_BIAS] = bias_;
-      bwd_w_args_[DNNL_ARG_DIFF_BIAS] = bias_;
+      fwd_args[DNNL_ARG_BIAS] = bias_;
+      bwd_w_args[DNNL_ARG_DIFF_BIAS] = bias_;
     }
+    fwd_call_ = PrimitiveCall(fwd, fwd_args);
+    bwd_data_call_ = PrimitiveCall(bwd_data, bwd_data_args);
+    bwd_w_call_ = PrimitiveCall(bwd_w, bwd_w_args);
   }
 
   OneDnnContextPtr ctx_;
   ConvShape s_;
-  dnnl::convolution_forward fwd_;
-  dnnl::convolution_backward_data bwd_data_;
-  dnnl::convolution_backward_weights bwd_w_;
   LayoutBridge w_fwd_, w_bwd_data_, dw_;
-  // Activation memories rebound to the caller's buffers on every call; the argument maps below
-  // hold handles to these same objects, so they are built once.
+  // Activation memories rebound to the caller's buffers on every call; the prebound
+  // calls below hold handles to these same objects, so they are bound once.
   memory src_, dst_, bias_;
   Tensor scratch_storage_;
-  Args fwd_args_, bwd_data_args_, bwd_w_args_;
+  PrimitiveCall fwd_call_, bwd_data_call_, bwd_w_call_;
 };
 
 }  // namespace

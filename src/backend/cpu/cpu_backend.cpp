@@ -24,17 +24,28 @@ int affinity_cpu_count() {
 
 std::string isa_name(dnnl::cpu_isa isa) {
   switch (isa) {
-    case dnnl::cpu_isa::sse41: return "sse41";
-    case dnnl::cpu_isa::avx: return "avx";
-    case dnnl::cpu_isa::avx2: return "avx2";
-    case dnnl::cpu_isa::avx2_vnni: return "avx2_vnni";
-    case dnnl::cpu_isa::avx512_mic: return "avx512_mic";
-    case dnnl::cpu_isa::avx512_mic_4ops: return "avx512_mic_4ops";
-    case dnnl::cpu_isa::avx512_core: return "avx512_core";
-    case dnnl::cpu_isa::avx512_core_vnni: return "avx512_core_vnni";
-    case dnnl::cpu_isa::avx512_core_bf16: return "avx512_core_bf16";
-    case dnnl::cpu_isa::avx512_core_amx: return "avx512_core_amx";
-    case dnnl::cpu_isa::all: return "all";
+    case dnnl::cpu_isa::sse41:
+      return "sse41";
+    case dnnl::cpu_isa::avx:
+      return "avx";
+    case dnnl::cpu_isa::avx2:
+      return "avx2";
+    case dnnl::cpu_isa::avx2_vnni:
+      return "avx2_vnni";
+    case dnnl::cpu_isa::avx512_mic:
+      return "avx512_mic";
+    case dnnl::cpu_isa::avx512_mic_4ops:
+      return "avx512_mic_4ops";
+    case dnnl::cpu_isa::avx512_core:
+      return "avx512_core";
+    case dnnl::cpu_isa::avx512_core_vnni:
+      return "avx512_core_vnni";
+    case dnnl::cpu_isa::avx512_core_bf16:
+      return "avx512_core_bf16";
+    case dnnl::cpu_isa::avx512_core_amx:
+      return "avx512_core_amx";
+    case dnnl::cpu_isa::all:
+      return "all";
   }
   return "unknown";
 }
@@ -48,9 +59,9 @@ class CpuBackend final : public Backend {
     omp_set_num_threads(threads_);
     ST_DNNL_CHECK(ctx_ = std::make_shared<cpu::OneDnnContext>());
     const dnnl_version_t* v = dnnl_version();
-    description_ = detail::concat("cpu (oneDNN ", v->major, ".", v->minor, ".", v->patch, ", ", threads_,
-                                  threads_ == 1 ? " thread" : " threads", ", ISA ",
-                                  isa_name(dnnl::get_effective_cpu_isa()), ")");
+    description_ =
+        detail::concat("cpu (oneDNN ", v->major, ".", v->minor, ".", v->patch, ", ", threads_,
+                       threads_ == 1 ? " thread" : " threads", ", ISA ", isa_name(dnnl::get_effective_cpu_isa()), ")");
   }
 
   Device device() const override { return Device::cpu; }

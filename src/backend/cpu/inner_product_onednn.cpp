@@ -31,7 +31,7 @@ class OneDnnInnerProduct final : public InnerProductOp {
     dst_.set_data_handle(y);
     if (s_.bias) bias_.set_data_handle(const_cast<float*>(b));
     w_fwd_.to_internal(ctx_->stream, w);
-    ST_DNNL_CHECK(fwd_.execute(ctx_->stream, fwd_args_));
+    fwd_call_.run(ctx_->stream);
     ctx_->stream.wait();
   }
 
@@ -39,7 +39,7 @@ class OneDnnInnerProduct final : public InnerProductOp {
     dst_.set_data_handle(const_cast<float*>(dy));
     src_.set_data_handle(dx);
     w_bwd_data_.to_internal(ctx_->stream, w);
-    ST_DNNL_CHECK(bwd_data_.execute(ctx_->stream, bwd_data_args_));
+    bwd_data_call_.run(ctx_->stream);
     ctx_->stream.wait();
   }
 
@@ -51,7 +51,7 @@ class OneDnnInnerProduct final : public InnerProductOp {
       bias_.set_data_handle(db);
     }
     dw_.bind_user(dw);
-    ST_DNNL_CHECK(bwd_w_.execute(ctx_->stream, bwd_w_args_));
+    bwd_w_call_.run(ctx_->stream);
     dw_.to_user(ctx_->stream);
     ctx_->stream.wait();
   }
@@ -75,9 +75,9 @@ class OneDnnInnerProduct final : public InnerProductOp {
     dnnl::inner_product_backward_data::primitive_desc bwd_data_pd(bd, attr, eng, fwd_pd);
     dnnl::inner_product_backward_weights::desc wd(src_md, w_any, b_md, dst_md);
     dnnl::inner_product_backward_weights::primitive_desc bwd_w_pd(wd, attr, eng, fwd_pd);
-    fwd_ = dnnl::inner_product_forward(fwd_pd);
-    bwd_data_ = dnnl::inner_product_backward_data(bwd_data_pd);
-    bwd_w_ = dnnl::inner_product_backward_weights(bwd_w_pd);
+    const dnnl::inner_product_forward fwd(fwd_pd);
+    const dnnl::inner_product_backward_data bwd_data(bwd_data_pd);
+    const dnnl::inner_product_backward_weights bwd_w(bwd_w_pd);
 
     w_fwd_ = LayoutBridge(w_user, fwd_pd.weights_desc(), eng);
     w_bwd_data_ = LayoutBridge(w_user, bwd_data_pd.weights_desc(), eng);
@@ -89,33 +89,33 @@ class OneDnnInnerProduct final : public InnerProductOp {
     const size_t scratch = std::max({fwd_pd.scratchpad_desc().get_size(), bwd_data_pd.scratchpad_desc().get_size(),
                                      bwd_w_pd.scratchpad_desc().get_size()});
     scratch_storage_ = host_bytes(scratch);
-    fwd_args_ = {{DNNL_ARG_SRC, src_},
-                 {DNNL_ARG_WEIGHTS, w_fwd_.internal()},
-                 {DNNL_ARG_DST, dst_},
-                 {DNNL_ARG_SCRATCHPAD, memory(fwd_pd.scratchpad_desc(), eng, scratch_storage_.raw())}};
-    bwd_data_args_ = {{DNNL_ARG_DIFF_DST, dst_},
-                      {DNNL_ARG_WEIGHTS, w_bwd_data_.internal()},
-                      {DNNL_ARG_DIFF_SRC, src_},
-                      {DNNL_ARG_SCRATCHPAD, memory(bwd_data_pd.scratchpad_desc(), eng, scratch_storage_.raw())}};
-    bwd_w_args_ = {{DNNL_ARG_SRC, src_},
-                   {DNNL_ARG_DIFF_DST, dst_},
-                   {DNNL_ARG_DIFF_WEIGHTS, dw_.internal()},
-                   {DNNL_ARG_SCRATCHPAD, memory(bwd_w_pd.scratchpad_desc(), eng, scratch_storage_.raw())}};
+    Args fwd_args{{DNNL_ARG_SRC, src_},
+                  {DNNL_ARG_WEIGHTS, w_fwd_.internal()},
+                  {DNNL_ARG_DST, dst_},
+                  {DNNL_ARG_SCRATCHPAD, memory(fwd_pd.scratchpad_desc(), eng, scratch_storage_.raw())}};
+    Args bwd_data_args{{DNNL_ARG_DIFF_DST, dst_},
+                       {DNNL_ARG_WEIGHTS, w_bwd_data_.internal()},
+                       {DNNL_ARG_DIFF_SRC, src_},
+                       {DNNL_ARG_SCRATCHPAD, memory(bwd_data_pd.scratchpad_desc(), eng, scratch_storage_.raw())}};
+    Args bwd_w_args{{DNNL_ARG_SRC, src_},
+                    {DNNL_ARG_DIFF_DST, dst_},
+                    {DNNL_ARG_DIFF_WEIGHTS, dw_.internal()},
+                    {DNNL_ARG_SCRATCHPAD, memory(bwd_w_pd.scratchpad_desc(), eng, scratch_storage_.raw())}};
     if (s.bias) {
-      fwd_args_[DNNL_ARG_BIAS] = bias_;
-      bwd_w_args_[DNNL_ARG_DIFF_BIAS] = bias_;
+      fwd_args[DNNL_ARG_BIAS] = bias_;
+      bwd_w_args[DNNL_ARG_DIFF_BIAS] = bias_;
     }
+    fwd_call_ = PrimitiveCall(fwd, fwd_args);
+    bwd_data_call_ = PrimitiveCall(bwd_data, bwd_data_args);
+    bwd_w_call_ = PrimitiveCall(bwd_w, bwd_w_args);
   }
 
   OneDnnContextPtr ctx_;
   InnerProductShape s_;
-  dnnl::inner_product_forward fwd_;
-  dnnl::inner_product_backward_data bwd_data_;
-  dnnl::inner_product_backward_weights bwd_w_;
   LayoutBridge w_fwd_, w_bwd_data_, dw_;
   memory src_, dst_, bias_;  // rebound to the caller's buffers on every call
   Tensor scratch_storage_;
-  Args fwd_args_, bwd_data_args_, bwd_w_args_;
+  PrimitiveCall fwd_call_, bwd_data_call_, bwd_w_call_;
 };
 
 }  // namespace

@@ -1,6 +1,8 @@
-// Helpers shared by the oneDNN ops: unbound memories, op-owned host storage, and LayoutBridge
-// (cached reorders between user weight layouts and primitive-chosen layouts).
+// Helpers shared by the oneDNN ops: unbound memories, op-owned host storage, PrimitiveCall
+// (execution with prebound arguments) and LayoutBridge (cached weight-layout reorders).
 #include "scaletrain/backend/cpu/onednn_context.hpp"
+
+#include <oneapi/dnnl/dnnl_debug.h>
 
 #include "scaletrain/core/check_dnnl.hpp"
 
@@ -17,6 +19,26 @@ Tensor host_bytes(size_t bytes) {
   return Tensor({static_cast<int64_t>(bytes + 3) / 4 + 1}, DType::f32, Device::cpu);
 }
 
+PrimitiveCall::PrimitiveCall(dnnl::primitive primitive, const std::unordered_map<int, dnnl::memory>& args)
+    : primitive_(std::move(primitive)) {
+  memories_.reserve(args.size());
+  args_.reserve(args.size());
+  for (const auto& [arg, mem] : args) {
+    memories_.push_back(mem);
+    args_.push_back({arg, mem.get()});
+  }
+}
+
+void PrimitiveCall::run(dnnl::stream& s) const {
+  const dnnl_status_t status =
+      dnnl_primitive_execute(primitive_.get(), s.get(), static_cast<int>(args_.size()), args_.data());
+  if (status != dnnl_success) {
+    throw_error(__FILE__, __LINE__, "oneDNN",
+                detail::concat("executing ", dnnl_prim_kind2str(dnnl::convert_to_c(primitive_.get_kind())),
+                               " failed: status ", static_cast<int>(status)));
+  }
+}
+
 LayoutBridge::LayoutBridge(const dnnl::memory::desc& user, const dnnl::memory::desc& internal,
                            const dnnl::engine& eng) {
   needed_ = user != internal;
@@ -24,19 +46,19 @@ LayoutBridge::LayoutBridge(const dnnl::memory::desc& user, const dnnl::memory::d
   if (!needed_) return;
   storage_ = host_bytes(internal.get_size());
   ST_DNNL_CHECK(internal_ = dnnl::memory(internal, eng, storage_.raw()));
-  ST_DNNL_CHECK(to_internal_ = dnnl::reorder(user_, internal_));
-  ST_DNNL_CHECK(to_user_ = dnnl::reorder(internal_, user_));
+  to_internal_ = PrimitiveCall(dnnl::reorder(user_, internal_), {{DNNL_ARG_FROM, user_}, {DNNL_ARG_TO, internal_}});
+  to_user_ = PrimitiveCall(dnnl::reorder(internal_, user_), {{DNNL_ARG_FROM, internal_}, {DNNL_ARG_TO, user_}});
 }
 
 void LayoutBridge::to_internal(dnnl::stream& s, const float* user) {
   user_.set_data_handle(const_cast<float*>(user));
   if (!needed_) return;
-  ST_DNNL_CHECK(to_internal_.execute(s, user_, internal_));
+  to_internal_.run(s);
 }
 
 void LayoutBridge::to_user(dnnl::stream& s) {
   if (!needed_) return;
-  ST_DNNL_CHECK(to_user_.execute(s, internal_, user_));
+  to_user_.run(s);
 }
 
 }  // namespace scaletrain::cpu

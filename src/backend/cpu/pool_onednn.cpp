@@ -41,10 +41,10 @@ class OneDnnPool final : public PoolOp {
     src_.set_data_handle(const_cast<float*>(x));
     dst_.set_data_handle(y);
     if (training) {
-      ST_DNNL_CHECK(fwd_train_.execute(ctx_->stream, fwd_train_args_));
+      fwd_train_call_.run(ctx_->stream);
       have_workspace_ = true;
     } else {
-      ST_DNNL_CHECK(fwd_infer_.execute(ctx_->stream, fwd_infer_args_));
+      fwd_infer_call_.run(ctx_->stream);
     }
     ctx_->stream.wait();
   }
@@ -54,7 +54,7 @@ class OneDnnPool final : public PoolOp {
              ": backward called before a forward with training = true");
     dst_.set_data_handle(const_cast<float*>(dy));
     src_.set_data_handle(dx);
-    ST_DNNL_CHECK(bwd_.execute(ctx_->stream, bwd_args_));
+    bwd_call_.run(ctx_->stream);
     ctx_->stream.wait();
   }
 
@@ -80,40 +80,41 @@ class OneDnnPool final : public PoolOp {
     dnnl::pooling_forward::primitive_desc infer_pd(infer_d, attr, eng);
     dnnl::pooling_backward::desc bwd_d(alg, src_md, dst_md, strides, kernel, pad_l, pad_r);
     dnnl::pooling_backward::primitive_desc bwd_pd(bwd_d, attr, eng, train_pd);
-    fwd_train_ = dnnl::pooling_forward(train_pd);
-    fwd_infer_ = dnnl::pooling_forward(infer_pd);
-    bwd_ = dnnl::pooling_backward(bwd_pd);
+    const dnnl::pooling_forward fwd_train(train_pd);
+    const dnnl::pooling_forward fwd_infer(infer_pd);
+    const dnnl::pooling_backward bwd(bwd_pd);
 
     src_ = unbound_memory(src_md, eng);
     dst_ = unbound_memory(dst_md, eng);
     const size_t scratch = std::max({train_pd.scratchpad_desc().get_size(), infer_pd.scratchpad_desc().get_size(),
                                      bwd_pd.scratchpad_desc().get_size()});
     scratch_storage_ = host_bytes(scratch);
-    fwd_train_args_ = {{DNNL_ARG_SRC, src_},
-                       {DNNL_ARG_DST, dst_},
-                       {DNNL_ARG_SCRATCHPAD, memory(train_pd.scratchpad_desc(), eng, scratch_storage_.raw())}};
-    fwd_infer_args_ = {{DNNL_ARG_SRC, src_},
-                       {DNNL_ARG_DST, dst_},
-                       {DNNL_ARG_SCRATCHPAD, memory(infer_pd.scratchpad_desc(), eng, scratch_storage_.raw())}};
-    bwd_args_ = {{DNNL_ARG_DIFF_DST, dst_},
-                 {DNNL_ARG_DIFF_SRC, src_},
-                 {DNNL_ARG_SCRATCHPAD, memory(bwd_pd.scratchpad_desc(), eng, scratch_storage_.raw())}};
+    Args fwd_train_args{{DNNL_ARG_SRC, src_},
+                        {DNNL_ARG_DST, dst_},
+                        {DNNL_ARG_SCRATCHPAD, memory(train_pd.scratchpad_desc(), eng, scratch_storage_.raw())}};
+    Args fwd_infer_args{{DNNL_ARG_SRC, src_},
+                        {DNNL_ARG_DST, dst_},
+                        {DNNL_ARG_SCRATCHPAD, memory(infer_pd.scratchpad_desc(), eng, scratch_storage_.raw())}};
+    Args bwd_args{{DNNL_ARG_DIFF_DST, dst_},
+                  {DNNL_ARG_DIFF_SRC, src_},
+                  {DNNL_ARG_SCRATCHPAD, memory(bwd_pd.scratchpad_desc(), eng, scratch_storage_.raw())}};
     const memory::desc ws_md = train_pd.workspace_desc();
     if (ws_md.get_size() > 0) {
       workspace_storage_ = host_bytes(ws_md.get_size());
       const memory ws(ws_md, eng, workspace_storage_.raw());
-      fwd_train_args_[DNNL_ARG_WORKSPACE] = ws;
-      bwd_args_[DNNL_ARG_WORKSPACE] = ws;
+      fwd_train_args[DNNL_ARG_WORKSPACE] = ws;
+      bwd_args[DNNL_ARG_WORKSPACE] = ws;
     }
+    fwd_train_call_ = PrimitiveCall(fwd_train, fwd_train_args);
+    fwd_infer_call_ = PrimitiveCall(fwd_infer, fwd_infer_args);
+    bwd_call_ = PrimitiveCall(bwd, bwd_args);
   }
 
   OneDnnContextPtr ctx_;
   PoolShape s_;
-  dnnl::pooling_forward fwd_train_, fwd_infer_;
-  dnnl::pooling_backward bwd_;
   memory src_, dst_;  // rebound to the caller's buffers on every call
   Tensor scratch_storage_, workspace_storage_;
-  Args fwd_train_args_, fwd_infer_args_, bwd_args_;
+  PrimitiveCall fwd_train_call_, fwd_infer_call_, bwd_call_;
   bool have_workspace_ = false;
 };
 

@@ -2,10 +2,11 @@
 // scratchpad sized once per op, and weight reorders between PyTorch's layout and the layout a
 // primitive chose (skipped when they coincide).
 #pragma once
-#include <oneapi/dnnl/dnnl.hpp>
-
 #include <cstddef>
 #include <memory>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <unordered_map>
+#include <vector>
 
 #include "scaletrain/core/tensor.hpp"
 
@@ -24,6 +25,21 @@ dnnl::memory unbound_memory(const dnnl::memory::desc& md, const dnnl::engine& en
 
 // Host storage of `bytes` bytes (64-byte aligned) that lives as long as the op owning it.
 Tensor host_bytes(size_t bytes);
+
+// A primitive with its arguments bound once: memories in the argument list keep their identity,
+// so callers rebind storage with set_data_handle() and run() executes through oneDNN's C API
+// without building an argument map (no allocation per call).
+class PrimitiveCall {
+ public:
+  PrimitiveCall() = default;
+  PrimitiveCall(dnnl::primitive primitive, const std::unordered_map<int, dnnl::memory>& args);
+  void run(dnnl::stream& s) const;
+
+ private:
+  dnnl::primitive primitive_;
+  std::vector<dnnl::memory> memories_;  // keeps the handles in args_ alive
+  std::vector<dnnl_exec_arg_t> args_;
+};
 
 // Converts between the user's layout and a primitive's layout through a preallocated buffer; when
 // both layouts are the same, no buffer is allocated and no reorder runs.
@@ -46,7 +62,7 @@ class LayoutBridge {
   bool needed_ = false;
   dnnl::memory user_, internal_;
   Tensor storage_;
-  dnnl::reorder to_internal_, to_user_;
+  PrimitiveCall to_internal_, to_user_;
 };
 
 }  // namespace scaletrain::cpu
