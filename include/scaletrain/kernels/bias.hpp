@@ -1,0 +1,30 @@
+// Bias functors over channels-last data: add a per-channel bias, and reduce the gradient per channel.
+#pragma once
+#include <cstdint>
+
+#include "scaletrain/core/macros.hpp"
+
+namespace scaletrain::kernels {
+
+// i over all elements: y[i] += bias[i % channels].
+struct BiasAdd {
+  float* y;
+  const float* bias;
+  int64_t channels;
+  SCALETRAIN_HOST_DEVICE void operator()(int64_t i) const { y[i] += bias[i % channels]; }
+};
+
+// i over channels: dbias[c] = sum over rows of dy[r * channels + c] (overwrites).
+struct BiasGrad {
+  const float* dy;
+  float* dbias;
+  int64_t rows;
+  int64_t channels;
+  SCALETRAIN_HOST_DEVICE void operator()(int64_t c) const {
+    float s = 0.0f;
+    for (int64_t r = 0; r < rows; ++r) s += dy[r * channels + c];
+    dbias[c] = s;
+  }
+};
+
+}  // namespace scaletrain::kernels

@@ -1,0 +1,59 @@
+// Input preparation on the compute device: uint8 NHWC samples to normalized float, and the random
+// crop (with zero padding) and horizontal flip augmentation, drawn per sample from (seed, step).
+#pragma once
+#include <cstdint>
+
+#include "scaletrain/core/macros.hpp"
+#include "scaletrain/kernels/random.hpp"
+
+namespace scaletrain::kernels {
+
+// i over elements: y = (x - mean[c]) * inv_std[c], mean and std in the units of the stored values.
+struct NormalizeU8 {
+  const uint8_t* x;
+  float* y;
+  const float* mean;
+  const float* inv_std;
+  int64_t channels;
+  SCALETRAIN_HOST_DEVICE void operator()(int64_t i) const {
+    const int64_t c = i % channels;
+    y[i] = (static_cast<float>(x[i]) - mean[c]) * inv_std[c];
+  }
+};
+
+// i over samples: a crop offset in [-pad, pad]^2 (zero fill outside the image) and, when flip is
+// true, a horizontal flip with probability 1/2, drawn from uniform01(seed, step, 3*i + {0,1,2}).
+struct AugmentCropFlipU8 {
+  const uint8_t* x;
+  uint8_t* y;
+  int64_t height;
+  int64_t width;
+  int64_t channels;
+  int64_t pad;
+  bool flip;
+  uint64_t seed;
+  uint64_t step;
+  SCALETRAIN_HOST_DEVICE void operator()(int64_t s) const {
+    const uint64_t base = 3 * static_cast<uint64_t>(s);
+    const int64_t span = 2 * pad + 1;
+    int64_t dy = static_cast<int64_t>(uniform01(seed, step, base) * static_cast<float>(span)) - pad;
+    int64_t dx = static_cast<int64_t>(uniform01(seed, step, base + 1) * static_cast<float>(span)) - pad;
+    if (dy > pad) dy = pad;
+    if (dx > pad) dx = pad;
+    const bool mirror = flip && uniform01(seed, step, base + 2) < 0.5f;
+    const int64_t plane = height * width * channels;
+    const uint8_t* in = x + s * plane;
+    uint8_t* out = y + s * plane;
+    for (int64_t h = 0; h < height; ++h)
+      for (int64_t w = 0; w < width; ++w) {
+        const int64_t sh = h + dy;
+        const int64_t sw0 = w + dx;
+        const int64_t sw = mirror ? width - 1 - sw0 : sw0;
+        const bool inside = sh >= 0 && sh < height && sw0 >= 0 && sw0 < width;
+        for (int64_t c = 0; c < channels; ++c)
+          out[(h * width + w) * channels + c] = inside ? in[(sh * width + sw) * channels + c] : 0;
+      }
+  }
+};
+
+}  // namespace scaletrain::kernels
