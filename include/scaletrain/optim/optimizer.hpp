@@ -1,0 +1,42 @@
+// Optimizers over one flat parameter buffer and its flat gradient buffer (the layout the
+// gradient buckets all-reduce). Semantics match torch.optim.SGD and torch.optim.AdamW exactly;
+// the per-element updates are the kernels/optimizer_update.hpp functors.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "scaletrain/core/tensor.hpp"
+
+namespace scaletrain::optim {
+
+class Optimizer {
+ public:
+  virtual ~Optimizer() = default;
+  // One update of `params` (f32) from `grads` (f32, same length) at learning rate `lr`.
+  virtual void step(Tensor& params, const Tensor& grads, float lr) = 0;
+  virtual std::string name() const = 0;
+  // The optimizer's state buffers (momentum, moments), for checkpoints and tests.
+  virtual std::vector<const Tensor*> state() const = 0;
+  virtual int64_t steps_taken() const = 0;
+};
+
+struct SgdOptions {
+  float momentum = 0.9f;
+  float dampening = 0.0f;
+  float weight_decay = 0.0f;
+  bool nesterov = false;
+};
+
+struct AdamWOptions {
+  float beta1 = 0.9f;
+  float beta2 = 0.999f;
+  float eps = 1e-8f;
+  float weight_decay = 0.01f;
+};
+
+// Throws Error on invalid options (negative momentum, Nesterov without momentum, betas outside [0,1)).
+std::unique_ptr<Optimizer> make_sgd(const SgdOptions& options);
+std::unique_ptr<Optimizer> make_adamw(const AdamWOptions& options);
+
+}  // namespace scaletrain::optim

@@ -1,0 +1,56 @@
+// AdamW (decoupled weight decay, bias-corrected moments), as torch.optim.AdamW with amsgrad off.
+#include <cmath>
+
+#include "scaletrain/core/error.hpp"
+#include "scaletrain/kernels/launch.hpp"
+#include "scaletrain/kernels/optimizer_update.hpp"
+#include "scaletrain/optim/optimizer.hpp"
+
+namespace scaletrain::optim {
+namespace {
+
+class AdamW final : public Optimizer {
+ public:
+  explicit AdamW(const AdamWOptions& o) : o_(o) {
+    ST_CHECK(o.beta1 >= 0.0f && o.beta1 < 1.0f, "AdamW beta1 must be in [0, 1), got ", o.beta1);
+    ST_CHECK(o.beta2 >= 0.0f && o.beta2 < 1.0f, "AdamW beta2 must be in [0, 1), got ", o.beta2);
+    ST_CHECK(o.eps > 0.0f, "AdamW eps must be > 0, got ", o.eps);
+    ST_CHECK(o.weight_decay >= 0.0f, "AdamW weight decay must be >= 0, got ", o.weight_decay);
+  }
+  void step(Tensor& params, const Tensor& grads, float lr) override {
+    ST_CHECK(params.dtype() == DType::f32 && grads.dtype() == DType::f32, "AdamW updates f32 parameters");
+    ST_CHECK(params.numel() == grads.numel(), "AdamW: ", params.numel(), " parameters but ", grads.numel(),
+             " gradients");
+    if (m_.numel() != params.numel()) {
+      m_ = Tensor({params.numel()});
+      v_ = Tensor({params.numel()});
+      m_.fill_zero();
+      v_.fill_zero();
+    }
+    ++steps_;
+    const double t = static_cast<double>(steps_);
+    const float bc1 = static_cast<float>(1.0 - std::pow(static_cast<double>(o_.beta1), t));
+    const float bc2 = static_cast<float>(1.0 - std::pow(static_cast<double>(o_.beta2), t));
+    kernels::launch_host("adamw_update", params.numel(),
+                         kernels::AdamWUpdate{params.data<float>(), grads.data<float>(), m_.data<float>(),
+                                              v_.data<float>(), lr, o_.beta1, o_.beta2, o_.eps, o_.weight_decay, bc1,
+                                              bc2});
+  }
+  std::string name() const override { return "adamw"; }
+  std::vector<const Tensor*> state() const override {
+    if (m_.numel() == 0) return {};
+    return {&m_, &v_};
+  }
+  int64_t steps_taken() const override { return steps_; }
+
+ private:
+  AdamWOptions o_;
+  Tensor m_, v_;
+  int64_t steps_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Optimizer> make_adamw(const AdamWOptions& options) { return std::make_unique<AdamW>(options); }
+
+}  // namespace scaletrain::optim

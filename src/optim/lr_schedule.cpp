@@ -1,0 +1,52 @@
+// Learning-rate schedules. Warm-up follows torch.optim.lr_scheduler.LinearLR (start factor to 1
+// over warmup_steps); after it, step decay as StepLR and cosine as CosineAnnealingLR (closed form),
+// both counted from the end of the warm-up.
+#include "scaletrain/optim/lr_schedule.hpp"
+
+#include <cmath>
+#include <numbers>
+
+#include "scaletrain/core/error.hpp"
+
+namespace scaletrain::optim {
+
+LrSchedule::LrSchedule(LrScheduleOptions options) : o_(std::move(options)) {
+  ST_CHECK(o_.kind == "constant" || o_.kind == "step" || o_.kind == "cosine", "unknown learning-rate schedule '",
+           o_.kind, "': use constant, step or cosine");
+  ST_CHECK(o_.base_lr > 0.0f, "the learning rate must be > 0, got ", o_.base_lr);
+  ST_CHECK(o_.warmup_steps >= 0, "warm-up steps must be >= 0");
+  ST_CHECK(o_.warmup_start_factor >= 0.0f && o_.warmup_start_factor <= 1.0f,
+           "the warm-up start factor must be in [0, 1], got ", o_.warmup_start_factor);
+  ST_CHECK(o_.kind != "cosine" || o_.total_steps > o_.warmup_steps,
+           "the cosine schedule needs total steps (", o_.total_steps, ") beyond the warm-up (", o_.warmup_steps, ")");
+  ST_CHECK(o_.kind != "step" || o_.step_size >= 0, "the step schedule needs step_size >= 0");
+  ST_CHECK(o_.min_lr >= 0.0f && o_.min_lr <= o_.base_lr, "min_lr must be in [0, base_lr]");
+}
+
+float LrSchedule::lr(int64_t step) const {
+  if (step < 0) step = 0;
+  const double base = o_.base_lr;
+  if (step < o_.warmup_steps) {
+    const double f = o_.warmup_start_factor +
+                     (1.0 - o_.warmup_start_factor) * static_cast<double>(step) / static_cast<double>(o_.warmup_steps);
+    return static_cast<float>(base * f);
+  }
+  const int64_t t = step - o_.warmup_steps;
+  if (o_.kind == "step") {
+    if (o_.step_size <= 0) return static_cast<float>(base);
+    return static_cast<float>(base * std::pow(static_cast<double>(o_.gamma), static_cast<double>(t / o_.step_size)));
+  }
+  if (o_.kind == "cosine") {
+    const double span = static_cast<double>(o_.total_steps - o_.warmup_steps);
+    const double x = std::min(static_cast<double>(t), span) / span;
+    return static_cast<float>(o_.min_lr + (base - o_.min_lr) * 0.5 * (1.0 + std::cos(std::numbers::pi * x)));
+  }
+  return static_cast<float>(base);
+}
+
+float linear_scaled_lr(float base_lr, int64_t global_batch, int64_t reference_batch) {
+  ST_CHECK(reference_batch > 0, "the reference batch of the linear scaling rule must be > 0");
+  return base_lr * static_cast<float>(global_batch) / static_cast<float>(reference_batch);
+}
+
+}  // namespace scaletrain::optim
