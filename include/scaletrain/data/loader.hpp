@@ -1,0 +1,111 @@
+// DataLoader: one rank's batches of one split, produced by a reader thread into a bounded ring of
+// `prefetch` batch slots while the model computes. Samples stay as stored (uint8 images are not
+// converted here: normalization and augmentation are kernels on the compute device).
+//
+//   stage:  the split is read into memory once with large contiguous reads; every epoch a global
+//           permutation from (seed, epoch) is cut into equal per-rank shards (data/sharding.hpp),
+//           so N ranks see exactly the batches 1 rank would, split N ways.
+//   stream: for data larger than memory. Chunks of the HDF5 file are visited in a permuted order
+//           from (seed, epoch); rank r takes the r-th contiguous block of that sequence, reads it
+//           chunk by chunk and draws its batches through a shuffle buffer.
+// In both modes every rank gets the same number of batches (the remainder is dropped, or padded
+// by wrapping around when drop_remainder is false), and every sample is read once per epoch.
+#pragma once
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "scaletrain/core/tensor.hpp"
+#include "scaletrain/data/dataset_file.hpp"
+#include "scaletrain/data/sharding.hpp"
+
+namespace scaletrain::data {
+
+struct LoaderOptions {
+  std::string path;
+  std::string split = "train";
+  int64_t batch = 32;  // per rank
+  uint64_t seed = 42;
+  std::string mode = "stage";  // stage | stream
+  int prefetch = 4;            // batches in the ring
+  bool drop_remainder = true;
+  bool shuffle = true;
+  int64_t shuffle_buffer = 0;  // stream mode, in samples; 0: 8 chunks
+};
+
+struct Batch {
+  Tensor samples;  // [batch, ...sample_shape], the file's dtype
+  Tensor labels;   // [batch] int32
+  int64_t step_in_epoch = 0;
+  int64_t valid = 0;             // rows that are real samples (the rest is wrap-around padding)
+  std::vector<int64_t> indices;  // the sample index of each row in the split
+};
+
+struct LoaderStats {
+  double wait_seconds = 0;  // time next() blocked waiting for the reader
+  double read_seconds = 0;  // time the reader spent in HDF5 reads
+  int64_t read_bytes = 0;
+  double stage_seconds = 0;  // stage mode: the initial load
+};
+
+class DataLoader {
+ public:
+  // Opens and validates the file (Error naming the file on any problem).
+  DataLoader(LoaderOptions options, int rank, int world);
+  ~DataLoader();
+  DataLoader(const DataLoader&) = delete;
+  DataLoader& operator=(const DataLoader&) = delete;
+
+  const DatasetInfo& info() const { return info_; }
+  const LoaderOptions& options() const { return o_; }
+  const ShardPlan& plan() const { return plan_; }
+  int64_t steps_per_epoch() const { return plan_.steps_per_epoch; }
+
+  // Starts producing the batches of `epoch` (stops an unfinished previous epoch).
+  void start_epoch(int64_t epoch);
+  // The next batch of the epoch, or nullptr at its end. Rethrows a reader error.
+  const Batch* next();
+  // Hands a batch's slot back to the reader. Batches must be released in order.
+  void release(const Batch* batch);
+  int64_t valid_rows(const Batch& b) const { return b.valid; }
+
+  LoaderStats stats() const;
+  void reset_stats();
+
+ private:
+  struct Slot {
+    Batch batch;
+    bool filled = false;
+  };
+  void stop_reader();
+  void reader_main(int64_t epoch);
+  void produce_stage(int64_t epoch);
+  void produce_stream(int64_t epoch);
+  bool acquire_free_slot(int64_t step, Slot*& slot);
+  void publish(Slot& slot);
+
+  LoaderOptions o_;
+  int rank_, world_;
+  std::unique_ptr<DatasetFile> file_;
+  DatasetInfo info_;
+  ShardPlan plan_;
+  size_t sample_bytes_ = 0;
+  Tensor staged_samples_;               // stage mode: the whole split
+  std::vector<int32_t> staged_labels_;  // stage mode
+
+  std::vector<Slot> ring_;
+  std::thread reader_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::exception_ptr error_;
+  int64_t produced_ = 0, consumed_ = 0, released_ = 0;
+  LoaderStats stats_;
+};
+
+}  // namespace scaletrain::data

@@ -1,0 +1,274 @@
+// The per-rank loader: staging or streaming sources behind a reader thread and a ring of batches.
+#include "scaletrain/data/loader.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "scaletrain/core/error.hpp"
+#include "scaletrain/core/timer.hpp"
+
+namespace scaletrain::data {
+
+DataLoader::DataLoader(LoaderOptions options, int rank, int world) : o_(std::move(options)), rank_(rank), world_(world) {
+  ST_CHECK(o_.batch > 0, "loader batch must be positive, got ", o_.batch);
+  ST_CHECK(o_.prefetch >= 1, "data.prefetch must be at least 1, got ", o_.prefetch);
+  ST_CHECK(o_.mode == "stage" || o_.mode == "stream", "data.mode must be stage or stream, not '", o_.mode, "'");
+  ST_CHECK(world >= 1 && rank >= 0 && rank < world, "bad rank ", rank, " of ", world);
+  file_ = std::make_unique<DatasetFile>(o_.path, std::vector<std::string>{o_.split});
+  info_ = file_->info(o_.split);
+  sample_bytes_ = static_cast<size_t>(shape_numel(info_.sample_shape)) * dtype_size(info_.dtype);
+  plan_ = make_shard_plan(info_.num_samples, world, o_.batch, o_.drop_remainder);
+
+  if (o_.mode == "stage") {
+    const Stopwatch clock;
+    Shape all{info_.num_samples};
+    all.insert(all.end(), info_.sample_shape.begin(), info_.sample_shape.end());
+    staged_samples_ = Tensor(all, info_.dtype);
+    staged_labels_.resize(static_cast<size_t>(info_.num_samples));
+    // Contiguous reads of whole chunks, about 64 MiB at a time.
+    const int64_t per_read = std::max<int64_t>(
+        info_.chunk_samples, (int64_t{64} << 20) / static_cast<int64_t>(sample_bytes_) / std::max<int64_t>(info_.chunk_samples, 1) *
+                                 std::max<int64_t>(info_.chunk_samples, 1));
+    auto* dst = static_cast<uint8_t*>(staged_samples_.raw());
+    for (int64_t start = 0; start < info_.num_samples; start += per_read) {
+      const int64_t n = std::min(per_read, info_.num_samples - start);
+      file_->read_samples(o_.split, start, n, dst + static_cast<size_t>(start) * sample_bytes_);
+    }
+    file_->read_labels(o_.split, 0, info_.num_samples, staged_labels_.data());
+    stats_.stage_seconds = clock.seconds();
+    stats_.read_seconds = stats_.stage_seconds;
+    stats_.read_bytes = static_cast<int64_t>(staged_samples_.bytes() + staged_labels_.size() * 4);
+  }
+
+  ring_.resize(static_cast<size_t>(o_.prefetch));
+  Shape bs{o_.batch};
+  bs.insert(bs.end(), info_.sample_shape.begin(), info_.sample_shape.end());
+  for (Slot& s : ring_) {
+    s.batch.samples = Tensor(bs, info_.dtype);
+    s.batch.labels = Tensor({o_.batch}, DType::i32);
+    s.batch.indices.resize(static_cast<size_t>(o_.batch));
+  }
+}
+
+DataLoader::~DataLoader() { stop_reader(); }
+
+void DataLoader::stop_reader() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (reader_.joinable()) reader_.join();
+}
+
+void DataLoader::start_epoch(int64_t epoch) {
+  stop_reader();
+  {
+    std::lock_guard lock(mu_);
+    stop_ = false;
+    error_ = nullptr;
+    produced_ = consumed_ = released_ = 0;
+    for (Slot& s : ring_) s.filled = false;
+  }
+  reader_ = std::thread([this, epoch] { reader_main(epoch); });
+}
+
+void DataLoader::reader_main(int64_t epoch) {
+  try {
+    if (o_.mode == "stage") produce_stage(epoch);
+    else produce_stream(epoch);
+  } catch (...) {
+    std::lock_guard lock(mu_);
+    error_ = std::current_exception();
+  }
+  cv_.notify_all();
+}
+
+bool DataLoader::acquire_free_slot(int64_t step, Slot*& slot) {
+  std::unique_lock lock(mu_);
+  // Slot step % K is free once the consumer released step - K.
+  cv_.wait(lock, [&] { return stop_ || released_ > step - static_cast<int64_t>(ring_.size()); });
+  if (stop_) return false;
+  slot = &ring_[static_cast<size_t>(step % static_cast<int64_t>(ring_.size()))];
+  return true;
+}
+
+void DataLoader::publish(Slot& slot) {
+  {
+    std::lock_guard lock(mu_);
+    slot.filled = true;
+    ++produced_;
+  }
+  cv_.notify_all();
+}
+
+void DataLoader::produce_stage(int64_t epoch) {
+  const std::vector<int64_t> perm = epoch_permutation(info_.num_samples, o_.seed, epoch, o_.shuffle);
+  const auto* src = static_cast<const uint8_t*>(staged_samples_.raw());
+  for (int64_t s = 0; s < plan_.steps_per_epoch; ++s) {
+    Slot* slot = nullptr;
+    if (!acquire_free_slot(s, slot)) return;
+    Batch& b = slot->batch;
+    auto* dst = static_cast<uint8_t*>(b.samples.raw());
+    int32_t* labels = b.labels.data<int32_t>();
+    for (int64_t r = 0; r < o_.batch; ++r) {
+      const int64_t idx = perm[static_cast<size_t>(global_position(plan_, rank_, s, r) % info_.num_samples)];
+      std::memcpy(dst + static_cast<size_t>(r) * sample_bytes_, src + static_cast<size_t>(idx) * sample_bytes_,
+                  sample_bytes_);
+      labels[r] = staged_labels_[static_cast<size_t>(idx)];
+      b.indices[static_cast<size_t>(r)] = idx;
+    }
+    b.step_in_epoch = s;
+    b.valid = data::valid_rows(plan_, rank_, s);
+    publish(*slot);
+  }
+}
+
+void DataLoader::produce_stream(int64_t epoch) {
+  const int64_t n = info_.num_samples;
+  const int64_t chunk = std::max<int64_t>(1, info_.chunk_samples);
+  const int64_t chunks = (n + chunk - 1) / chunk;
+  const std::vector<int64_t> chunk_order = epoch_permutation(chunks, o_.seed ^ 0x5EEDull, epoch, o_.shuffle);
+  // The epoch's sample sequence is the chunks in that order; this rank owns the block
+  // [rank * per_rank, (rank + 1) * per_rank) of it (positions past n wrap around).
+  struct Run {
+    int64_t start, count;
+  };
+  std::vector<Run> runs;
+  const int64_t per_rank = plan_.per_rank();
+  {
+    // Position of each chunk in the sequence, then the runs overlapping this rank's block.
+    std::vector<int64_t> seq_start(static_cast<size_t>(chunks));
+    int64_t pos = 0;
+    for (int64_t i = 0; i < chunks; ++i) {
+      seq_start[static_cast<size_t>(i)] = pos;
+      const int64_t c = chunk_order[static_cast<size_t>(i)];
+      pos += std::min(chunk, n - c * chunk);
+    }
+    int64_t want = rank_ * per_rank, left = per_rank;
+    while (left > 0) {
+      const int64_t p = want % n;
+      const auto it = std::upper_bound(seq_start.begin(), seq_start.end(), p) - 1;
+      const size_t i = static_cast<size_t>(it - seq_start.begin());
+      const int64_t c = chunk_order[i];
+      const int64_t within = p - *it;
+      const int64_t len = std::min({std::min(chunk, n - c * chunk) - within, left});
+      runs.push_back(Run{c * chunk + within, len});
+      want += len;
+      left -= len;
+    }
+  }
+  const int64_t first_padding = std::max<int64_t>(0, n - rank_ * per_rank);  // rows of the block before wrapping
+  const int64_t capacity = o_.shuffle ? std::max<int64_t>(o_.shuffle_buffer > 0 ? o_.shuffle_buffer : 8 * chunk, 1) : 1;
+  std::vector<uint8_t> buf_samples(static_cast<size_t>(capacity) * sample_bytes_);
+  std::vector<int32_t> buf_labels(static_cast<size_t>(capacity));
+  std::vector<int64_t> buf_index(static_cast<size_t>(capacity));
+  int64_t filled = 0;
+  std::vector<uint8_t> read_samples;
+  std::vector<int32_t> read_labels;
+  uint64_t rng = o_.seed * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(epoch) * 1000003u + static_cast<uint64_t>(rank_) + 7;
+  size_t run_i = 0;
+  int64_t run_off = 0;  // rows consumed of runs[run_i]
+  // Pending rows read from the file but not yet in the buffer.
+  int64_t pend_n = 0, pend_i = 0, pend_start = 0;
+
+  auto refill_pending = [&] {
+    if (pend_i < pend_n || run_i >= runs.size()) return;
+    const Run& r = runs[run_i];
+    const int64_t len = std::min(r.count - run_off, chunk);
+    read_samples.resize(static_cast<size_t>(len) * sample_bytes_);
+    read_labels.resize(static_cast<size_t>(len));
+    const double t0 = now_seconds();
+    file_->read_samples(o_.split, r.start + run_off, len, read_samples.data());
+    file_->read_labels(o_.split, r.start + run_off, len, read_labels.data());
+    {
+      std::lock_guard lock(mu_);
+      stats_.read_seconds += now_seconds() - t0;
+      stats_.read_bytes += len * static_cast<int64_t>(sample_bytes_ + 4);
+    }
+    pend_start = r.start + run_off;
+    pend_n = len;
+    pend_i = 0;
+    run_off += len;
+    if (run_off == r.count) {
+      ++run_i;
+      run_off = 0;
+    }
+  };
+
+  for (int64_t s = 0; s < plan_.steps_per_epoch; ++s) {
+    Slot* slot = nullptr;
+    if (!acquire_free_slot(s, slot)) return;
+    Batch& b = slot->batch;
+    auto* dst = static_cast<uint8_t*>(b.samples.raw());
+    int32_t* labels = b.labels.data<int32_t>();
+    for (int64_t row = 0; row < o_.batch; ++row) {
+      // Top the buffer up to capacity (or until the block is exhausted).
+      while (filled < capacity) {
+        refill_pending();
+        if (pend_i >= pend_n) break;
+        std::memcpy(buf_samples.data() + static_cast<size_t>(filled) * sample_bytes_,
+                    read_samples.data() + static_cast<size_t>(pend_i) * sample_bytes_, sample_bytes_);
+        buf_labels[static_cast<size_t>(filled)] = read_labels[static_cast<size_t>(pend_i)];
+        buf_index[static_cast<size_t>(filled)] = pend_start + pend_i;
+        ++pend_i;
+        ++filled;
+      }
+      ST_CHECK(filled > 0, "stream loader of ", o_.path, " ran out of samples (internal error)");
+      const int64_t j = o_.shuffle ? static_cast<int64_t>((splitmix64(rng) >> 32) * static_cast<uint64_t>(filled) >> 32) : 0;
+      std::memcpy(dst + static_cast<size_t>(row) * sample_bytes_, buf_samples.data() + static_cast<size_t>(j) * sample_bytes_,
+                  sample_bytes_);
+      labels[row] = buf_labels[static_cast<size_t>(j)];
+      b.indices[static_cast<size_t>(row)] = buf_index[static_cast<size_t>(j)];
+      // Fill the hole: with shuffling, move the last entry in; without, keep order (capacity is 1).
+      --filled;
+      if (j != filled) {
+        std::memcpy(buf_samples.data() + static_cast<size_t>(j) * sample_bytes_,
+                    buf_samples.data() + static_cast<size_t>(filled) * sample_bytes_, sample_bytes_);
+        buf_labels[static_cast<size_t>(j)] = buf_labels[static_cast<size_t>(filled)];
+        buf_index[static_cast<size_t>(j)] = buf_index[static_cast<size_t>(filled)];
+      }
+    }
+    b.step_in_epoch = s;
+    b.valid = std::clamp<int64_t>(first_padding - s * o_.batch, 0, o_.batch);
+    publish(*slot);
+  }
+}
+
+const Batch* DataLoader::next() {
+  const double t0 = now_seconds();
+  std::unique_lock lock(mu_);
+  if (consumed_ >= plan_.steps_per_epoch) return nullptr;
+  Slot& slot = ring_[static_cast<size_t>(consumed_ % static_cast<int64_t>(ring_.size()))];
+  cv_.wait(lock, [&] { return slot.filled || error_ || stop_; });
+  if (error_) std::rethrow_exception(error_);
+  ST_CHECK(slot.filled, "loader of ", o_.path, " was stopped");
+  ++consumed_;
+  stats_.wait_seconds += now_seconds() - t0;
+  return &slot.batch;
+}
+
+void DataLoader::release(const Batch* batch) {
+  {
+    std::lock_guard lock(mu_);
+    Slot& slot = ring_[static_cast<size_t>(released_ % static_cast<int64_t>(ring_.size()))];
+    ST_CHECK(&slot.batch == batch, "batches must be released in the order next() returned them");
+    slot.filled = false;
+    ++released_;
+  }
+  cv_.notify_all();
+}
+
+LoaderStats DataLoader::stats() const {
+  std::lock_guard lock(mu_);
+  return stats_;
+}
+
+void DataLoader::reset_stats() {
+  std::lock_guard lock(mu_);
+  const double stage = stats_.stage_seconds;
+  stats_ = LoaderStats{};
+  stats_.stage_seconds = stage;
+}
+
+}  // namespace scaletrain::data
