@@ -69,7 +69,8 @@ TEST_P(PyTorchReference, ForwardAndBackwardMatch) {
   EXPECT_TRUE(tensors_close(y.data<float>(), y_ref.data<float>(), y.numel(), 1e-4, 1e-5)) << g << " forward";
 
   const Tensor dy = f.dataset(g + "/dy");
-  const Tensor& dx = h.layer().backward(dy.reshape(y.shape()), true);
+  const Tensor dy_shaped = dy.reshape(y.shape());  // layers may return their input: keep it alive
+  const Tensor& dx = h.layer().backward(dy_shaped, true);
   const Tensor dx_ref = f.dataset(g + "/dx");
   ASSERT_EQ(dx.numel(), dx_ref.numel());
   EXPECT_TRUE(tensors_close(dx.data<float>(), dx_ref.data<float>(), dx.numel(), 1e-4, 1e-5)) << g << " dx";

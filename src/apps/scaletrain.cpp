@@ -15,7 +15,7 @@
 #include "scaletrain/kernels/launch.hpp"
 #include "scaletrain/nn/zoo.hpp"
 #include "scaletrain/train/config.hpp"
-#include "scaletrain/train/dataset_shape.hpp"
+#include "scaletrain/train/synthetic_data.hpp"
 #include "scaletrain/train/errors.hpp"
 #include "scaletrain/train/run_log.hpp"
 #include "scaletrain/train/trainer.hpp"

@@ -8,15 +8,24 @@ namespace scaletrain::nn {
 namespace {
 
 std::string with_commas(int64_t v) {
-  std::string s = std::to_string(v < 0 ? -v : v);
-  for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3) s.insert(static_cast<size_t>(i), ",");
-  return v < 0 ? "-" + s : s;
+  const std::string digits = std::to_string(v < 0 ? -v : v);
+  std::string out;
+  if (v < 0) out.push_back('-');
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out.push_back(',');
+    out.push_back(digits[i]);
+  }
+  return out;
 }
 
 std::string keras_shape(const Shape& s) {
   std::string out = "(None";
-  for (int64_t d : s) out += ", " + std::to_string(d);
-  return out + ")";
+  for (int64_t d : s) {
+    out.append(", ");
+    out.append(std::to_string(d));
+  }
+  out.push_back(')');
+  return out;
 }
 
 std::string human_flops(double f) {
@@ -42,7 +51,9 @@ std::string Model::summary() const {
   os << std::left << std::setw(40) << " input (InputLayer)" << std::setw(26) << keras_shape(input_shape_)
      << std::setw(12) << 0 << "0\n";
   for (const auto& l : layers_) {
-    os << std::left << std::setw(40) << (" " + l->name() + " (" + l->type() + ")") << std::setw(26)
+    std::string label(1, ' ');
+    label.append(l->name()).append(" (").append(l->type()).append(")");
+    os << std::left << std::setw(40) << label << std::setw(26)
        << keras_shape(l->output_shape()) << std::setw(12) << l->parameter_count()
        << human_flops(static_cast<double>(l->flops_per_sample())) << "\n";
   }

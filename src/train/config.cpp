@@ -21,7 +21,7 @@ std::string format_double(double v) {
 }
 
 template <class T>
-ConfigKey bind(std::string key, T RunConfig::*field, std::string help) {
+ConfigKey key_of(std::string key, T RunConfig::*field, std::string help) {
   ConfigKey k;
   k.key = std::move(key);
   k.help = std::move(help);
@@ -109,43 +109,45 @@ void walk(RunConfig& cfg, const toml::table& t, const std::string& prefix, const
 
 const std::vector<ConfigKey>& config_keys() {
   static const std::vector<ConfigKey> keys = {
-      bind("model.name", &RunConfig::model, "zoo model: mlp, lenet, fmnist_sepcnn"),
-      bind("data.path", &RunConfig::data_path, "HDF5 dataset (data-tools format v1), or \"synthetic\""),
-      bind("data.mode", &RunConfig::data_mode, "stage (read the data into memory) or stream (chunked reads)"),
-      bind("data.synthetic_samples", &RunConfig::synthetic_samples, "training samples when data.path is synthetic"),
-      bind("data.prefetch", &RunConfig::prefetch, "batches the reader thread keeps ready"),
-      bind("data.augment", &RunConfig::augment, "random crop (with padding) and horizontal flip on training batches"),
-      bind("data.augment_pad", &RunConfig::augment_pad, "padding of the random crop, pixels"),
-      bind("data.augment_flip", &RunConfig::augment_flip, "random horizontal flips when augmenting"),
-      bind("data.drop_remainder", &RunConfig::drop_remainder,
+      key_of("model.name", &RunConfig::model, "zoo model: mlp, lenet, fmnist_sepcnn"),
+      key_of("data.path", &RunConfig::data_path, "HDF5 dataset (data-tools format v1), or \"synthetic\""),
+      key_of("data.mode", &RunConfig::data_mode, "stage (read the data into memory) or stream (chunked reads)"),
+      key_of("data.synthetic_samples", &RunConfig::synthetic_samples, "training samples when data.path is synthetic"),
+      key_of("data.prefetch", &RunConfig::prefetch, "batches the reader thread keeps ready"),
+      key_of("data.augment", &RunConfig::augment, "random crop (with padding) and horizontal flip on training batches"),
+      key_of("data.augment_pad", &RunConfig::augment_pad, "padding of the random crop, pixels"),
+      key_of("data.augment_flip", &RunConfig::augment_flip, "random horizontal flips when augmenting"),
+      key_of("data.drop_remainder", &RunConfig::drop_remainder,
            "drop the samples that do not fill a global batch (else pad by wrapping around)"),
-      bind("train.epochs", &RunConfig::epochs, "passes over the training split"),
-      bind("train.batch", &RunConfig::batch, "global batch size (per-rank batch x ranks); must divide by the ranks"),
-      bind("train.seed", &RunConfig::seed, "seed of initialization, shuffling, dropout and augmentation"),
-      bind("train.log_every", &RunConfig::log_every, "steps between progress lines on rank 0"),
-      bind("train.max_steps", &RunConfig::max_steps, "stop after this many steps in total (0: no limit)"),
-      bind("train.warmup_log_steps", &RunConfig::warmup_log_steps, "first steps excluded from samples/s"),
-      bind("train.evaluate", &RunConfig::evaluate, "evaluate on train.eval_split after every epoch"),
-      bind("train.eval_split", &RunConfig::eval_split, "split used for evaluation (test or val)"),
-      bind("optimizer.name", &RunConfig::optimizer, "sgd or adamw"),
-      bind("optimizer.lr", &RunConfig::lr, "base learning rate"),
-      bind("optimizer.momentum", &RunConfig::momentum, "SGD momentum"),
-      bind("optimizer.nesterov", &RunConfig::nesterov, "SGD Nesterov momentum"),
-      bind("optimizer.weight_decay", &RunConfig::weight_decay, "L2 weight decay (SGD) or decoupled decay (AdamW)"),
-      bind("optimizer.beta1", &RunConfig::beta1, "AdamW beta1"),
-      bind("optimizer.beta2", &RunConfig::beta2, "AdamW beta2"),
-      bind("optimizer.eps", &RunConfig::eps, "AdamW epsilon"),
-      bind("optimizer.schedule", &RunConfig::schedule, "learning-rate schedule: constant, step, cosine"),
-      bind("optimizer.warmup_epochs", &RunConfig::warmup_epochs, "linear warm-up length in epochs (may be fractional)"),
-      bind("optimizer.step_epochs", &RunConfig::step_epochs, "step schedule: multiply the rate by gamma every this many epochs"),
-      bind("optimizer.gamma", &RunConfig::gamma, "step schedule factor"),
-      bind("optimizer.min_lr", &RunConfig::min_lr, "cosine schedule: final learning rate"),
-      bind("optimizer.scale_lr", &RunConfig::scale_lr, "linear scaling rule: lr x batch / reference_batch"),
-      bind("optimizer.reference_batch", &RunConfig::reference_batch, "batch size the base learning rate is tuned for"),
-      bind("comm.bucket_mb", &RunConfig::bucket_mb, "gradient bucket size in MB"),
-      bind("comm.progress", &RunConfig::progress, "all-reduce progress: thread (communication thread) or test (MPI_Test)"),
-      bind("run.dir", &RunConfig::run_dir, "run directory for metrics.jsonl and run.json (empty: none)"),
-      bind("run.threads", &RunConfig::threads, "compute threads per rank (0: the cores the rank is bound to)"),
+      key_of("train.epochs", &RunConfig::epochs, "passes over the training split"),
+      key_of("train.batch", &RunConfig::batch, "global batch size (per-rank batch x ranks); must divide by the ranks"),
+      key_of("train.seed", &RunConfig::seed, "seed of initialization, shuffling, dropout and augmentation"),
+      key_of("train.log_every", &RunConfig::log_every, "steps between progress lines on rank 0"),
+      key_of("train.max_steps", &RunConfig::max_steps, "stop after this many steps in total (0: no limit)"),
+      key_of("train.warmup_log_steps", &RunConfig::warmup_log_steps, "first steps excluded from samples/s"),
+      key_of("train.evaluate", &RunConfig::evaluate, "evaluate on train.eval_split after every epoch"),
+      key_of("train.eval_split", &RunConfig::eval_split, "split used for evaluation (test or val)"),
+      key_of("optimizer.name", &RunConfig::optimizer, "sgd or adamw"),
+      key_of("optimizer.lr", &RunConfig::lr, "base learning rate"),
+      key_of("optimizer.momentum", &RunConfig::momentum, "SGD momentum"),
+      key_of("optimizer.nesterov", &RunConfig::nesterov, "SGD Nesterov momentum"),
+      key_of("optimizer.weight_decay", &RunConfig::weight_decay, "L2 weight decay (SGD) or decoupled decay (AdamW)"),
+      key_of("optimizer.beta1", &RunConfig::beta1, "AdamW beta1"),
+      key_of("optimizer.beta2", &RunConfig::beta2, "AdamW beta2"),
+      key_of("optimizer.eps", &RunConfig::eps, "AdamW epsilon"),
+      key_of("optimizer.schedule", &RunConfig::schedule, "learning-rate schedule: constant, step, cosine"),
+      key_of("optimizer.warmup_epochs", &RunConfig::warmup_epochs, "linear warm-up length in epochs (may be fractional)"),
+      key_of("optimizer.step_epochs", &RunConfig::step_epochs, "step schedule: multiply the rate by gamma every this many epochs"),
+      key_of("optimizer.gamma", &RunConfig::gamma, "step schedule factor"),
+      key_of("optimizer.min_lr", &RunConfig::min_lr, "cosine schedule: final learning rate"),
+      key_of("optimizer.scale_lr", &RunConfig::scale_lr, "linear scaling rule: lr x batch / reference_batch"),
+      key_of("optimizer.reference_batch", &RunConfig::reference_batch, "batch size the base learning rate is tuned for"),
+      key_of("comm.bucket_mb", &RunConfig::bucket_mb, "gradient bucket size in MB"),
+      key_of("comm.progress", &RunConfig::progress, "all-reduce progress: thread (communication thread) or test (MPI_Test)"),
+      key_of("run.dir", &RunConfig::run_dir, "run directory for metrics.jsonl and run.json (empty: none)"),
+      key_of("run.timeline", &RunConfig::timeline,
+           "write run.dir/timeline.json: every rank's phases and all-reduces (chrome://tracing, Perfetto)"),
+      key_of("run.threads", &RunConfig::threads, "compute threads per rank (0: the cores the rank is bound to)"),
   };
   return keys;
 }
@@ -222,6 +224,7 @@ void validate_config(const RunConfig& c) {
   ST_CHECK(c.progress == "thread" || c.progress == "test", "comm.progress must be thread or test, got '", c.progress,
            "'");
   ST_CHECK(c.threads >= 0, "run.threads must be >= 0");
+  ST_CHECK(!c.timeline || !c.run_dir.empty(), "run.timeline = true needs run.dir");
 }
 
 std::string config_to_toml(const RunConfig& cfg) {

@@ -20,6 +20,7 @@
 #include "scaletrain/train/errors.hpp"
 #include "scaletrain/train/progress.hpp"
 #include "scaletrain/train/synthetic_data.hpp"
+#include "scaletrain/train/timeline.hpp"
 
 namespace scaletrain::train {
 
@@ -41,11 +42,24 @@ struct Trainer::Impl {
   Tensor augmented;  // u8 scratch for crop/flip
   Tensor mean, inv_std;
   std::function<void(const IntervalTimings&)> interval_hook;
+  std::unique_ptr<Timeline> timeline;
+  PhaseTimers timers;
+
+  // Runs f as one phase: adds its time to the timers and, when enabled, to the timeline.
+  template <class F>
+  void phase(Phase p, int64_t step, F&& f) {
+    const double t0 = now_seconds();
+    f();
+    const double t1 = now_seconds();
+    timers.add(p, t1 - t0);
+    if (timeline->enabled()) timeline->record(phase_name(p).data(), t0, t1, 0, step);
+  }
 
   Impl(RunConfig c, comm::Communicator& cm) : cfg(std::move(c)), comm(cm) {}
 
   void setup();
   void prepare_input(const data::Batch& b, int64_t step, bool training);
+  void record_bucket_events(int64_t step);
   EpochReport evaluate(int64_t epoch);
 };
 
@@ -56,10 +70,12 @@ void Trainer::Impl::setup() {
     throw ConsistentError("train.batch = " + std::to_string(cfg.batch) + " is not divisible by the " +
                           std::to_string(world) + " ranks: choose a multiple of " + std::to_string(world));
   local_batch = cfg.batch / world;
+  timeline = std::make_unique<Timeline>(comm, cfg.timeline);
   backend = make_cpu_backend(static_cast<int>(cfg.threads));
 
   data_path = cfg.data_path;
   if (data_path == "synthetic") data_path = ensure_synthetic_dataset(cfg, comm);
+  // A missing or bad file fails identically on every rank: one message from rank 0, no abort.
 
   data::LoaderOptions lo;
   lo.path = data_path;
@@ -70,7 +86,7 @@ void Trainer::Impl::setup() {
   lo.prefetch = static_cast<int>(cfg.prefetch);
   lo.drop_remainder = cfg.drop_remainder;
   lo.shuffle = true;
-  train_loader = std::make_unique<data::DataLoader>(lo, comm.rank(), world);
+  collective_check(comm, [&] { train_loader = std::make_unique<data::DataLoader>(lo, comm.rank(), world); });
   const data::DatasetInfo& info = train_loader->info();
   if (train_loader->steps_per_epoch() < 1)
     throw ConsistentError("data set " + data_path + " has " + std::to_string(info.num_samples) +
@@ -83,11 +99,13 @@ void Trainer::Impl::setup() {
     eo.split = cfg.eval_split;
     eo.shuffle = false;
     eo.drop_remainder = false;
-    eval_loader = std::make_unique<data::DataLoader>(eo, comm.rank(), world);
+    collective_check(comm, [&] { eval_loader = std::make_unique<data::DataLoader>(eo, comm.rank(), world); });
   }
 
-  model = nn::make_zoo_model(cfg.model, info.sample_shape, classes);
-  model->build(*backend, local_batch);
+  collective_check(comm, [&] {
+    model = nn::make_zoo_model(cfg.model, info.sample_shape, classes);
+    model->build(*backend, local_batch);
+  });
   model->init_parameters(cfg.seed);
   // Identical replicas: rank 0's weights everywhere.
   comm.broadcast(model->flat_parameters().raw(), static_cast<int64_t>(model->flat_parameters().bytes()), 0);
@@ -159,6 +177,15 @@ void Trainer::Impl::prepare_input(const data::Batch& b, int64_t step, bool train
                                             info.sample_shape.back()});
 }
 
+void Trainer::Impl::record_bucket_events(int64_t step) {
+  if (!timeline->enabled()) return;
+  for (const auto& e : buckets->last_step_events()) {
+    char name[24];
+    std::snprintf(name, sizeof name, "allreduce b%lld", static_cast<long long>(e.bucket));
+    timeline->record(name, e.start, e.end, 1, step);
+  }
+}
+
 EpochReport Trainer::Impl::evaluate(int64_t epoch) {
   EpochReport r;
   r.epoch = epoch;
@@ -206,7 +233,7 @@ TrainResult Trainer::run() {
   ProgressPrinter progress(root, cfg, spe, planned);
 
   TrainResult result;
-  PhaseTimers timers;
+  PhaseTimers& timers = m.timers;
   int64_t step = 0;
   double interval_loss = 0, interval_correct = 0, interval_count = 0;
   int64_t interval_first = 0;
@@ -227,24 +254,16 @@ TrainResult Trainer::run() {
     while (step < planned) {
       const double t_step = now_seconds();
       const data::Batch* b = nullptr;
-      {
-        ScopedPhase p(timers, Phase::data_wait);
-        b = m.train_loader->next();
-      }
+      m.phase(Phase::data_wait, step, [&] { b = m.train_loader->next(); });
       if (!b) break;
-      {
-        ScopedPhase p(timers, Phase::h2d);
-        m.prepare_input(*b, step, true);
-      }
+      m.phase(Phase::h2d, step, [&] { m.prepare_input(*b, step, true); });
       nn::LossResult lr;
-      {
-        ScopedPhase p(timers, Phase::forward);
+      m.phase(Phase::forward, step, [&] {
         m.model->set_random_state(cfg.seed + static_cast<uint64_t>(m.comm.rank()) * 1000003u, static_cast<uint64_t>(step));
         const Tensor& logits = m.model->forward(m.input, true);
         lr = m.loss.forward(logits, b->labels);
-      }
-      {
-        ScopedPhase p(timers, Phase::backward);
+      });
+      m.phase(Phase::backward, step, [&] {
         m.buckets->begin_step();
         const Tensor& dlogits = m.loss.backward(1.0f / static_cast<float>(m.local_batch));
         m.model->backward(dlogits, [&](size_t layer) {
@@ -253,17 +272,14 @@ TrainResult Trainer::run() {
           for (size_t s = first; s < first + n; ++s) m.buckets->mark_ready(s);
           m.buckets->poll();
         });
-      }
+      });
       m.train_loader->release(b);
-      {
-        ScopedPhase p(timers, Phase::allreduce_exposed);
-        m.buckets->wait_all();
-      }
-      {
-        ScopedPhase p(timers, Phase::optimizer);
+      m.phase(Phase::allreduce_exposed, step, [&] { m.buckets->wait_all(); });
+      m.record_bucket_events(step);
+      m.phase(Phase::optimizer, step, [&] {
         m.optimizer->step(m.model->flat_parameters(), m.model->flat_gradients(), m.schedule->lr(step));
-      }
-      timers.add(Phase::step, now_seconds() - t_step);
+      });
+      m.timers.add(Phase::step, now_seconds() - t_step);
       interval_loss += lr.loss_sum;
       interval_correct += static_cast<double>(lr.correct);
       interval_count += static_cast<double>(lr.count);
@@ -367,6 +383,7 @@ TrainResult Trainer::run() {
     result.final_eval_loss = result.epochs.back().eval_loss;
   }
   progress.finish(result);
+  if (m.timeline->enabled()) m.timeline->write(cfg.run_dir + "/timeline.json");
   return result;
 }
 

@@ -78,6 +78,7 @@ class ReferenceFile {
       char* s = nullptr;
       hid_t mem = H5Tcopy(H5T_C_S1);
       H5Tset_size(mem, H5T_VARIABLE);
+      H5Tset_cset(mem, H5Tget_cset(type));
       ST_HDF5_CHECK(H5Aread(a, mem, &s), path_, ":", obj, "@", attr);
       out = s ? s : "";
       H5free_memory(s);
@@ -93,7 +94,7 @@ class ReferenceFile {
   }
 
  private:
-  static herr_t collect(hid_t, const char* name, const H5L_info2_t*, void* out) {
+  static herr_t collect(hid_t, const char* name, const H5L_info_t*, void* out) {
     static_cast<std::vector<std::string>*>(out)->push_back(name);
     return 0;
   }

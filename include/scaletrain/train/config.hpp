@@ -49,6 +49,7 @@ struct RunConfig {
   std::string progress = "thread";  // thread | test
   // [run]
   std::string run_dir = "";  // empty: no files written
+  bool timeline = false;     // write <run_dir>/timeline.json (Chrome trace)
   int64_t threads = 0;       // compute threads per rank; 0: the cores this rank is bound to
 };
 
