@@ -33,6 +33,7 @@ struct Case {
   int64_t batch = 2;
   double eps = 1e-2;
 };
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 
 double weighted_sum(const Tensor& y, const Tensor& r) {
   double s = 0;

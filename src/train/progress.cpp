@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "scaletrain/train/trainer.hpp"
@@ -18,11 +19,29 @@ std::string duration(double s) {
   else std::snprintf(buf, sizeof buf, "%lds", t);
   return buf;
 }
+
+// A progress bar only for a person watching: stdout must be a terminal, and under mpirun (which
+// gives its ranks a pseudo-terminal even when the job's output goes to a file) mpirun's own
+// stdout must be one too. SCALETRAIN_PROGRESS_BAR=0/1 overrides the guess.
+bool interactive_stdout() {
+  if (const char* force = std::getenv("SCALETRAIN_PROGRESS_BAR")) return std::string(force) == "1";
+  if (isatty(STDOUT_FILENO) == 0) return false;
+  if (std::getenv("SLURM_JOB_ID") && !std::getenv("SLURM_PTY_PORT")) return false;
+  if (std::getenv("OMPI_COMM_WORLD_SIZE")) {
+    char target[256] = {};
+    const std::string fd1 = "/proc/" + std::to_string(getppid()) + "/fd/1";
+    const ssize_t n = readlink(fd1.c_str(), target, sizeof target - 1);
+    if (n <= 0) return false;
+    return std::string(target, static_cast<size_t>(n)).rfind("/dev/pts/", 0) == 0 ||
+           std::string(target, static_cast<size_t>(n)).rfind("/dev/tty", 0) == 0;
+  }
+  return true;
+}
 }  // namespace
 
 ProgressPrinter::ProgressPrinter(bool enabled, const RunConfig& cfg, int64_t steps_per_epoch, int64_t planned_steps)
     : enabled_(enabled),
-      tty_(isatty(STDOUT_FILENO) != 0),
+      tty_(enabled && interactive_stdout()),
       epochs_(cfg.epochs),
       steps_per_epoch_(steps_per_epoch),
       planned_(planned_steps),
