@@ -120,23 +120,26 @@ void Trainer::Impl::setup() {
   so.warmup_steps = static_cast<int64_t>(std::llround(cfg.warmup_epochs * static_cast<double>(spe)));
   so.step_size = cfg.step_epochs * spe;
   so.gamma = static_cast<float>(cfg.gamma);
-  so.total_steps = cfg.max_steps > 0 ? std::min(cfg.max_steps, cfg.epochs * spe) : cfg.epochs * spe;
+  // The schedule spans the configured epochs; train.max_steps only cuts a run short along it.
+  so.total_steps = cfg.epochs * spe;
   so.min_lr = static_cast<float>(cfg.min_lr);
-  schedule = std::make_unique<optim::LrSchedule>(so);
-  if (cfg.optimizer == "sgd") {
-    optim::SgdOptions o;
-    o.momentum = static_cast<float>(cfg.momentum);
-    o.nesterov = cfg.nesterov;
-    o.weight_decay = static_cast<float>(cfg.weight_decay);
-    optimizer = optim::make_sgd(o);
-  } else {
-    optim::AdamWOptions o;
-    o.beta1 = static_cast<float>(cfg.beta1);
-    o.beta2 = static_cast<float>(cfg.beta2);
-    o.eps = static_cast<float>(cfg.eps);
-    o.weight_decay = static_cast<float>(cfg.weight_decay);
-    optimizer = optim::make_adamw(o);
-  }
+  collective_check(comm, [&] {
+    schedule = std::make_unique<optim::LrSchedule>(so);
+    if (cfg.optimizer == "sgd") {
+      optim::SgdOptions o;
+      o.momentum = static_cast<float>(cfg.momentum);
+      o.nesterov = cfg.nesterov;
+      o.weight_decay = static_cast<float>(cfg.weight_decay);
+      optimizer = optim::make_sgd(o);
+    } else {
+      optim::AdamWOptions o;
+      o.beta1 = static_cast<float>(cfg.beta1);
+      o.beta2 = static_cast<float>(cfg.beta2);
+      o.eps = static_cast<float>(cfg.eps);
+      o.weight_decay = static_cast<float>(cfg.weight_decay);
+      optimizer = optim::make_adamw(o);
+    }
+  });
 
   std::vector<comm::GradientSlice> slices;
   for (const auto& s : model->slots()) slices.push_back(comm::GradientSlice{s.offset, s.count});

@@ -1,0 +1,57 @@
+// Device-compile check of every kernels/ functor: each one is launched from a CUDA kernel in a
+// grid-stride loop, exactly as the CUDA backend launches them. Built by nvcc for sm_80 and sm_90
+// in CI (tests/cuda_compile.cmake); it needs no GPU because it is only compiled, never run here.
+#include <cstdint>
+
+#include "scaletrain/kernels/activation.hpp"
+#include "scaletrain/kernels/bias.hpp"
+#include "scaletrain/kernels/cast.hpp"
+#include "scaletrain/kernels/dropout.hpp"
+#include "scaletrain/kernels/normalize.hpp"
+#include "scaletrain/kernels/optimizer_update.hpp"
+#include "scaletrain/kernels/scale.hpp"
+#include "scaletrain/kernels/softmax_cross_entropy.hpp"
+
+namespace {
+
+template <class F>
+__global__ void grid_stride(int64_t n, F f) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(blockDim.x) * gridDim.x)
+    f(i);
+}
+
+template <class F>
+void launch(int64_t n, const F& f) {
+  grid_stride<<<80, 256>>>(n, f);
+}
+
+}  // namespace
+
+using namespace scaletrain;
+using namespace scaletrain::kernels;
+
+// Instantiates a kernel per functor; the pointers are never dereferenced on the host.
+void scaletrain_compile_every_functor(float* a, float* b, float* c, float* d, uint8_t* u, int32_t* l, bf16* h,
+                                      f16* g) {
+  launch(1, ReluForward{a, b});
+  launch(1, ReluBackward{a, b, c});
+  launch(1, SeluForward{a, b});
+  launch(1, SeluBackward{a, b, c});
+  launch(1, BiasAdd{a, b, 4});
+  launch(1, BiasGrad{a, b, 2, 4});
+  launch(1, DropoutForward{a, b, u, 0.5f, 1, 2});
+  launch(1, DropoutBackward{a, u, b, 2.0f});
+  launch(1, SoftmaxCrossEntropyForward{a, l, b, c, l, 10});
+  launch(1, SoftmaxCrossEntropyBackward{a, l, b, 10, 0.5f});
+  launch(1, SgdUpdate{a, b, c, 0.1f, 0.9f, 0.0f, 0.0f, true, false});
+  launch(1, AdamWUpdate{a, b, c, d, 0.1f, 0.9f, 0.999f, 1e-8f, 0.01f, 0.1f, 0.001f});
+  launch(1, CastF32ToBf16{a, h});
+  launch(1, CastBf16ToF32{h, a});
+  launch(1, CastF32ToF16{a, g});
+  launch(1, CastF16ToF32{g, a});
+  launch(1, Scale{a, 0.5f});
+  launch(1, CountNonFinite{a, 8, 4, l});
+  launch(1, NormalizeU8{u, a, b, c, 3});
+  launch(1, AugmentCropFlipU8{u, u, 28, 28, 1, 2, true, 1, 2});
+}

@@ -1,0 +1,183 @@
+// The kernels/ functors on the host execution space, against double-precision formulas: the
+// same functors the CUDA backend launches (tests/cuda/kernels_device_compile.cu compiles them
+// as device code), so what is checked here is the arithmetic of both paths.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "scaletrain/kernels/activation.hpp"
+#include "scaletrain/kernels/bias.hpp"
+#include "scaletrain/kernels/cast.hpp"
+#include "scaletrain/kernels/dropout.hpp"
+#include "scaletrain/kernels/launch.hpp"
+#include "scaletrain/kernels/normalize.hpp"
+#include "scaletrain/kernels/optimizer_update.hpp"
+#include "scaletrain/kernels/scale.hpp"
+#include "scaletrain/kernels/softmax_cross_entropy.hpp"
+
+using namespace scaletrain;
+using namespace scaletrain::kernels;
+
+namespace {
+
+std::vector<float> ramp(int64_t n, float lo, float hi) {
+  std::vector<float> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = lo + (hi - lo) * static_cast<float>(i) / static_cast<float>(n - 1);
+  return v;
+}
+
+TEST(Functors, SeluMatchesFormula) {
+  const double alpha = 1.6732632423543772, scale = 1.0507009873554805;
+  auto x = ramp(101, -6.0f, 4.0f);
+  std::vector<float> y(x.size()), dy(x.size(), 0.5f), dx(x.size());
+  launch_host("selu", 101, SeluForward{x.data(), y.data()});
+  launch_host("selu_bwd", 101, SeluBackward{x.data(), dy.data(), dx.data()});
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double v = x[i];
+    const double ref = v > 0 ? scale * v : scale * alpha * (std::exp(v) - 1);
+    const double dref = 0.5 * (v > 0 ? scale : scale * alpha * std::exp(v));
+    EXPECT_NEAR(y[i], ref, 1e-6 + 1e-6 * std::fabs(ref));
+    EXPECT_NEAR(dx[i], dref, 1e-6 + 1e-6 * std::fabs(dref));
+  }
+}
+
+TEST(Functors, ReluForwardBackward) {
+  auto x = ramp(11, -1.0f, 1.0f);
+  std::vector<float> y(11), dy(11, 2.0f), dx(11);
+  launch_host("relu", 11, ReluForward{x.data(), y.data()});
+  launch_host("relu_bwd", 11, ReluBackward{x.data(), dy.data(), dx.data()});
+  for (size_t i = 0; i < 11; ++i) {
+    EXPECT_EQ(y[i], x[i] > 0 ? x[i] : 0.0f);
+    EXPECT_EQ(dx[i], x[i] > 0 ? 2.0f : 0.0f);
+  }
+}
+
+TEST(Functors, BiasAddAndGrad) {
+  const int64_t rows = 5, ch = 3;
+  std::vector<float> y(rows * ch, 1.0f), b{0.5f, -1.0f, 2.0f}, dy(rows * ch), db(ch);
+  for (int64_t i = 0; i < rows * ch; ++i) dy[static_cast<size_t>(i)] = static_cast<float>(i);
+  launch_host("bias", rows * ch, BiasAdd{y.data(), b.data(), ch});
+  launch_host("bias_grad", ch, BiasGrad{dy.data(), db.data(), rows, ch});
+  for (int64_t i = 0; i < rows * ch; ++i) EXPECT_EQ(y[static_cast<size_t>(i)], 1.0f + b[static_cast<size_t>(i % ch)]);
+  for (int64_t c = 0; c < ch; ++c) EXPECT_EQ(db[static_cast<size_t>(c)], static_cast<float>(0 + 3 + 6 + 9 + 12 + 5 * c));
+}
+
+TEST(Functors, DropoutKeepsTheRightFractionAndIsReproducible) {
+  const int64_t n = 200000;
+  std::vector<float> x(n, 1.0f), y(n), y2(n), dx(n);
+  std::vector<uint8_t> m(n), m2(n);
+  launch_host("dropout", n, DropoutForward{x.data(), y.data(), m.data(), 0.3f, 7, 11});
+  launch_host("dropout", n, DropoutForward{x.data(), y2.data(), m2.data(), 0.3f, 7, 11});
+  EXPECT_EQ(m, m2) << "same seed and step must give the same mask";
+  int64_t kept = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    kept += m[static_cast<size_t>(i)];
+    EXPECT_FLOAT_EQ(y[static_cast<size_t>(i)], m[static_cast<size_t>(i)] ? 1.0f / 0.7f : 0.0f);
+  }
+  EXPECT_NEAR(static_cast<double>(kept) / n, 0.7, 0.005);  // 5 sigma of a binomial at n = 2e5
+  launch_host("dropout", n, DropoutForward{x.data(), y2.data(), m2.data(), 0.3f, 7, 12});
+  EXPECT_NE(m, m2) << "another step must draw another mask";
+  std::vector<float> dy(n, 3.0f);
+  launch_host("dropout_bwd", n, DropoutBackward{dy.data(), m.data(), dx.data(), 1.0f / 0.7f});
+  for (int64_t i = 0; i < n; i += 997) EXPECT_FLOAT_EQ(dx[static_cast<size_t>(i)], m[static_cast<size_t>(i)] ? 3.0f / 0.7f : 0.0f);
+}
+
+TEST(Functors, SoftmaxCrossEntropyMatchesDouble) {
+  const int64_t rows = 4, k = 5;
+  std::vector<float> z{1, 2, 3, 4, 5, -50, 0, 50, 1, 2, 0, 0, 0, 0, 0, 3, -1, 2, 8, 0};
+  std::vector<int32_t> labels{4, 0, 2, 3};
+  std::vector<float> p(rows * k), loss(rows), dz(rows * k);
+  std::vector<int32_t> correct(rows);
+  launch_host("sce", rows, SoftmaxCrossEntropyForward{z.data(), labels.data(), p.data(), loss.data(), correct.data(), k});
+  launch_host("sce_bwd", rows * k, SoftmaxCrossEntropyBackward{p.data(), labels.data(), dz.data(), k, 0.25f});
+  for (int64_t r = 0; r < rows; ++r) {
+    double mx = -1e300, s = 0;
+    for (int64_t j = 0; j < k; ++j) mx = std::max(mx, static_cast<double>(z[static_cast<size_t>(r * k + j)]));
+    for (int64_t j = 0; j < k; ++j) s += std::exp(z[static_cast<size_t>(r * k + j)] - mx);
+    const double ref = std::log(s) - (z[static_cast<size_t>(r * k + labels[static_cast<size_t>(r)])] - mx);
+    EXPECT_NEAR(loss[static_cast<size_t>(r)], ref, 1e-5 * (1 + ref));
+    for (int64_t j = 0; j < k; ++j) {
+      const double pj = std::exp(z[static_cast<size_t>(r * k + j)] - mx) / s;
+      EXPECT_NEAR(dz[static_cast<size_t>(r * k + j)], 0.25 * (pj - (j == labels[static_cast<size_t>(r)])), 1e-6);
+    }
+  }
+  EXPECT_EQ(correct, (std::vector<int32_t>{1, 0, 0, 1}));
+}
+
+TEST(Functors, CastsRoundTrip) {
+  std::vector<float> x{0.0f, 1.0f, -2.5f, 3.140625f, 65504.0f, 1e-3f, 1.0f + 1.0f / 256};
+  const int64_t n = static_cast<int64_t>(x.size());
+  std::vector<bf16> b(x.size());
+  std::vector<f16> h(x.size());
+  std::vector<float> xb(x.size()), xh(x.size());
+  launch_host("to_bf16", n, CastF32ToBf16{x.data(), b.data()});
+  launch_host("from_bf16", n, CastBf16ToF32{b.data(), xb.data()});
+  launch_host("to_f16", n, CastF32ToF16{x.data(), h.data()});
+  launch_host("from_f16", n, CastF16ToF32{h.data(), xh.data()});
+  for (size_t i = 0; i < x.size(); ++i) {
+    EXPECT_NEAR(xb[i], x[i], std::fabs(x[i]) / 128.0f) << "bf16 keeps 8 significant bits";
+    EXPECT_NEAR(xh[i], x[i], std::fabs(x[i]) / 1024.0f + 1e-7f) << "f16 keeps 11 significant bits";
+  }
+  EXPECT_EQ(xb[3], 3.140625f);
+  EXPECT_EQ(xb[6], 1.0f) << "1 + 2^-8 rounds to even in bf16";
+  EXPECT_EQ(xh[4], 65504.0f);
+}
+
+TEST(Functors, ScaleAndCountNonFinite) {
+  std::vector<float> x{1, 2, INFINITY, 4, NAN, 6, 7};
+  std::vector<int32_t> bad(3);
+  launch_host("scale", 2, Scale{x.data(), 0.5f});
+  launch_host("count", 3, CountNonFinite{x.data(), 7, 3, bad.data()});
+  EXPECT_EQ(x[0], 0.5f);
+  EXPECT_EQ(x[1], 1.0f);
+  EXPECT_EQ(bad, (std::vector<int32_t>{1, 1, 0}));
+}
+
+TEST(Functors, NormalizeAndAugment) {
+  const int64_t n = 6, h = 4, w = 5, c = 2, plane = h * w * c;
+  std::vector<uint8_t> x(n * plane), y(n * plane);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<uint8_t>(i % 200 + 1);
+  std::vector<float> mean{10.0f, 20.0f}, inv{0.5f, 0.25f}, out(x.size());
+  launch_host("normalize", n * plane, NormalizeU8{x.data(), out.data(), mean.data(), inv.data(), c});
+  for (size_t i = 0; i < x.size(); ++i) EXPECT_FLOAT_EQ(out[i], (x[i] - mean[i % 2]) * inv[i % 2]);
+  // pad 0, no flip: identity.
+  launch_host("augment", n, AugmentCropFlipU8{x.data(), y.data(), h, w, c, 0, false, 1, 2});
+  EXPECT_EQ(x, y);
+  // pad 0 with flip: each sample identical or mirrored, both seen.
+  launch_host("augment", n, AugmentCropFlipU8{x.data(), y.data(), h, w, c, 0, true, 1, 2});
+  int mirrored = 0;
+  for (int64_t s = 0; s < n; ++s) {
+    bool same = true, mirror = true;
+    for (int64_t r = 0; r < h; ++r)
+      for (int64_t q = 0; q < w; ++q)
+        for (int64_t k = 0; k < c; ++k) {
+          const uint8_t v = y[static_cast<size_t>(s * plane + (r * w + q) * c + k)];
+          same &= v == x[static_cast<size_t>(s * plane + (r * w + q) * c + k)];
+          mirror &= v == x[static_cast<size_t>(s * plane + (r * w + (w - 1 - q)) * c + k)];
+        }
+    EXPECT_TRUE(same || mirror) << "sample " << s;
+    mirrored += mirror && !same;
+  }
+  EXPECT_GT(mirrored, 0);
+  EXPECT_LT(mirrored, n);
+  // pad 2: every output pixel is zero padding or some input pixel of the same sample and channel.
+  launch_host("augment", n, AugmentCropFlipU8{x.data(), y.data(), h, w, c, 2, false, 3, 4});
+  for (int64_t i = 0; i < n * plane; ++i) {
+    const uint8_t v = y[static_cast<size_t>(i)];
+    if (v == 0) continue;
+    const int64_t s = i / plane;
+    bool found = false;
+    for (int64_t j = s * plane + i % c; j < (s + 1) * plane; j += c) found |= x[static_cast<size_t>(j)] == v;
+    EXPECT_TRUE(found);
+  }
+}
+
+TEST(Functors, SgdMomentumFirstStepUsesTheGradient) {
+  std::vector<float> p{1.0f}, g{2.0f}, buf{123.0f};
+  launch_host("sgd", 1, SgdUpdate{p.data(), g.data(), buf.data(), 0.1f, 0.9f, 0.0f, 0.0f, false, true});
+  EXPECT_FLOAT_EQ(buf[0], 2.0f);
+  EXPECT_FLOAT_EQ(p[0], 0.8f);
+}
+
+}  // namespace
