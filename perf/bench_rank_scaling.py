@@ -1,0 +1,42 @@
+#!/usr/bin/python3
+# Strong scaling on this machine: the same global batch on 1 rank (one core) and on 2 ranks (one
+# core each), lenet and fmnist_sepcnn, with images/s, speedup, scaling efficiency and the exposed
+# all-reduce share of step time; 1 rank x 2 threads is shown as the anchor a user would compare with.
+"""usage: /usr/bin/python3 perf/bench_rank_scaling.py [--build build/cpu] [--models lenet fmnist_sepcnn]"""
+import argparse
+import os
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_train_step import BATCH, ROOT, STEPS, run_scaletrain  # noqa: E402
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--build", default=os.path.join(ROOT, "build/cpu"))
+    p.add_argument("--models", nargs="+", default=["lenet", "fmnist_sepcnn"], choices=list(BATCH))
+    p.add_argument("--steps-scale", type=float, default=1.0)
+    a = p.parse_args()
+    hdr = (f"{'model':14s} {'ranks x threads':>15s} {'global batch':>12s} {'img/s':>9s} {'speedup':>8s} "
+           f"{'efficiency':>10s} {'exposed all-reduce':>19s}")
+    print(hdr)
+    print("-" * len(hdr))
+    with tempfile.TemporaryDirectory(prefix="st-scaling-") as work:
+        for model in a.models:
+            steps = max(5, int(STEPS[model] * a.steps_scale))
+            base = None
+            for ranks, threads in ((1, 1), (2, 1), (1, 2)):
+                r = run_scaletrain(a.build, model, ranks, threads, steps, work)
+                base = base or r["images_per_s"]
+                cores = ranks * threads
+                speedup = r["images_per_s"] / base
+                print(f"{model:14s} {f'{ranks} x {threads}':>15s} {BATCH[model]:12d} {r['images_per_s']:9.0f} "
+                      f"{speedup:8.2f} {100 * speedup / cores:9.1f}% {100 * r['exposed_allreduce']:18.1f}%",
+                      flush=True)
+    print("\nspeedup and efficiency against 1 rank x 1 thread; efficiency = speedup / cores used.")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

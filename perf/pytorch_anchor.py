@@ -1,0 +1,190 @@
+# The PyTorch 1.13 anchor of bench_train_step: the zoo models (mlp, lenet, fmnist_sepcnn) rebuilt
+# layer for layer in PyTorch, timed on the same training step (SGD momentum 0.9, cross-entropy) and
+# global batch, as one process with 2 threads and as DDP with 2 processes x 1 thread (gloo).
+"""Run with Debian's interpreter: /usr/bin/python3 perf/pytorch_anchor.py [--json] [--models ...]
+
+Prints one JSON line per (model, config) with --json, else a small table. Configs:
+  1x2  one process, torch.set_num_threads(2), the whole global batch
+  ddp2x1  torch DDP, 2 processes x 1 thread (each pinned to one core when it can be), gloo on
+          127.0.0.1, per-rank batch = global / 2
+"""
+import argparse
+import json
+import os
+import socket
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+import torch.nn as nn
+
+# Parameter counts of scaletrain's zoo (and Keras' summary for fmnist_sepcnn).
+EXPECTED_PARAMS = {"mlp": 235_146, "lenet": 61_706, "fmnist_sepcnn": 2_887_306}
+DEFAULT_BATCH = {"mlp": 256, "lenet": 256, "fmnist_sepcnn": 128}
+
+
+def separable(cin, cout):
+    # Keras SeparableConv2D: depthwise 3x3 without bias, then pointwise 1x1 with bias.
+    return [nn.Conv2d(cin, cin, 3, padding=1, groups=cin, bias=False), nn.Conv2d(cin, cout, 1)]
+
+
+def make_model(name, classes=10):
+    if name == "mlp":
+        return nn.Sequential(nn.Flatten(), nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 128), nn.ReLU(),
+                             nn.Linear(128, classes))
+    if name == "lenet":
+        return nn.Sequential(nn.Conv2d(1, 6, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
+                             nn.Conv2d(6, 16, 5), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+                             nn.Linear(400, 120), nn.ReLU(), nn.Linear(120, 84), nn.ReLU(),
+                             nn.Linear(84, classes))
+    if name == "fmnist_sepcnn":
+        return nn.Sequential(nn.Conv2d(1, 128, 3, padding=1), nn.SELU(),
+                             *separable(128, 128), nn.SELU(), nn.MaxPool2d(2),
+                             *separable(128, 256), nn.SELU(), *separable(256, 256), nn.SELU(), nn.MaxPool2d(2),
+                             *separable(256, 512), nn.SELU(), *separable(512, 512), nn.SELU(), nn.MaxPool2d(2),
+                             nn.Flatten(), nn.Linear(4608, 512), nn.SELU(), nn.Linear(512, classes))
+    raise SystemExit(f"pytorch_anchor.py: unknown model '{name}' (known: {', '.join(EXPECTED_PARAMS)})")
+
+
+def parameter_count(model):
+    return sum(p.numel() for p in model.parameters())
+
+
+def check_parameter_counts(models):
+    for name in models:
+        got = parameter_count(make_model(name))
+        if got != EXPECTED_PARAMS[name]:
+            raise SystemExit(f"pytorch_anchor.py: {name} has {got:,} parameters in PyTorch, "
+                             f"scaletrain's zoo has {EXPECTED_PARAMS[name]:,}: the models differ")
+
+
+def time_training(model, optimizer, x, y, warmup, seconds, sync=None):
+    """Times training steps after `warmup` untimed ones; the step count comes from the warm-up
+    speed (agreed across ranks through `sync`, which takes a float and returns the max)."""
+    loss_fn = nn.CrossEntropyLoss()
+
+    def step():
+        optimizer.zero_grad(set_to_none=True)
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        optimizer.step()
+
+    step()  # first step allocates; not part of the warm-up estimate
+    t0 = time.perf_counter()
+    for _ in range(warmup):
+        step()
+    per_step = (time.perf_counter() - t0) / max(warmup, 1)
+    if sync:
+        per_step = sync(per_step)
+    steps = max(3, int(seconds / max(per_step, 1e-6)))
+    if sync:
+        sync(0.0)  # barrier: start together
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        step()
+    elapsed = time.perf_counter() - t0
+    if sync:
+        elapsed = sync(elapsed)
+    return steps, elapsed
+
+
+def synthetic_batch(batch, classes, seed):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(batch, 1, 28, 28, generator=g)
+    y = torch.randint(0, classes, (batch,), generator=g)
+    return x, y
+
+
+def result_line(name, config, batch, steps, elapsed, threads, ranks):
+    return {"framework": "pytorch", "torch": torch.__version__, "model": name, "config": config,
+            "ranks": ranks, "threads_per_rank": threads, "global_batch": batch,
+            "params": EXPECTED_PARAMS[name], "steps": steps, "seconds": elapsed,
+            "ms_per_step": 1e3 * elapsed / steps, "images_per_s": batch * steps / elapsed}
+
+
+def run_single(name, batch, threads, warmup, seconds):
+    torch.set_num_threads(threads)
+    torch.manual_seed(1)
+    model = make_model(name)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    x, y = synthetic_batch(batch, 10, 2)
+    steps, elapsed = time_training(model, opt, x, y, warmup, seconds)
+    return result_line(name, f"1x{threads}", batch, steps, elapsed, threads, 1)
+
+
+def ddp_worker(rank, world, port, name, batch, warmup, seconds, queue):
+    torch.set_num_threads(1)
+    cores = sorted(os.sched_getaffinity(0))
+    if len(cores) >= world:
+        os.sched_setaffinity(0, {cores[rank]})  # one core per rank, as mpirun binds ours
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
+    torch.manual_seed(1)
+    model = nn.parallel.DistributedDataParallel(make_model(name))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    x, y = synthetic_batch(batch // world, 10, 2 + rank)
+
+    def sync_max(v):
+        t = torch.tensor([v], dtype=torch.float64)
+        dist.all_reduce(t, op=dist.ReduceOp.MAX)
+        return float(t.item())
+
+    steps, elapsed = time_training(model, opt, x, y, warmup, seconds, sync=sync_max)
+    if rank == 0:
+        queue.put(result_line(name, f"ddp{world}x1", batch, steps, elapsed, 1, world))
+    dist.destroy_process_group()
+
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run_ddp(name, batch, world, warmup, seconds):
+    if batch % world:
+        raise SystemExit(f"pytorch_anchor.py: global batch {batch} of {name} is not divisible by {world} ranks")
+    ctx = mp.get_context("spawn")
+    queue = ctx.SimpleQueue()
+    mp.spawn(ddp_worker, args=(world, free_port(), name, batch, warmup, seconds, queue), nprocs=world, join=True)
+    return queue.get()
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--models", nargs="+", default=list(EXPECTED_PARAMS), choices=list(EXPECTED_PARAMS))
+    p.add_argument("--batch", type=int, default=0, help="global batch for every model (default: 256 mlp/lenet, 128 fmnist_sepcnn)")
+    p.add_argument("--threads", type=int, default=2, help="threads of the single-process config")
+    p.add_argument("--ranks", type=int, default=2, help="processes of the DDP config (1 thread each)")
+    p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--seconds", type=float, default=3.0, help="timed seconds per model and config")
+    p.add_argument("--configs", nargs="+", default=["single", "ddp"], choices=["single", "ddp"])
+    p.add_argument("--json", action="store_true", help="one JSON line per result")
+    p.add_argument("--out", default="", help="also append the JSON lines to this file")
+    a = p.parse_args()
+
+    check_parameter_counts(a.models)
+    results = []
+    for name in a.models:
+        batch = a.batch or DEFAULT_BATCH[name]
+        if not a.json:
+            print(f"# {name}: {parameter_count(make_model(name)):,} parameters (scaletrain: "
+                  f"{EXPECTED_PARAMS[name]:,}), global batch {batch}", flush=True)
+        for config in a.configs:
+            r = (run_single(name, batch, a.threads, a.warmup, a.seconds) if config == "single"
+                 else run_ddp(name, batch, a.ranks, a.warmup, a.seconds))
+            results.append(r)
+            if a.json:
+                print(json.dumps(r), flush=True)
+            else:
+                print(f"{name:14s} {r['config']:8s} batch {batch:4d}  {r['images_per_s']:9.1f} img/s  "
+                      f"{r['ms_per_step']:8.2f} ms/step  ({r['steps']} steps)", flush=True)
+            if a.out:
+                with open(a.out, "a") as f:
+                    f.write(json.dumps(r) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
