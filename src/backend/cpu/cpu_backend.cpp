@@ -1,5 +1,6 @@
 // The CPU backend: one oneDNN engine and stream, OpenMP threads set to the cores this process is
 // bound to (its affinity mask) unless a thread count is given, and the oneDNN op factories.
+#include <cstdlib>
 #include <omp.h>
 #include <sched.h>
 
@@ -68,15 +69,25 @@ class CpuBackend final : public Backend {
   std::string description() const override { return description_; }
   int num_threads() const override { return threads_; }
 
-  std::unique_ptr<ConvOp> make_conv(const ConvShape& shape) override { return cpu::make_onednn_conv(ctx_, shape); }
+  std::unique_ptr<ConvOp> make_conv(const ConvShape& shape) override {
+    if (cpu::is_pointwise(shape) && !onednn_only()) return cpu::make_pointwise_conv(shape);
+    return cpu::make_onednn_conv(ctx_, shape);
+  }
   std::unique_ptr<InnerProductOp> make_inner_product(const InnerProductShape& shape) override {
-    return cpu::make_onednn_inner_product(ctx_, shape);
+    if (onednn_only()) return cpu::make_onednn_inner_product(ctx_, shape);
+    return cpu::make_gemm_inner_product(shape);
   }
   std::unique_ptr<PoolOp> make_pool(const PoolShape& shape) override { return cpu::make_onednn_pool(ctx_, shape); }
 
   void synchronize() override { ST_DNNL_CHECK(ctx_->stream.wait()); }
 
  private:
+  // SCALETRAIN_CPU_ONEDNN_ONLY=1 runs inner products and pointwise convolutions on oneDNN's
+  // primitives instead of sgemm on plain layouts (for comparisons; see perf/README.md).
+  static bool onednn_only() {
+    const char* v = std::getenv("SCALETRAIN_CPU_ONEDNN_ONLY");
+    return v && std::string(v) == "1";
+  }
   int threads_ = 1;
   cpu::OneDnnContextPtr ctx_;
   std::string description_;

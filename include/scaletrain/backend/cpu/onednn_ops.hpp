@@ -12,4 +12,10 @@ std::unique_ptr<ConvOp> make_onednn_conv(OneDnnContextPtr ctx, const ConvShape& 
 std::unique_ptr<InnerProductOp> make_onednn_inner_product(OneDnnContextPtr ctx, const InnerProductShape& s);
 std::unique_ptr<PoolOp> make_onednn_pool(OneDnnContextPtr ctx, const PoolShape& s);
 
+// Inner product as oneDNN sgemm on plain layouts (no per-step weight reorders).
+std::unique_ptr<InnerProductOp> make_gemm_inner_product(const InnerProductShape& s);
+// 1x1, stride 1, unpadded, ungrouped: a GEMM over N*H*W rows (pointwise_conv.cpp).
+bool is_pointwise(const ConvShape& s);
+std::unique_ptr<ConvOp> make_pointwise_conv(const ConvShape& s);
+
 }  // namespace scaletrain::cpu

@@ -1,0 +1,61 @@
+// Inner product on oneDNN's sgemm with every operand in its plain, user layout: y = x w^T + b,
+// dx = dy w, dw = dy^T x, db = column sums of dy. Weights change every step in training, so the
+// blocked weight layouts oneDNN's inner-product primitive prefers would cost a reorder of the
+// weights (and one of their gradient) on every step; GEMM on plain layouts needs none. Also runs
+// pointwise convolutions (pointwise_conv.cpp), whose NHWC activations are already [N*H*W, C].
+#include <oneapi/dnnl/dnnl.h>
+
+#include <algorithm>
+
+#include "scaletrain/backend/cpu/onednn_ops.hpp"
+#include "scaletrain/core/error.hpp"
+
+namespace scaletrain::cpu {
+namespace {
+
+class GemmInnerProduct final : public InnerProductOp {
+ public:
+  explicit GemmInnerProduct(const InnerProductShape& s)
+      : rows_(s.batch), in_(s.in_features), out_(s.out_features), s_(s) {
+    ST_CHECK(rows_ > 0 && in_ > 0 && out_ > 0, "inner product needs positive sizes: ", s.to_string());
+  }
+  // y[rows, out] = x[rows, in] * w[out, in]^T + b
+  void forward(const float* x, const float* w, const float* b, float* y) override {
+    float beta = 0.0f;
+    if (b && s_.bias) {
+      for (int64_t r = 0; r < rows_; ++r) std::copy(b, b + out_, y + r * out_);
+      beta = 1.0f;
+    }
+    check(dnnl_sgemm('N', 'T', rows_, out_, in_, 1.0f, x, in_, w, in_, beta, y, out_), "forward");
+  }
+  // dx[rows, in] = dy[rows, out] * w[out, in]
+  void backward_data(const float* dy, const float* w, float* dx) override {
+    check(dnnl_sgemm('N', 'N', rows_, in_, out_, 1.0f, dy, out_, w, in_, 0.0f, dx, in_), "backward_data");
+  }
+  // dw[out, in] = dy^T[out, rows] * x[rows, in]; db[out] = column sums of dy.
+  void backward_weights(const float* x, const float* dy, float* dw, float* db) override {
+    check(dnnl_sgemm('T', 'N', out_, in_, rows_, 1.0f, dy, out_, x, in_, 0.0f, dw, in_), "backward_weights");
+    if (!db || !s_.bias) return;
+    std::fill(db, db + out_, 0.0f);
+    for (int64_t r = 0; r < rows_; ++r) {
+      const float* row = dy + r * out_;
+      for (int64_t c = 0; c < out_; ++c) db[c] += row[c];
+    }
+  }
+
+ private:
+  void check(dnnl_status_t st, const char* what) const {
+    ST_CHECK(st == dnnl_success, "oneDNN sgemm failed in the ", what, " of inner product ", s_.to_string(),
+             " (status ", static_cast<int>(st), ")");
+  }
+  int64_t rows_, in_, out_;
+  InnerProductShape s_;
+};
+
+}  // namespace
+
+std::unique_ptr<InnerProductOp> make_gemm_inner_product(const InnerProductShape& s) {
+  return std::make_unique<GemmInnerProduct>(s);
+}
+
+}  // namespace scaletrain::cpu
