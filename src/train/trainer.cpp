@@ -276,7 +276,8 @@ TrainResult Trainer::run() {
           m.buckets->poll();
         });
       });
-      m.train_loader->release(b);
+      // Handing the slot back wakes the reader thread; count it as data time, not as a gap.
+      m.phase(Phase::data_wait, step, [&] { m.train_loader->release(b); });
       m.phase(Phase::allreduce_exposed, step, [&] { m.buckets->wait_all(); });
       m.record_bucket_events(step);
       m.phase(Phase::optimizer, step, [&] {
