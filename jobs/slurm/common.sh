@@ -1,0 +1,260 @@
+# shellcheck shell=bash
+# Shared functions of the scaling sweeps (jobs/slurm/*.sbatch and jobs/local/sweep.sh): sweep.json,
+# one run directory per rank count, launching one run, the all-reduce benchmark and the scaling report.
+# Sourced, not run. Every function is prefixed st_; the sourcing script sets `set -euo pipefail`.
+
+st_log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+st_die() { printf 'error: %s\n' "$*" >&2; exit 2; }
+
+# A JSON string literal of $1 (escapes backslashes, quotes, tabs and newlines).
+st_json_str() {
+  local s=$1
+  s=${s//\\/\\\\}
+  s=${s//\"/\\\"}
+  s=${s//$'\t'/\\t}
+  s=${s//$'\n'/\\n}
+  printf '"%s"' "$s"
+}
+
+# A JSON array of integers from the words of $1 ("1 2 4" -> [1, 2, 4]).
+st_json_ints() {
+  local out="" w
+  for w in $1; do out+="${out:+, }$w"; done
+  printf '[%s]' "$out"
+}
+
+st_is_uint() { [[ $1 =~ ^[0-9]+$ ]]; }
+
+# st_write_sweep_json DIR KIND KEY JSON_VALUE [KEY JSON_VALUE ...]
+# Writes DIR/sweep.json (read by perf/scaling_report.py: `kind`, `cores_per_host`, the rest is shown in
+# the report). A sweep directory holds one kind only: an existing sweep.json of the other kind is an error
+# (several submissions may fill one sweep directory; the last one's sweep.json wins).
+st_write_sweep_json() {
+  local dir=$1 kind=$2
+  shift 2
+  local file=$dir/sweep.json
+  if [ -f "$file" ] && ! grep -q "\"kind\": \"$kind\"" "$file"; then
+    st_die "$file belongs to a sweep of another kind (this one is $kind); use a new SWEEP_DIR"
+  fi
+  local body="  \"kind\": \"$kind\""
+  while [ $# -ge 2 ]; do
+    body+=$',\n'"  $(st_json_str "$1"): $2"
+    shift 2
+  done
+  printf '{\n%s\n}\n' "$body" >"$file.tmp"
+  mv -f "$file.tmp" "$file"
+}
+
+# st_prepare_run_dir DIR: 0 if a run should go into DIR, 1 if DIR already holds a finished run (run.json),
+# so a resubmitted sweep skips what is done. A run that did not finish (metrics.jsonl, no run.json) is
+# moved aside to DIR.partial-<time>, because scaletrain appends to metrics.jsonl.
+st_prepare_run_dir() {
+  local dir=$1
+  if [ -f "$dir/run.json" ]; then
+    return 1
+  fi
+  if [ -e "$dir" ]; then
+    local aside
+    aside=$dir.partial-$(date +%Y%m%d-%H%M%S)
+    st_log "moving the unfinished run $dir aside to $aside"
+    mv "$dir" "$aside"
+  fi
+  mkdir -p "$dir"
+  return 0
+}
+
+# st_powers_of_two MAX: 1 2 4 ... up to MAX, and MAX itself when it is not a power of two.
+st_powers_of_two() {
+  local max=$1 n=1 out=""
+  while [ "$n" -le "$max" ]; do
+    out+="${out:+ }$n"
+    n=$((n * 2))
+  done
+  [ "$((n / 2))" -ne "$max" ] && out+=" $max"
+  printf '%s\n' "$out"
+}
+
+# st_is_srun WORD: whether the launcher's command is Slurm's srun.
+st_is_srun() { [ "$(basename -- "$1")" = srun ]; }
+
+# st_run_one RUN_DIR LOG -- COMMAND...: runs one training run, its output on the terminal and in LOG.
+# Returns the command's exit status (the caller decides whether the sweep goes on).
+st_run_one() {
+  local dir=$1 log=$2
+  shift 3
+  st_log "run $dir: $*"
+  local rc=0
+  "$@" 2>&1 | tee "$log" || rc=$?
+  if [ "$rc" -eq 0 ] && [ ! -f "$dir/run.json" ]; then
+    st_log "run $dir exited 0 but wrote no run.json"
+    rc=1
+  fi
+  [ "$rc" -ne 0 ] && st_log "run $dir FAILED (exit $rc); see $log"
+  return "$rc"
+}
+
+# st_report PYTHON ROOT SWEEP_DIR [REPORT OPTIONS...]: the scaling report (report.md + PNGs in SWEEP_DIR).
+st_report() {
+  local py=$1 root=$2 sweep=$3
+  shift 3
+  st_log "scaling report: $py $root/perf/scaling_report.py $sweep $*"
+  "$py" "$root/perf/scaling_report.py" "$sweep" "$@"
+}
+
+# st_sweep: the sweep itself, shared by the Slurm scripts and jobs/local/sweep.sh. Reads these variables:
+#   ST_KIND strong|weak    ST_ROOT repository    ST_BIN scaletrain    ST_BENCH bench binary or "none"
+#   ST_CONFIG  ST_MODEL (may be empty)  ST_DATA_PATH (may be empty)  ST_SWEEP sweep directory
+#   ST_BATCH  global batch (strong) or per-rank batch (weak)
+#   ST_STEPS  ST_LOG_EVERY  ST_WARMUP  ST_EPOCHS  ST_THREADS  ST_PYTHON  ST_BENCH_ARGS (words)
+#   ST_RUNS   words "RANKS:NODES", one per run, smallest first; ST_BENCH_RUN "RANKS:NODES" of the benchmark
+#             (default: the last run's)
+#   ST_ARGS   array of extra scaletrain options; ST_REPORT_ARGS array of extra report options
+# and calls "$ST_LAUNCH_FN" RANKS NODES (a function of the caller), which sets the array ST_LAUNCH.
+# One run directory per run: $ST_SWEEP/ranks-<RANKS>. Returns 1 if a run or the report failed.
+st_sweep() {
+  local failed=() done_runs=0 spec ranks nodes batch dir
+  for spec in $ST_RUNS; do
+    ranks=${spec%%:*}
+    nodes=${spec##*:}
+    if [ "$ST_KIND" = strong ]; then
+      if [ $((ST_BATCH % ranks)) -ne 0 ]; then
+        st_log "skipping $ranks ranks: the global batch $ST_BATCH does not divide by $ranks"
+        continue
+      fi
+      batch=$ST_BATCH
+    else
+      batch=$((ST_BATCH * ranks))
+    fi
+    dir=$ST_SWEEP/ranks-$ranks
+    if ! st_prepare_run_dir "$dir"; then
+      st_log "skipping $ranks ranks: $dir/run.json exists (finished earlier)"
+      done_runs=$((done_runs + 1))
+      continue
+    fi
+    local cmd=("$ST_BIN" --config "$ST_CONFIG")
+    [ -n "$ST_MODEL" ] && cmd+=(--model.name "$ST_MODEL")
+    [ -n "$ST_DATA_PATH" ] && cmd+=(--data.path "$ST_DATA_PATH")
+    cmd+=(--run.dir "$dir" --train.batch "$batch" --train.max_steps "$ST_STEPS" --train.epochs "$ST_EPOCHS"
+          --train.log_every "$ST_LOG_EVERY" --train.warmup_log_steps "$ST_WARMUP" --run.threads "$ST_THREADS")
+    cmd+=("${ST_ARGS[@]}")
+    "$ST_LAUNCH_FN" "$ranks" "$nodes"
+    if st_run_one "$dir" "$dir/output.log" -- "${ST_LAUNCH[@]}" "${cmd[@]}"; then
+      done_runs=$((done_runs + 1))
+    else
+      failed+=("$ranks")
+    fi
+  done
+  [ "$done_runs" -gt 0 ] || st_die "no run of the sweep finished (failed: ${failed[*]:-none ran})"
+
+  # The all-reduce benchmark (default: at the largest rank count) for the report's alpha-beta prediction.
+  local report_args=() bench_run=${ST_BENCH_RUN:-${ST_RUNS##* }} json=$ST_SWEEP/allreduce.json
+  ranks=${bench_run%%:*}
+  nodes=${bench_run##*:}
+  if [ "$ST_BENCH" != none ] && [ -x "$ST_BENCH" ] && [ "$ranks" -ge 2 ] && [ ! -f "$json" ]; then
+    "$ST_LAUNCH_FN" "$ranks" "$nodes"
+    local bench_args
+    read -r -a bench_args <<<"$ST_BENCH_ARGS"
+    st_log "all-reduce benchmark at $ranks ranks: $ST_BENCH ${bench_args[*]} --json $json"
+    if ! "${ST_LAUNCH[@]}" "$ST_BENCH" "${bench_args[@]}" --json "$json" >"$ST_SWEEP/allreduce.log" 2>&1; then
+      st_log "the all-reduce benchmark failed (see $ST_SWEEP/allreduce.log): report without the prediction"
+      rm -f "$json"
+    fi
+  fi
+  [ -f "$json" ] && report_args+=(--allreduce-json "$json")
+  local rc=0
+  st_report "$ST_PYTHON" "$ST_ROOT" "$ST_SWEEP" "${report_args[@]}" "${ST_REPORT_ARGS[@]}" || rc=$?
+  if [ "$rc" -ne 0 ]; then
+    st_log "the scaling report failed (exit $rc)"
+    return 1
+  fi
+  st_log "sweep done: $ST_SWEEP/report.md"
+  if [ "${#failed[@]}" -gt 0 ]; then
+    st_log "runs that FAILED: ${failed[*]} ranks"
+    return 1
+  fi
+  return 0
+}
+
+# st_slurm_sweep KIND BATCH: the Slurm sweep inside one allocation (see jobs/slurm/README.md). For every
+# node count k of NODE_COUNTS (default 1 2 4 ... up to the allocation's nodes) one job step
+# `srun -N k -n k*TASKS_PER_NODE` runs into $SWEEP_DIR/ranks-<k*TASKS_PER_NODE>; then the all-reduce
+# benchmark on the whole allocation and the scaling report. SCALETRAIN_LAUNCHER other than srun (mpirun
+# for tests) gets `-np RANKS` only.
+st_slurm_sweep() {
+  ST_KIND=$1
+  ST_BATCH=$2
+  [ -n "${SLURM_JOB_ID:-}" ] || st_die "not inside a Slurm allocation (SLURM_JOB_ID is unset): submit with sbatch"
+  local alloc_nodes=${SLURM_JOB_NUM_NODES:-${SLURM_NNODES:-1}}
+  local tpn=${TASKS_PER_NODE:-${SLURM_NTASKS_PER_NODE:-}}
+  if [ -z "$tpn" ]; then
+    if [ -n "${SLURM_NTASKS:-}" ]; then tpn=$((SLURM_NTASKS / alloc_nodes)); else tpn=1; fi
+  fi
+  ST_CPUS=${SLURM_CPUS_PER_TASK:-1}
+  ST_GPUS=${GPUS_PER_TASK:-${SLURM_GPUS_PER_TASK:-1}}
+  local node_counts=${NODE_COUNTS:-$(st_powers_of_two "$alloc_nodes")}
+  local k
+  for k in $alloc_nodes $tpn $ST_CPUS $ST_GPUS $node_counts $ST_BATCH; do
+    st_is_uint "$k" || st_die "'$k' is not a non-negative integer (NODE_COUNTS, TASKS_PER_NODE, batch, ...)"
+  done
+  ST_RUNS=""
+  for k in $node_counts; do
+    if [ "$k" -lt 1 ] || [ "$k" -gt "$alloc_nodes" ]; then
+      st_die "node count $k is outside 1..$alloc_nodes (the allocation's nodes)"
+    fi
+    ST_RUNS+="${ST_RUNS:+ }$((k * tpn)):$k"
+  done
+  ST_TPN=$tpn
+
+  ST_ROOT=${SCALETRAIN_ROOT:-${SLURM_SUBMIT_DIR:-$PWD}}
+  local default_bin=$ST_ROOT/build/cuda/src/apps/scaletrain
+  [ -x "$default_bin" ] || default_bin=$ST_ROOT/build/cpu/src/apps/scaletrain
+  ST_BIN=${SCALETRAIN_BIN:-$default_bin}
+  ST_BENCH=${SCALETRAIN_BENCH:-$(dirname -- "$ST_BIN")/scaletrain-bench-allreduce}
+  ST_BENCH_ARGS=${SCALETRAIN_BENCH_ARGS:--b 8 -e 256M -n 20}
+  ST_CONFIG=${SCALETRAIN_CONFIG:-$ST_ROOT/jobs/configs/fmnist_sepcnn.toml}
+  ST_MODEL=${SCALETRAIN_MODEL:-}
+  ST_DATA_PATH=${DATA_PATH:-}
+  ST_SWEEP=${SWEEP_DIR:-$ST_ROOT/runs/$ST_KIND-scaling-$SLURM_JOB_ID}
+  ST_STEPS=${STEPS:-200}
+  ST_LOG_EVERY=${LOG_EVERY:-20}
+  ST_WARMUP=${WARMUP_STEPS:-20}
+  ST_EPOCHS=${EPOCHS:-1000}
+  ST_THREADS=${SCALETRAIN_THREADS:-0}
+  ST_PYTHON=${SCALETRAIN_PYTHON:-python3}
+  read -r -a ST_ARGS <<<"${SCALETRAIN_ARGS:-}"
+  ST_REPORT_ARGS=()
+  ST_LAUNCH_FN=st_slurm_launch_prefix
+  read -r -a ST_LAUNCHER <<<"${SCALETRAIN_LAUNCHER:-srun}"
+  [ "${#ST_LAUNCHER[@]}" -gt 0 ] || st_die "SCALETRAIN_LAUNCHER is empty"
+  [ -x "$ST_BIN" ] || st_die "scaletrain binary $ST_BIN not found (set SCALETRAIN_BIN)"
+  [ -f "$ST_CONFIG" ] || st_die "configuration $ST_CONFIG not found (set SCALETRAIN_CONFIG)"
+  command -v "${ST_LAUNCHER[0]}" >/dev/null || st_die "launcher ${ST_LAUNCHER[0]} not found (set SCALETRAIN_LAUNCHER)"
+
+  mkdir -p "$ST_SWEEP"
+  local batch_key=global_batch
+  [ "$ST_KIND" = weak ] && batch_key=per_rank_batch
+  st_write_sweep_json "$ST_SWEEP" "$ST_KIND" \
+    config "$(st_json_str "$ST_CONFIG")" model "$(st_json_str "${ST_MODEL:-from config}")" \
+    binary "$(st_json_str "$ST_BIN")" "$batch_key" "$ST_BATCH" steps "$ST_STEPS" \
+    node_counts "$(st_json_ints "$node_counts")" tasks_per_node "$tpn" cpus_per_task "$ST_CPUS" \
+    gpus_per_task "$ST_GPUS" cores_per_host "${SLURM_CPUS_ON_NODE:-$(nproc)}" \
+    launcher "$(st_json_str "${ST_LAUNCHER[*]}")" slurm_job_id "$(st_json_str "$SLURM_JOB_ID")" \
+    created "$(st_json_str "$(date -Iseconds)")"
+  st_log "$ST_KIND-scaling sweep in $ST_SWEEP: node counts $node_counts x $tpn tasks per node, batch $ST_BATCH" \
+         "($batch_key), $ST_STEPS steps per run, launcher ${ST_LAUNCHER[*]}"
+  st_sweep
+}
+
+# The job-step prefix of one run under Slurm (srun) or another launcher (mpirun: -np only).
+st_slurm_launch_prefix() {
+  local ranks=$1 nodes=$2
+  ST_LAUNCH=("${ST_LAUNCHER[@]}")
+  if st_is_srun "${ST_LAUNCHER[0]}"; then
+    ST_LAUNCH+=(--nodes="$nodes" --ntasks="$ranks" --ntasks-per-node="$ST_TPN" --cpus-per-task="$ST_CPUS"
+                --cpu-bind=cores --kill-on-bad-exit=1)
+    [ "$ST_GPUS" -gt 0 ] && ST_LAUNCH+=(--gpus-per-task="$ST_GPUS")
+  else
+    ST_LAUNCH+=(-np "$ranks")
+  fi
+  return 0
+}

@@ -1,0 +1,511 @@
+#!/usr/bin/python3
+# The scaling report of a sweep: reads every run directory of a sweep (run.json + metrics.jsonl, format in
+# jobs/README.md), writes report.md (table, phase breakdown, the main loss of efficiency of each run, the
+# phase-sum check, an alpha-beta prediction at larger rank counts) and PNG plots beside it.
+"""usage: /usr/bin/python3 perf/scaling_report.py SWEEP_DIR [--kind strong|weak] [--allreduce-json FILE]
+                                                  [--cores-per-host N] [--out DIR] [--strict]"""
+import argparse
+import json
+import math
+import os
+import socket
+import sys
+
+PHASES = ["data_wait", "h2d", "forward", "backward", "allreduce_exposed", "optimizer"]
+PHASE_SUM_TOLERANCE = 0.05  # the six phases must add up to `step` within 5%
+# Phases whose work is proportional to the per-rank batch (the optimizer's is per parameter).
+BATCH_PHASES = ["data_wait", "h2d", "forward", "backward"]
+
+
+class ReportError(Exception):
+    pass
+
+
+def _num(obj, key, where):
+    if key not in obj:
+        raise ReportError(f"{where}: missing key '{key}'")
+    v = obj[key]
+    if not isinstance(v, (int, float)) or isinstance(v, bool):
+        raise ReportError(f"{where}: key '{key}' is {v!r}, expected a number")
+    return float(v)
+
+
+def read_metrics(path):
+    """The intervals of one metrics.jsonl; every line must parse and carry every phase."""
+    intervals = []
+    with open(path, encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            where = f"{path}:{lineno}"
+            try:
+                j = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise ReportError(f"{where}: not valid JSON ({e})") from None
+            phases = j.get("phases")
+            if not isinstance(phases, dict):
+                raise ReportError(f"{where}: missing key 'phases'")
+            iv = {"steps": int(_num(j, "steps", where)), "first_step": int(_num(j, "first_step", where)),
+                  "warmup": bool(j.get("warmup", False)), "samples_per_s": _num(j, "samples_per_s", where),
+                  "allreduce_total_ms": _num(j, "allreduce_total_ms", where) if "allreduce_total_ms" in j else 0.0,
+                  "line": lineno, "phases": {}}
+            for p in PHASES + ["step"]:
+                if p not in phases:
+                    raise ReportError(f"{where}: missing phase '{p}' in 'phases'")
+                ph = phases[p]
+                iv["phases"][p] = {k: _num(ph, k, f"{where} phases.{p}") for k in ("mean_ms", "min_ms", "max_ms")}
+                iv["phases"][p]["slowest_rank"] = int(ph.get("slowest_rank", -1))
+            intervals.append(iv)
+    if not intervals:
+        raise ReportError(f"{path}: no intervals (is train.log_every larger than the run?)")
+    return intervals
+
+
+def phase_sum_error(iv):
+    """Relative difference between the six phases' sum and the step time of one interval."""
+    step = iv["phases"]["step"]["mean_ms"]
+    total = sum(iv["phases"][p]["mean_ms"] for p in PHASES)
+    return abs(total - step) / step if step > 0 else 0.0
+
+
+def read_run(run_dir):
+    run_json = os.path.join(run_dir, "run.json")
+    try:
+        with open(run_json, encoding="utf-8") as f:
+            info = json.load(f)
+    except json.JSONDecodeError as e:
+        raise ReportError(f"{run_json}: not valid JSON ({e})") from None
+    if info.get("format") != "scaletrain-run":
+        raise ReportError(f"{run_json}: 'format' is {info.get('format')!r}, expected 'scaletrain-run'")
+    intervals = read_metrics(os.path.join(run_dir, "metrics.jsonl"))
+    measured = [iv for iv in intervals if not iv["warmup"]] or intervals
+    steps = sum(iv["steps"] for iv in measured)
+    # Per-step phase times averaged over the measured intervals, weighted by their steps.
+    ph = {p: {k: sum(iv["phases"][p][k] * iv["steps"] for iv in measured) / steps
+              for k in ("mean_ms", "min_ms", "max_ms")} for p in PHASES + ["step"]}
+    slowest = {}
+    for iv in measured:
+        r = iv["phases"]["step"]["slowest_rank"]
+        slowest[r] = slowest.get(r, 0) + 1
+    world = int(_num(info, "world_size", run_json))
+    hosts = info.get("hosts") or []
+    per_host = {}
+    for h in hosts:
+        per_host[h] = per_host.get(h, 0) + 1
+    return {
+        "dir": run_dir, "name": os.path.basename(os.path.normpath(run_dir)), "world": world,
+        "global_batch": int(_num(info, "global_batch", run_json)),
+        "per_rank_batch": int(_num(info, "per_rank_batch", run_json)),
+        "samples_per_s": _num(info, "samples_per_s", run_json),
+        "parameters": int(info.get("parameters", 0)), "hosts": hosts,
+        "ranks_per_host": max(per_host.values()) if per_host else world,
+        "host_count": len(per_host) if per_host else 1,
+        "device": info.get("device", ""), "phases": ph, "intervals": intervals, "measured_steps": steps,
+        "allreduce_total_ms": sum(iv["allreduce_total_ms"] * iv["steps"] for iv in measured) / steps,
+        "phase_sum_max_error": max(phase_sum_error(iv) for iv in intervals),
+        "phase_sum_bad": [iv["line"] for iv in intervals if phase_sum_error(iv) > PHASE_SUM_TOLERANCE],
+        "slowest_rank_counts": slowest,
+    }
+
+
+def find_runs(sweep_dir):
+    if not os.path.isdir(sweep_dir):
+        raise ReportError(f"sweep directory {sweep_dir} does not exist")
+    runs, skipped = [], []
+    for name in sorted(os.listdir(sweep_dir)):
+        d = os.path.join(sweep_dir, name)
+        if not os.path.isdir(d):
+            continue
+        if os.path.isfile(os.path.join(d, "run.json")):
+            runs.append(read_run(d))
+        elif os.path.isfile(os.path.join(d, "metrics.jsonl")):
+            skipped.append(name)  # a run that did not finish (no run.json)
+    if not runs:
+        raise ReportError(f"{sweep_dir}: no run directories with a run.json in it")
+    runs.sort(key=lambda r: (r["world"], r["global_batch"]))
+    return runs, skipped
+
+
+def sweep_kind(sweep_dir, runs, forced):
+    if forced:
+        return forced
+    meta = os.path.join(sweep_dir, "sweep.json")
+    if os.path.isfile(meta):
+        with open(meta, encoding="utf-8") as f:
+            kind = json.load(f).get("kind")
+        if kind in ("strong", "weak"):
+            return kind
+        raise ReportError(f"{meta}: 'kind' is {kind!r}, expected 'strong' or 'weak'")
+    if len({r["global_batch"] for r in runs}) == 1:
+        return "strong"
+    if len({r["per_rank_batch"] for r in runs}) == 1:
+        return "weak"
+    raise ReportError(f"{sweep_dir}: neither the global nor the per-rank batch is fixed across runs; pass --kind")
+
+
+def sweep_meta(sweep_dir):
+    meta = os.path.join(sweep_dir, "sweep.json")
+    if os.path.isfile(meta):
+        with open(meta, encoding="utf-8") as f:
+            return json.load(f)
+    return {}
+
+
+def cores_for(run, cores_per_host):
+    """Cores of the run's hosts: given, recorded by the sweep script, or this machine's when it ran here."""
+    if cores_per_host:
+        return cores_per_host
+    if run["hosts"] and set(run["hosts"]) == {socket.gethostname()}:
+        return os.cpu_count()
+    return None
+
+
+def compute_ms(ph, key="mean_ms"):
+    return sum(ph[p][key] for p in ("h2d", "forward", "backward", "optimizer"))
+
+
+def analyse(runs, kind, cores_per_host):
+    """Speedup, efficiency and the main loss of efficiency of each run against the smallest one."""
+    base = runs[0]
+    b_ph = base["phases"]
+    for r in runs:
+        ratio = r["world"] / base["world"]
+        r["speedup"] = r["samples_per_s"] / base["samples_per_s"]
+        if kind == "strong":
+            r["efficiency"] = r["speedup"] / ratio
+        else:  # weak: throughput per rank against the smallest run's
+            r["efficiency"] = (r["samples_per_s"] / r["world"]) / (base["samples_per_s"] / base["world"])
+        ph = r["phases"]
+        s = r["per_rank_batch"] / base["per_rank_batch"]  # work per rank relative to the baseline
+        step = ph["step"]["mean_ms"]
+        ideal = sum(b_ph[p]["mean_ms"] * s for p in BATCH_PHASES) + b_ph["optimizer"]["mean_ms"]
+        imbalance = max(ph["step"]["max_ms"] - ph["step"]["mean_ms"], compute_ms(ph, "max_ms") - compute_ms(ph))
+        comm_excess = ph["allreduce_exposed"]["mean_ms"] - b_ph["allreduce_exposed"]["mean_ms"] * s
+        losses = {
+            "exposed communication": max(comm_excess - imbalance, 0.0),
+            "imbalance between ranks": min(imbalance, max(comm_excess, 0.0)) if comm_excess > 0 else 0.0,
+            "data wait": ph["data_wait"]["mean_ms"] - b_ph["data_wait"]["mean_ms"] * s,
+            "compute slowdown": compute_ms(ph) - (compute_ms(b_ph) - b_ph["optimizer"]["mean_ms"]) * s
+            - b_ph["optimizer"]["mean_ms"],
+        }
+        r["ideal_step_ms"] = ideal
+        r["losses"] = losses
+        cores = cores_for(r, cores_per_host)
+        r["cores_per_host"] = cores
+        r["oversubscribed"] = cores is not None and r["ranks_per_host"] > cores
+        if r is base and r["world"] == 1:
+            r["main_loss"] = "baseline"
+            continue
+        # What the data shows without a baseline: shares of this run's own step time.
+        own = {"exposed communication": ph["allreduce_exposed"]["mean_ms"], "data wait": ph["data_wait"]["mean_ms"],
+               "imbalance between ranks": imbalance}
+        lost = step - ideal if r is not base else 0.0
+        if r is base:
+            name, ms = max(own.items(), key=lambda kv: kv[1])
+            r["main_loss"] = f"baseline; largest overhead: {name} {ms:.2f} ms/step ({100 * ms / step:.0f}% of step)"
+            continue
+        name, ms = max(losses.items(), key=lambda kv: kv[1])
+        if lost <= 0.02 * step or ms <= 0:
+            r["main_loss"] = "none measurable (step time at or below ideal)"
+            continue
+        text = f"{name}: +{ms:.2f} ms/step of {lost:.2f} ms/step lost"
+        if name == "compute slowdown":
+            if r["oversubscribed"]:
+                text += f" ({r['ranks_per_host']} ranks on {cores} cores: oversubscribed)"
+            else:
+                text += " (per-sample compute slower than in the baseline: smaller per-rank batch or shared resources)"
+        elif name == "imbalance between ranks":
+            worst = max(r["slowest_rank_counts"].items(), key=lambda kv: kv[1])[0]
+            text += f" (rank {worst} slowest most often; step max {ph['step']['max_ms']:.2f} vs mean {step:.2f} ms)"
+        elif name == "exposed communication":
+            text += f" (all-reduce {r['allreduce_total_ms']:.2f} ms/step, {ph['allreduce_exposed']['mean_ms']:.2f} exposed)"
+        r["main_loss"] = text
+    return runs
+
+
+# ---------------------------------------------------------------- alpha-beta model
+
+
+def read_allreduce_model(path):
+    """(alpha_s, beta_s_per_byte, ranks) of the all-reduce benchmark's JSON; fitted here if it has no fit."""
+    with open(path, encoding="utf-8") as f:
+        doc = json.load(f)
+    ranks = int(_num(doc, "ranks", path))
+    fit = doc.get("fit")
+    if fit:
+        return _num(fit, "alpha_us", f"{path} fit") * 1e-6, _num(fit, "beta_s_per_byte", f"{path} fit"), ranks
+    rows = doc.get("rows") or []
+    if len(rows) < 2:
+        raise ReportError(f"{path}: needs a 'fit' or at least two 'rows' to fit the alpha-beta model")
+    # t = alpha + bytes * beta, least squares on relative error (as the benchmark does).
+    a11 = a12 = a22 = b1 = b2 = 0.0
+    for row in rows:
+        t, x = _num(row, "time_us", path) * 1e-6, _num(row, "bytes", path)
+        w = 1.0 / (t * t)
+        a11, a12, a22, b1, b2 = a11 + w, a12 + w * x, a22 + w * x * x, b1 + w * t, b2 + w * x * t
+    det = a11 * a22 - a12 * a12
+    if det == 0:
+        raise ReportError(f"{path}: the rows do not determine an alpha-beta fit")
+    return (b1 * a22 - b2 * a12) / det, (a11 * b2 - a12 * b1) / det, ranks
+
+
+def ring_allreduce_s(n, nbytes, alpha_link, beta_link):
+    """Ring all-reduce: 2(n-1) messages of bytes/n each way round the ring."""
+    if n <= 1:
+        return 0.0
+    return 2 * (n - 1) * alpha_link + 2 * (n - 1) / n * nbytes * beta_link
+
+
+def predictions(runs, kind, model, rank_counts):
+    alpha, beta, bench_ranks = model
+    if bench_ranks < 2:
+        raise ReportError("the all-reduce benchmark ran on 1 rank: it measures no communication (run it on >= 2 ranks)")
+    # The fit is t(bytes) at bench_ranks; the ring model turns it into per-message latency and per-byte cost.
+    alpha_link = alpha / (2 * (bench_ranks - 1))
+    beta_link = beta / (2 * (bench_ranks - 1) / bench_ranks)
+    base = runs[0]
+    b_ph = base["phases"]
+    grad_bytes = 4 * base["parameters"]
+    batch_ms = sum(b_ph[p]["mean_ms"] for p in BATCH_PHASES)
+    opt_ms = b_ph["optimizer"]["mean_ms"]
+    # The baseline without communication, from the same timed phases as `compute` below (the step's untimed
+    # loop overhead left out of both), so that the model gives 100% at the baseline when it communicates nothing.
+    t0_ms = batch_ms + opt_ms
+    measured = {r["world"]: r["efficiency"] for r in runs}
+    rows = []
+    for n in sorted(set(rank_counts) | set(measured)):
+        if n < base["world"]:
+            continue
+        per_rank = base["per_rank_batch"] * base["world"] / n if kind == "strong" else base["per_rank_batch"]
+        if per_rank < 1:
+            rows.append({"ranks": n, "per_rank_batch": per_rank, "too_small": True})
+            continue
+        s = per_rank / base["per_rank_batch"]
+        compute = batch_ms * s + opt_ms
+        ar = 1e3 * ring_allreduce_s(n, grad_bytes, alpha_link, beta_link)
+        bwd = b_ph["backward"]["mean_ms"] * s
+        ideal = t0_ms * s
+        rows.append({"ranks": n, "per_rank_batch": per_rank, "too_small": False, "compute_ms": compute,
+                     "allreduce_ms": ar, "eff_no_overlap": ideal / (compute + ar),
+                     "eff_overlap": ideal / (compute + max(ar - bwd, 0.0)), "measured": measured.get(n)})
+    return {"alpha_us": alpha * 1e6, "beta_s_per_byte": beta, "bench_ranks": bench_ranks, "grad_bytes": grad_bytes,
+            "alpha_link_us": alpha_link * 1e6, "beta_link": beta_link, "rows": rows}
+
+
+# ---------------------------------------------------------------- output
+
+
+def markdown(runs, kind, skipped, pred, plots, meta):
+    base = runs[0]
+    out = [f"# {kind.capitalize()}-scaling report", ""]
+    desc = ("fixed global batch of %d" % base["global_batch"] if kind == "strong"
+            else "fixed per-rank batch of %d" % base["per_rank_batch"])
+    out.append(f"{len(runs)} runs, {desc}; speedup and efficiency against the smallest run ({base['world']} "
+               f"rank{'s' if base['world'] > 1 else ''}). Warm-up intervals are excluded. Device: {base['device']}.")
+    if meta:
+        out.append("")
+        out.append("Sweep: " + ", ".join(f"{k} = {v}" for k, v in meta.items()))
+    out.append("")
+    eff_def = ("speedup / (ranks / baseline ranks)" if kind == "strong"
+               else "samples/s per rank / the baseline's samples/s per rank")
+    out.append(f"Efficiency = {eff_def}. Phases in ms per step (mean over ranks) and share of the step.")
+    out.append("")
+    head = ["ranks", "global batch", "per-rank batch", "samples/s", "speedup", "efficiency", "step ms"] + PHASES
+    out.append("| " + " | ".join(head) + " |")
+    out.append("|" + "|".join(["---:"] * len(head)) + "|")
+    for r in runs:
+        ph = r["phases"]
+        step = ph["step"]["mean_ms"]
+        cells = [str(r["world"]), str(r["global_batch"]), str(r["per_rank_batch"]), f"{r['samples_per_s']:.0f}",
+                 f"{r['speedup']:.2f}", f"{100 * r['efficiency']:.0f}%", f"{step:.2f}"]
+        cells += [f"{ph[p]['mean_ms']:.2f} ({100 * ph[p]['mean_ms'] / step:.0f}%)" for p in PHASES]
+        out.append("| " + " | ".join(cells) + " |")
+    out += ["", "## Main loss of efficiency", ""]
+    out.append("Against the baseline scaled to each run's per-rank batch: exposed communication (all-reduce not "
+               "hidden behind backward), data wait, imbalance between ranks (slowest vs mean rank), compute slowdown "
+               "(per-sample compute slower than in the baseline, e.g. more ranks than cores).")
+    out.append("")
+    for r in runs:
+        ph = r["phases"]
+        out.append(f"- **{r['world']} ranks** ({r['name']}): {r['main_loss']}. Step {ph['step']['mean_ms']:.2f} ms "
+                   f"(ideal {r['ideal_step_ms']:.2f}); ranks' step time min/mean/max "
+                   f"{ph['step']['min_ms']:.2f}/{ph['step']['mean_ms']:.2f}/{ph['step']['max_ms']:.2f} ms; "
+                   f"{r['ranks_per_host']} ranks per host on {r['host_count']} host(s)"
+                   + (f" with {r['cores_per_host']} cores" if r["cores_per_host"] else "") + ".")
+    out += ["", "## Phase-sum check", ""]
+    bad = [r for r in runs if r["phase_sum_bad"]]
+    for r in runs:
+        n = len(r["intervals"])
+        status = "OK" if not r["phase_sum_bad"] else f"FAILED on lines {r['phase_sum_bad']}"
+        out.append(f"- {r['name']}: the six phases add up to `step` within {100 * r['phase_sum_max_error']:.2f}% "
+                   f"(worst of {n} intervals; tolerance {100 * PHASE_SUM_TOLERANCE:.0f}%): {status}")
+    out.append("")
+    out.append("All runs: phases add up to the step time within 5%." if not bad
+               else "Some intervals' phases do NOT add up to the step time within 5%: the timers miss part of the step.")
+    if skipped:
+        out += ["", f"Skipped (no run.json, run did not finish): {', '.join(skipped)}"]
+    if pred:
+        out += ["", "## Alpha-beta model at larger rank counts", ""]
+        out.append(f"All-reduce fit from the benchmark at {pred['bench_ranks']} ranks: alpha = {pred['alpha_us']:.2f} us, "
+                   f"beta = {pred['beta_s_per_byte'] * 1e9:.4f} ns/B; as a ring: {pred['alpha_link_us']:.2f} us per "
+                   f"message, {pred['beta_link'] * 1e9:.4f} ns/B per link. Ring all-reduce of the "
+                   f"{pred['grad_bytes'] / 1e6:.2f} MB of fp32 gradients: t(n) = 2(n-1) alpha + 2(n-1)/n bytes beta. "
+                   "Compute per step from the baseline's measured phases, scaled with the per-rank batch. "
+                   "Efficiency without overlap, and with the all-reduce hidden behind backward as far as it lasts.")
+        out.append("")
+        out.append("| ranks | per-rank batch | compute ms | all-reduce ms (model) | predicted eff. (no overlap) "
+                   "| predicted eff. (overlap) | measured eff. |")
+        out.append("|---:|---:|---:|---:|---:|---:|---:|")
+        for p in pred["rows"]:
+            if p["too_small"]:
+                out.append(f"| {p['ranks']} | {p['per_rank_batch']:.2f} | - | - | per-rank batch < 1 | - | - |")
+                continue
+            m = f"{100 * p['measured']:.0f}%" if p["measured"] is not None else ""
+            out.append(f"| {p['ranks']} | {p['per_rank_batch']:.4g} | {p['compute_ms']:.2f} | {p['allreduce_ms']:.3f} "
+                       f"| {100 * p['eff_no_overlap']:.0f}% | {100 * p['eff_overlap']:.0f}% | {m} |")
+    out += ["", "## Plots", ""]
+    for title, fname in plots:
+        out.append(f"![{title}]({fname})")
+    out.append("")
+    return "\n".join(out)
+
+
+def plot(runs, kind, pred, out_dir):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ranks = [r["world"] for r in runs]
+    base = runs[0]
+    files = []
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    ax.plot(ranks, [r["samples_per_s"] for r in runs], "o-", label="measured")
+    ax.plot(ranks, [base["samples_per_s"] * n / base["world"] for n in ranks], "k--", label="ideal (linear)")
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(ranks, [str(n) for n in ranks])
+    ax.set_xlabel("ranks")
+    ax.set_ylabel("samples/s")
+    ax.set_title(f"{kind}-scaling throughput")
+    ax.grid(True, alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(os.path.join(out_dir, "throughput.png"), dpi=100)
+    plt.close(fig)
+    files.append(("throughput against ranks", "throughput.png"))
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    ax.plot(ranks, [100 * r["efficiency"] for r in runs], "o-", label="measured")
+    xs = list(ranks)
+    if pred:
+        prow = [p for p in pred["rows"] if not p["too_small"]]
+        px = [p["ranks"] for p in prow]
+        ax.plot(px, [100 * p["eff_no_overlap"] for p in prow], "s:", label="alpha-beta model, no overlap")
+        ax.plot(px, [100 * p["eff_overlap"] for p in prow], "^:", label="alpha-beta model, overlap with backward")
+        xs = sorted(set(xs) | set(px))
+    ax.axhline(100, color="k", linestyle="--", label="ideal")
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(xs, [str(n) for n in xs])
+    # Room for superlinear runs (a baseline slowed by cache or contention effects) instead of clipping them.
+    top = max([100 * r["efficiency"] for r in runs] + [100.0])
+    ax.set_ylim(0, max(110.0, 1.08 * top))
+    ax.set_xlabel("ranks")
+    ax.set_ylabel("efficiency (%)")
+    ax.set_title(f"{kind}-scaling efficiency")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(os.path.join(out_dir, "efficiency.png"), dpi=100)
+    plt.close(fig)
+    files.append(("efficiency against ranks", "efficiency.png"))
+
+    fig, ax = plt.subplots(figsize=(7.5, 4))
+    labels = [f"{r['world']} r\nB={r['per_rank_batch']}" for r in runs]
+    bottom = [0.0] * len(runs)
+    for p in PHASES:
+        vals = [r["phases"][p]["mean_ms"] for r in runs]
+        ax.bar(labels, vals, bottom=bottom, label=p)
+        bottom = [b + v for b, v in zip(bottom, vals)]
+    ax.plot(labels, [r["phases"]["step"]["mean_ms"] for r in runs], "k_", markersize=30, mew=2, label="step")
+    ax.set_ylabel("ms per step (mean over ranks)")
+    ax.set_title("phase breakdown per run")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), markerscale=0.4)  # beside the bars
+    fig.tight_layout()
+    fig.savefig(os.path.join(out_dir, "phases.png"), dpi=100)
+    plt.close(fig)
+    files.append(("stacked phase breakdown per run", "phases.png"))
+
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4))
+    x = list(range(len(runs)))
+    mean = [r["phases"]["step"]["mean_ms"] for r in runs]
+    lo = [m - r["phases"]["step"]["min_ms"] for m, r in zip(mean, runs)]
+    hi = [r["phases"]["step"]["max_ms"] - m for m, r in zip(mean, runs)]
+    a1.errorbar(x, mean, yerr=[lo, hi], fmt="o", capsize=6, label="mean (bars: fastest..slowest rank)")
+    cmax = [compute_ms(r["phases"], "max_ms") for r in runs]
+    cmin = [compute_ms(r["phases"], "min_ms") for r in runs]
+    a1.vlines([i + 0.15 for i in x], cmin, cmax, colors="tab:red", lw=4, label="compute min..max over ranks")
+    for i, r in enumerate(runs):
+        worst = max(r["slowest_rank_counts"].items(), key=lambda kv: kv[1])[0]
+        a1.annotate(f"slowest: r{worst}", (i, r["phases"]["step"]["max_ms"]), textcoords="offset points",
+                    xytext=(0, 6), ha="center", fontsize=8)
+    a1.set_xticks(x, [f"{r['world']} ranks" for r in runs])
+    a1.set_ylabel("ms per step")
+    a1.set_title("per-rank step time (non-warm-up)")
+    a1.legend(fontsize=8)
+    a1.grid(True, alpha=0.3)
+    for r in runs:
+        ivs = r["intervals"]
+        xs = [iv["first_step"] for iv in ivs]
+        line, = a2.plot(xs, [iv["phases"]["step"]["mean_ms"] for iv in ivs], "-", label=f"{r['world']} ranks")
+        a2.fill_between(xs, [iv["phases"]["step"]["min_ms"] for iv in ivs],
+                        [iv["phases"]["step"]["max_ms"] for iv in ivs], color=line.get_color(), alpha=0.25)
+    a2.set_xlabel("first step of interval")
+    a2.set_ylabel("ms per step (band: min..max over ranks)")
+    a2.set_title("step time over the run")
+    a2.legend(fontsize=8)
+    a2.grid(True, alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(os.path.join(out_dir, "rank_step_time.png"), dpi=100)
+    plt.close(fig)
+    files.append(("per-rank step time: stragglers", "rank_step_time.png"))
+    return files
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description="Scaling report of a sweep directory (one run directory per run).")
+    ap.add_argument("sweep_dir")
+    ap.add_argument("--kind", choices=["strong", "weak"], help="default: sweep.json, else inferred from the batches")
+    ap.add_argument("--allreduce-json", help="scaletrain-bench-allreduce --json output: predict larger rank counts")
+    ap.add_argument("--predict-ranks", default="8,16,32,64,128,256,512,1024", help="rank counts for the model")
+    ap.add_argument("--cores-per-host", type=int, help="cores per host (default: sweep.json, or this machine's)")
+    ap.add_argument("--out", help="output directory (default: the sweep directory)")
+    ap.add_argument("--strict", action="store_true", help="exit 1 if some interval's phases miss the step by > 5%%")
+    a = ap.parse_args(argv)
+    try:
+        runs, skipped = find_runs(a.sweep_dir)
+        meta = sweep_meta(a.sweep_dir)
+        kind = sweep_kind(a.sweep_dir, runs, a.kind)
+        cores = a.cores_per_host or meta.get("cores_per_host")
+        analyse(runs, kind, int(cores) if cores else None)
+        pred = None
+        if a.allreduce_json:
+            counts = [int(c) for c in a.predict_ranks.split(",") if c.strip()]
+            pred = predictions(runs, kind, read_allreduce_model(a.allreduce_json), counts)
+        out_dir = a.out or a.sweep_dir
+        os.makedirs(out_dir, exist_ok=True)
+        plots = plot(runs, kind, pred, out_dir)
+        text = markdown(runs, kind, skipped, pred, plots, meta)
+    except (ReportError, OSError) as e:
+        print(f"scaling_report: error: {e}", file=sys.stderr)
+        return 2
+    with open(os.path.join(out_dir, "report.md"), "w", encoding="utf-8") as f:
+        f.write(text)
+    print(text)
+    if a.strict and any(r["phase_sum_bad"] for r in runs):
+        print("scaling_report: phases do not add up to the step time within 5% (see report.md)", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

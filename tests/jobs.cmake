@@ -1,0 +1,82 @@
+# jobs/ scripts: `bash -n` and shellcheck on every script; the Slurm strong- and weak-scaling sweeps inside a
+# fake 2-node allocation (SLURM_* variables, launched through mpirun instead of srun) with their run
+# directories checked by tests/support/check_run_dirs.py; and jobs/local/sweep.sh strong at 1, 2 and 4 ranks
+# end to end (run directories, report.md with a row per rank count, the PNG plots). Label: jobs.
+set(_jobs_dir ${PROJECT_SOURCE_DIR}/jobs)
+set(_jobs_py /usr/bin/python3)
+set(_jobs_check ${_jobs_py} ${CMAKE_CURRENT_SOURCE_DIR}/support/check_run_dirs.py)
+
+file(GLOB_RECURSE _job_scripts CONFIGURE_DEPENDS ${_jobs_dir}/*.sh ${_jobs_dir}/*.sbatch)
+foreach(script IN LISTS _job_scripts)
+  file(RELATIVE_PATH _rel ${_jobs_dir} ${script})
+  string(MAKE_C_IDENTIFIER ${_rel} _id)
+  add_test(NAME jobs_bash_syntax_${_id} COMMAND bash -n ${script})
+  set_tests_properties(jobs_bash_syntax_${_id} PROPERTIES LABELS jobs TIMEOUT 30)
+endforeach()
+
+find_program(SHELLCHECK_EXECUTABLE shellcheck)
+if(SHELLCHECK_EXECUTABLE)
+  # -x follows `source` (the scripts point shellcheck at jobs/slurm/common.sh with source-path directives).
+  add_test(NAME jobs_shellcheck COMMAND ${SHELLCHECK_EXECUTABLE} -x ${_job_scripts}
+           WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+  set_tests_properties(jobs_shellcheck PROPERTIES LABELS jobs TIMEOUT 60)
+else()
+  add_test(NAME jobs_shellcheck COMMAND ${CMAKE_COMMAND} -E echo
+           "SKIPPED: shellcheck is not installed (apt-get install shellcheck, see scripts/install-deps.sh)")
+  set_tests_properties(jobs_shellcheck PROPERTIES LABELS jobs SKIP_REGULAR_EXPRESSION "SKIPPED: shellcheck")
+endif()
+
+if(TARGET scaletrain)
+  list(JOIN _mpi_flags " " _jobs_mpi_flags)
+  set(_jobs_bench none)
+  if(TARGET scaletrain-bench-allreduce)
+    set(_jobs_bench $<TARGET_FILE:scaletrain-bench-allreduce>)
+  endif()
+  # Unset SLURM_JOBID (real Slurm sets it beside SLURM_JOB_ID) and keep Open MPI off its Slurm components,
+  # so that mpirun starts the ranks on this machine even when ctest itself runs inside a Slurm job.
+  set(_jobs_unslurm "SLURM_JOBID=unset:" "SLURM_NODELIST=unset:" "SLURM_JOB_NODELIST=unset:"
+                    "SLURM_TASKS_PER_NODE=unset:" "OMPI_MCA_plm=set:^slurm" "OMPI_MCA_ras=set:^slurm")
+
+  # The Slurm scripts in a fake allocation of 2 "nodes" x 1 task: node counts 1 and 2 -> ranks-1, ranks-2.
+  foreach(kind strong weak)
+    set(_sweep ${CMAKE_CURRENT_BINARY_DIR}/jobs_slurm_${kind})
+    if(kind STREQUAL "strong")
+      set(_batch_env GLOBAL_BATCH=128)
+      set(_batch 128)
+    else()
+      set(_batch_env PER_RANK_BATCH=64)
+      set(_batch 64)
+    endif()
+    add_test(NAME jobs_slurm_${kind}_clean COMMAND ${CMAKE_COMMAND} -E rm -rf ${_sweep})
+    add_test(NAME jobs_slurm_${kind}_fake_allocation COMMAND bash ${_jobs_dir}/slurm/${kind}_scaling.sbatch)
+    set_tests_properties(jobs_slurm_${kind}_fake_allocation PROPERTIES
+      ENVIRONMENT "SLURM_JOB_ID=4242;SLURM_JOB_NAME=scaletrain-${kind};SLURM_JOB_NUM_NODES=2;SLURM_NNODES=2;SLURM_NTASKS=2;SLURM_NTASKS_PER_NODE=1;SLURM_CPUS_PER_TASK=1;SLURM_SUBMIT_DIR=${PROJECT_SOURCE_DIR};SCALETRAIN_LAUNCHER=${MPIEXEC_EXECUTABLE} ${_jobs_mpi_flags};SCALETRAIN_BIN=$<TARGET_FILE:scaletrain>;SCALETRAIN_BENCH=${_jobs_bench};SCALETRAIN_BENCH_ARGS=-b 1K -e 1M -n 5 -w 1;SCALETRAIN_CONFIG=${_jobs_dir}/configs/lenet_synthetic.toml;SCALETRAIN_PYTHON=${_jobs_py};SWEEP_DIR=${_sweep};${_batch_env};STEPS=40;LOG_EVERY=10;WARMUP_STEPS=10;GPUS_PER_TASK=0"
+      ENVIRONMENT_MODIFICATION "${_jobs_unslurm}"
+      FIXTURES_REQUIRED jobs_slurm_${kind}_dir FIXTURES_SETUP jobs_slurm_${kind}
+      PROCESSORS 2 RUN_SERIAL TRUE TIMEOUT 180)
+    add_test(NAME jobs_slurm_${kind}_run_dirs
+             COMMAND ${_jobs_check} ${_sweep} --kind ${kind} --ranks 1,2 --batch ${_batch} --report)
+    set_tests_properties(jobs_slurm_${kind}_clean PROPERTIES FIXTURES_SETUP jobs_slurm_${kind}_dir)
+    set_tests_properties(jobs_slurm_${kind}_run_dirs PROPERTIES FIXTURES_REQUIRED jobs_slurm_${kind} TIMEOUT 60)
+    set_tests_properties(jobs_slurm_${kind}_clean jobs_slurm_${kind}_fake_allocation jobs_slurm_${kind}_run_dirs
+                         PROPERTIES LABELS jobs)
+  endforeach()
+
+  # The local sweep: strong scaling at 1, 2 and 4 ranks, report and plots. The phase sums are checked at 1 and
+  # 2 ranks only: 4 ranks time-share 2 cores, and a rank descheduled between two phases loses that time from
+  # the phases but not from the step (the report shows it).
+  set(_sweep ${CMAKE_CURRENT_BINARY_DIR}/jobs_local_strong)
+  add_test(NAME jobs_local_sweep_clean COMMAND ${CMAKE_COMMAND} -E rm -rf ${_sweep})
+  add_test(NAME jobs_local_sweep_strong
+           COMMAND bash ${_jobs_dir}/local/sweep.sh strong ${_jobs_dir}/configs/lenet_synthetic.toml 50 ${_sweep})
+  set_tests_properties(jobs_local_sweep_strong PROPERTIES
+    ENVIRONMENT "SCALETRAIN_BIN=$<TARGET_FILE:scaletrain>;SCALETRAIN_BENCH=${_jobs_bench};SCALETRAIN_MPIRUN=${MPIEXEC_EXECUTABLE} ${MPIEXEC_PREFLAGS};SCALETRAIN_RANKS=1 2 4;SCALETRAIN_BATCH=128;SCALETRAIN_PYTHON=${_jobs_py}"
+    ENVIRONMENT_MODIFICATION "${_jobs_unslurm}"
+    FIXTURES_REQUIRED jobs_local_dir FIXTURES_SETUP jobs_local_strong
+    PROCESSORS 2 RUN_SERIAL TRUE TIMEOUT 240)
+  add_test(NAME jobs_local_sweep_report
+           COMMAND ${_jobs_check} ${_sweep} --kind strong --ranks 1,2,4 --batch 128 --report --phase-check-ranks 1,2)
+  set_tests_properties(jobs_local_sweep_clean PROPERTIES FIXTURES_SETUP jobs_local_dir)
+  set_tests_properties(jobs_local_sweep_report PROPERTIES FIXTURES_REQUIRED jobs_local_strong TIMEOUT 60)
+  set_tests_properties(jobs_local_sweep_clean jobs_local_sweep_strong jobs_local_sweep_report PROPERTIES LABELS jobs)
+endif()

@@ -1,0 +1,163 @@
+#!/usr/bin/python3
+# Checks the run directories of a scaling sweep (jobs/slurm/*.sbatch, jobs/local/sweep.sh) independently of
+# perf/scaling_report.py: run.json parses with the expected world size, the batch is the sweep's (global batch
+# constant for strong, per-rank batch constant for weak), every metrics.jsonl line parses and in every
+# non-warm-up interval the six phases add up to `step` within 5%; with --report also report.md (a table row
+# per rank count) and the PNG plots.
+"""usage: check_run_dirs.py SWEEP_DIR --kind strong|weak --ranks 1,2,4 [--batch N] [--phase-check-ranks 1,2]
+                         [--tolerance 0.05] [--report]"""
+import argparse
+import json
+import os
+import sys
+
+PHASES = ["data_wait", "h2d", "forward", "backward", "allreduce_exposed", "optimizer"]
+PLOTS = ["throughput.png", "efficiency.png", "phases.png", "rank_step_time.png"]
+
+
+def check_run(d, ranks, tolerance, errors, phase_check=True):
+    """Returns (global_batch, per_rank_batch) of the run directory d, appending problems to errors."""
+    def err(msg):
+        errors.append(f"{d}: {msg}")
+
+    try:
+        with open(os.path.join(d, "run.json"), encoding="utf-8") as f:
+            info = json.load(f)
+    except (OSError, json.JSONDecodeError) as e:
+        err(f"run.json: {e}")
+        return None
+    if info.get("format") != "scaletrain-run" or info.get("version") != 1:
+        err(f"run.json: format/version {info.get('format')!r}/{info.get('version')!r}, expected 'scaletrain-run'/1")
+    world, gb, prb = info.get("world_size"), info.get("global_batch"), info.get("per_rank_batch")
+    if world != ranks:
+        err(f"run.json: world_size {world}, expected {ranks}")
+    if len(info.get("hosts") or []) != ranks:
+        err(f"run.json: {len(info.get('hosts') or [])} hosts, expected one per rank ({ranks})")
+    if not isinstance(gb, int) or not isinstance(prb, int) or gb != prb * ranks:
+        err(f"run.json: global_batch {gb} is not per_rank_batch {prb} x {ranks} ranks")
+    cfg_batch = (info.get("config") or {}).get("train", {}).get("batch")
+    if cfg_batch != gb:
+        err(f"run.json: config train.batch {cfg_batch} differs from global_batch {gb}")
+    if not (isinstance(info.get("samples_per_s"), (int, float)) and info["samples_per_s"] > 0):
+        err(f"run.json: samples_per_s {info.get('samples_per_s')!r} is not positive")
+
+    measured = 0
+    try:
+        with open(os.path.join(d, "metrics.jsonl"), encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except OSError as e:
+        err(f"metrics.jsonl: {e}")
+        return gb, prb
+    for n, line in enumerate(lines, 1):
+        where = f"metrics.jsonl:{n}"
+        try:
+            iv = json.loads(line)
+            ph = iv["phases"]
+            step = float(ph["step"]["mean_ms"])
+            total = sum(float(ph[p]["mean_ms"]) for p in PHASES)
+            warmup = bool(iv["warmup"])
+            int(iv["steps"])
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
+            err(f"{where}: not a complete interval ({type(e).__name__}: {e})")
+            continue
+        if warmup:
+            continue
+        measured += 1
+        if not phase_check:
+            continue
+        rel = abs(total - step) / step if step > 0 else float("inf")
+        if rel > tolerance:
+            err(f"{where}: the six phases add up to {total:.3f} ms, step is {step:.3f} ms "
+                f"({100 * rel:.1f}% apart, tolerance {100 * tolerance:.0f}%)")
+    if measured == 0:
+        err("metrics.jsonl: no non-warm-up interval")
+    print(f"{d}: world_size {world}, global batch {gb}, per-rank batch {prb}, {len(lines)} intervals "
+          f"({measured} measured{'' if phase_check else '; phase sums not checked'})")
+    return gb, prb
+
+
+def check_report(sweep, rank_counts, errors):
+    path = os.path.join(sweep, "report.md")
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except OSError as e:
+        errors.append(f"report.md: {e}")
+        return
+    # The first table (the one whose header starts with "| ranks |"): its rows' first cells.
+    rows, in_table = [], False
+    for line in text.splitlines():
+        if line.startswith("| ranks |"):
+            in_table = True
+            continue
+        if in_table:
+            if not line.startswith("|"):
+                break
+            cell = line.strip("|").split("|")[0].strip()
+            if cell.isdigit():
+                rows.append(int(cell))
+    if rows != sorted(rank_counts):
+        errors.append(f"{path}: the table's rows are for ranks {rows}, expected {sorted(rank_counts)}")
+    for png in PLOTS:
+        p = os.path.join(sweep, png)
+        try:
+            with open(p, "rb") as f:
+                head = f.read(8)
+            if head != b"\x89PNG\r\n\x1a\n" or os.path.getsize(p) < 1000:
+                errors.append(f"{p}: not a PNG image")
+        except OSError as e:
+            errors.append(f"{p}: {e}")
+        if f"]({png})" not in text:
+            errors.append(f"{path}: does not link {png}")
+    print(f"{path}: table rows for ranks {rows}; plots {', '.join(PLOTS)}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("sweep_dir")
+    ap.add_argument("--kind", choices=["strong", "weak"], required=True)
+    ap.add_argument("--ranks", required=True, help="comma-separated rank counts: one run directory ranks-<N> each")
+    ap.add_argument("--batch", type=int, help="the fixed batch: global (strong) or per-rank (weak)")
+    ap.add_argument("--tolerance", type=float, default=0.05, help="phase sum vs step, relative (default 0.05)")
+    ap.add_argument("--phase-check-ranks", help="comma-separated rank counts whose phase sums are checked "
+                    "(default: all; leave out runs with more ranks than cores, whose time-sharing is not timed)")
+    ap.add_argument("--report", action="store_true", help="also check report.md and the plots")
+    a = ap.parse_args()
+    rank_counts = [int(r) for r in a.ranks.split(",")]
+    phase_ranks = [int(r) for r in a.phase_check_ranks.split(",")] if a.phase_check_ranks else rank_counts
+    errors = []
+
+    meta_path = os.path.join(a.sweep_dir, "sweep.json")
+    try:
+        with open(meta_path, encoding="utf-8") as f:
+            meta = json.load(f)
+        if meta.get("kind") != a.kind:
+            errors.append(f"{meta_path}: kind {meta.get('kind')!r}, expected {a.kind!r}")
+    except (OSError, json.JSONDecodeError) as e:
+        errors.append(f"{meta_path}: {e}")
+
+    batches = {}
+    for n in rank_counts:
+        b = check_run(os.path.join(a.sweep_dir, f"ranks-{n}"), n, a.tolerance, errors, n in phase_ranks)
+        if b:
+            batches[n] = b
+    fixed = {n: (gb if a.kind == "strong" else prb) for n, (gb, prb) in batches.items()}
+    what = "global batch" if a.kind == "strong" else "per-rank batch"
+    if len(set(fixed.values())) > 1:
+        errors.append(f"{a.kind} sweep: the {what} differs between runs: {fixed}")
+    if a.batch is not None and any(v != a.batch for v in fixed.values()):
+        errors.append(f"{a.kind} sweep: the {what} is {fixed}, expected {a.batch}")
+
+    if a.report:
+        check_report(a.sweep_dir, rank_counts, errors)
+    if errors:
+        print(f"FAILED: {len(errors)} problem(s):", file=sys.stderr)
+        for e in errors:
+            print("  " + e, file=sys.stderr)
+        return 1
+    print(f"OK: {a.kind} sweep with {len(rank_counts)} run directories, {what} {sorted(set(fixed.values()))}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
