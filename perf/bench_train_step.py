@@ -30,22 +30,23 @@ def mpirun_flags():
     return flags
 
 
-def run_scaletrain(build, model, ranks, threads, steps, workdir):
-    run_dir = os.path.join(workdir, f"{model}-{ranks}x{threads}")
+def run_scaletrain(build, model, ranks, threads, steps, workdir, extra=()):
+    run_dir = os.path.join(workdir, f"{model}-{ranks}x{threads}-{len(os.listdir(workdir))}")
     bind = ["--bind-to", "core"] if ranks > 1 else ["--bind-to", "none"]
     cmd = (["mpirun", "-np", str(ranks)] + mpirun_flags() + bind +
            [os.path.join(build, "src/apps/scaletrain"), "--model.name", model, "--data.path", "synthetic",
             "--data.synthetic_samples", "8192", "--train.batch", str(BATCH[model]), "--train.epochs", "1000",
             "--train.max_steps", str(steps), "--train.warmup_log_steps", str(max(3, steps // 10)),
             "--train.log_every", str(max(1, steps // 10)), "--train.evaluate", "false",
-            "--run.threads", str(threads), "--run.dir", run_dir])
+            "--run.threads", str(threads), "--run.dir", run_dir] + list(extra))
     out = subprocess.run(cmd, capture_output=True, text=True)
     if out.returncode != 0:
         sys.exit(f"bench_train_step: scaletrain failed ({' '.join(cmd)}):\n{out.stdout}\n{out.stderr}")
     with open(os.path.join(run_dir, "run.json")) as f:
         run = json.load(f)
     return {"images_per_s": run["samples_per_s"], "flops": 3 * run["forward_flops_per_sample"],
-            "exposed_allreduce": run.get("phase_share", {}).get("allreduce_exposed", 0.0)}
+            "exposed_allreduce": run.get("phase_share", {}).get("allreduce_exposed", 0.0),
+            "total_allreduce": run.get("allreduce_total_share", 0.0)}
 
 
 def main():
