@@ -15,6 +15,7 @@
 #include "scaletrain/core/error.hpp"
 #include "scaletrain/core/timer.hpp"
 
+#include "scaletrain_git_commit.hpp"
 #ifndef SCALETRAIN_GIT_COMMIT
 #define SCALETRAIN_GIT_COMMIT "unknown"
 #endif
