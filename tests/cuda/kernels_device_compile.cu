@@ -1,5 +1,5 @@
 // Device-compile check of every kernels/ functor: each one is launched from a CUDA kernel in a
-// grid-stride loop, exactly as the CUDA backend launches them. Built by nvcc for sm_80 and sm_90
+// grid-stride loop through kernels/launch_device.cuh, as the CUDA backend launches them. Built by nvcc for sm_80 and sm_90
 // in CI (tests/cuda_compile.cmake); it needs no GPU because it is only compiled, never run here.
 #include <cstdint>
 
@@ -12,18 +12,13 @@
 #include "scaletrain/kernels/scale.hpp"
 #include "scaletrain/kernels/softmax_cross_entropy.hpp"
 
+#include "scaletrain/kernels/launch_device.cuh"
+
 namespace {
 
 template <class F>
-__global__ void grid_stride(int64_t n, F f) {
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<int64_t>(blockDim.x) * gridDim.x)
-    f(i);
-}
-
-template <class F>
 void launch(int64_t n, const F& f) {
-  grid_stride<<<80, 256>>>(n, f);
+  (void)scaletrain::kernels::launch_device(n, f);
 }
 
 }  // namespace
