@@ -1,8 +1,5 @@
 // Convolution (grouped and depthwise included) forward, backward-data and backward-weights with
 // oneDNN primitives created once per shape; activations NHWC, weights OIHW / GOIHW at the user side.
-#include <algorithm>
-#include <unordered_map>
-
 #include "scaletrain/backend/cpu/onednn_ops.hpp"
 #include "scaletrain/core/check_dnnl.hpp"
 
@@ -12,7 +9,6 @@ namespace {
 using dnnl::memory;
 using tag = memory::format_tag;
 using dt = memory::data_type;
-using Args = std::unordered_map<int, memory>;
 
 void validate(const ConvShape& s) {
   ST_CHECK(s.batch > 0 && s.in_c > 0 && s.out_c > 0 && s.in_h > 0 && s.in_w > 0 && s.kernel_h > 0 && s.kernel_w > 0 &&
@@ -39,33 +35,17 @@ class OneDnnConv final : public ConvOp {
   }
 
   void forward(const float* x, const float* w, const float* b, float* y) override {
-    src_.set_data_handle(const_cast<float*>(x));
-    dst_.set_data_handle(y);
-    if (s_.bias) bias_.set_data_handle(const_cast<float*>(b));
-    w_fwd_.to_internal(ctx_->stream, w);
-    fwd_call_.run(ctx_->stream);
-    ctx_->stream.wait();
+    prims_.forward(ctx_->stream, x, w, b, y);
   }
 
   void backward_data(const float* dy, const float* w, float* dx) override {
-    dst_.set_data_handle(const_cast<float*>(dy));
-    src_.set_data_handle(dx);
-    w_bwd_data_.to_internal(ctx_->stream, w);
-    bwd_data_call_.run(ctx_->stream);
-    ctx_->stream.wait();
+    prims_.backward_data(ctx_->stream, dy, w, dx);
   }
 
   void backward_weights(const float* x, const float* dy, float* dw, float* db) override {
-    src_.set_data_handle(const_cast<float*>(x));
-    dst_.set_data_handle(const_cast<float*>(dy));
-    if (s_.bias) {
-      ST_CHECK(db != nullptr, "convolution ", s_.to_string(), " has a bias but no bias gradient buffer was given");
-      bias_.set_data_handle(db);
-    }
-    dw_.bind_user(dw);
-    bwd_w_call_.run(ctx_->stream);
-    dw_.to_user(ctx_->stream);
-    ctx_->stream.wait();
+    ST_CHECK(!s_.bias || db != nullptr, "convolution ", s_.to_string(),
+             " has a bias but no bias gradient buffer was given");
+    prims_.backward_weights(ctx_->stream, x, dy, dw, db);
   }
 
  private:
@@ -102,50 +82,12 @@ class OneDnnConv final : public ConvOp {
     dnnl::convolution_backward_weights::desc wd(algorithm::convolution_direct, src_md, w_any, b_md, dst_md, strides,
                                                 pad_l, pad_r);
     dnnl::convolution_backward_weights::primitive_desc bwd_w_pd(wd, attr, eng, fwd_pd);
-    const dnnl::convolution_forward fwd(fwd_pd);
-    const dnnl::convolution_backward_data bwd_data(bwd_data_pd);
-    const dnnl::convolution_backward_weights bwd_w(bwd_w_pd);
-
-    w_fwd_ = LayoutBridge(w_user, fwd_pd.weights_desc(), eng);
-    w_bwd_data_ = LayoutBridge(w_user, bwd_data_pd.weights_desc(), eng);
-    dw_ = LayoutBridge(w_user, bwd_w_pd.diff_weights_desc(), eng);
-    src_ = unbound_memory(src_md, eng);
-    dst_ = unbound_memory(dst_md, eng);
-    if (s.bias) bias_ = unbound_memory(b_md, eng);
-
-    // One scratchpad buffer serves all three primitives: they never run at the same time.
-    const size_t scratch = std::max({fwd_pd.scratchpad_desc().get_size(), bwd_data_pd.scratchpad_desc().get_size(),
-                                     bwd_w_pd.scratchpad_desc().get_size()});
-    scratch_storage_ = host_bytes(scratch);
-    Args fwd_args{{DNNL_ARG_SRC, src_},
-                  {DNNL_ARG_WEIGHTS, w_fwd_.internal()},
-                  {DNNL_ARG_DST, dst_},
-                  {DNNL_ARG_SCRATCHPAD, memory(fwd_pd.scratchpad_desc(), eng, scratch_storage_.raw())}};
-    Args bwd_data_args{{DNNL_ARG_DIFF_DST, dst_},
-                       {DNNL_ARG_WEIGHTS, w_bwd_data_.internal()},
-                       {DNNL_ARG_DIFF_SRC, src_},
-                       {DNNL_ARG_SCRATCHPAD, memory(bwd_data_pd.scratchpad_desc(), eng, scratch_storage_.raw())}};
-    Args bwd_w_args{{DNNL_ARG_SRC, src_},
-                    {DNNL_ARG_DIFF_DST, dst_},
-                    {DNNL_ARG_DIFF_WEIGHTS, dw_.internal()},
-                    {DNNL_ARG_SCRATCHPAD, memory(bwd_w_pd.scratchpad_desc(), eng, scratch_storage_.raw())}};
-    if (s.bias) {
-      fwd_args[DNNL_ARG_BIAS] = bias_;
-      bwd_w_args[DNNL_ARG_DIFF_BIAS] = bias_;
-    }
-    fwd_call_ = PrimitiveCall(fwd, fwd_args);
-    bwd_data_call_ = PrimitiveCall(bwd_data, bwd_data_args);
-    bwd_w_call_ = PrimitiveCall(bwd_w, bwd_w_args);
+    prims_ = WeightedPrimitives(eng, src_md, dst_md, w_user, b_md, fwd_pd, bwd_data_pd, bwd_w_pd);
   }
 
   OneDnnContextPtr ctx_;
   ConvShape s_;
-  LayoutBridge w_fwd_, w_bwd_data_, dw_;
-  // Activation memories rebound to the caller's buffers on every call; the prebound
-  // calls below hold handles to these same objects, so they are bound once.
-  memory src_, dst_, bias_;
-  Tensor scratch_storage_;
-  PrimitiveCall fwd_call_, bwd_data_call_, bwd_w_call_;
+  WeightedPrimitives prims_;
 };
 
 }  // namespace

@@ -1,8 +1,11 @@
 // Helpers shared by the oneDNN ops: unbound memories, op-owned host storage, PrimitiveCall
-// (execution with prebound arguments) and LayoutBridge (cached weight-layout reorders).
+// (execution with prebound arguments), LayoutBridge (cached weight-layout reorders) and
+// WeightedPrimitives (the bound forward/backward triple of convolution and inner product).
 #include "scaletrain/backend/cpu/onednn_context.hpp"
 
 #include <oneapi/dnnl/dnnl_debug.h>
+
+#include <algorithm>
 
 #include "scaletrain/core/check_dnnl.hpp"
 
@@ -59,6 +62,72 @@ void LayoutBridge::to_internal(dnnl::stream& s, const float* user) {
 void LayoutBridge::to_user(dnnl::stream& s) {
   if (!needed_) return;
   to_user_.run(s);
+}
+
+WeightedPrimitives::WeightedPrimitives(const dnnl::engine& eng, const dnnl::memory::desc& src_md,
+                                       const dnnl::memory::desc& dst_md, const dnnl::memory::desc& w_user,
+                                       const dnnl::memory::desc& b_md, const dnnl::primitive_desc& fwd_pd,
+                                       const dnnl::primitive_desc& bwd_data_pd, const dnnl::primitive_desc& bwd_w_pd)
+    : bias_(!b_md.is_zero()) {
+  w_fwd_ = LayoutBridge(w_user, fwd_pd.weights_desc(), eng);
+  w_bwd_data_ = LayoutBridge(w_user, bwd_data_pd.weights_desc(), eng);
+  dw_ = LayoutBridge(w_user, bwd_w_pd.diff_weights_desc(), eng);
+  src_ = unbound_memory(src_md, eng);
+  dst_ = unbound_memory(dst_md, eng);
+  if (bias_) b_ = unbound_memory(b_md, eng);
+
+  const size_t scratch = std::max({fwd_pd.scratchpad_desc().get_size(), bwd_data_pd.scratchpad_desc().get_size(),
+                                   bwd_w_pd.scratchpad_desc().get_size()});
+  scratch_storage_ = host_bytes(scratch);
+  auto scratchpad = [&](const dnnl::primitive_desc& pd) {
+    return dnnl::memory(pd.scratchpad_desc(), eng, scratch_storage_.raw());
+  };
+  std::unordered_map<int, dnnl::memory> fwd_args{{DNNL_ARG_SRC, src_},
+                                                 {DNNL_ARG_WEIGHTS, w_fwd_.internal()},
+                                                 {DNNL_ARG_DST, dst_},
+                                                 {DNNL_ARG_SCRATCHPAD, scratchpad(fwd_pd)}};
+  const std::unordered_map<int, dnnl::memory> bwd_data_args{{DNNL_ARG_DIFF_DST, dst_},
+                                                            {DNNL_ARG_WEIGHTS, w_bwd_data_.internal()},
+                                                            {DNNL_ARG_DIFF_SRC, src_},
+                                                            {DNNL_ARG_SCRATCHPAD, scratchpad(bwd_data_pd)}};
+  std::unordered_map<int, dnnl::memory> bwd_w_args{{DNNL_ARG_SRC, src_},
+                                                   {DNNL_ARG_DIFF_DST, dst_},
+                                                   {DNNL_ARG_DIFF_WEIGHTS, dw_.internal()},
+                                                   {DNNL_ARG_SCRATCHPAD, scratchpad(bwd_w_pd)}};
+  if (bias_) {
+    fwd_args[DNNL_ARG_BIAS] = b_;
+    bwd_w_args[DNNL_ARG_DIFF_BIAS] = b_;
+  }
+  fwd_call_ = PrimitiveCall(dnnl::primitive(fwd_pd), fwd_args);
+  bwd_data_call_ = PrimitiveCall(dnnl::primitive(bwd_data_pd), bwd_data_args);
+  bwd_w_call_ = PrimitiveCall(dnnl::primitive(bwd_w_pd), bwd_w_args);
+}
+
+void WeightedPrimitives::forward(dnnl::stream& s, const float* x, const float* w, const float* b, float* y) {
+  src_.set_data_handle(const_cast<float*>(x));
+  dst_.set_data_handle(y);
+  if (bias_) b_.set_data_handle(const_cast<float*>(b));
+  w_fwd_.to_internal(s, w);
+  fwd_call_.run(s);
+  s.wait();
+}
+
+void WeightedPrimitives::backward_data(dnnl::stream& s, const float* dy, const float* w, float* dx) {
+  dst_.set_data_handle(const_cast<float*>(dy));
+  src_.set_data_handle(dx);
+  w_bwd_data_.to_internal(s, w);
+  bwd_data_call_.run(s);
+  s.wait();
+}
+
+void WeightedPrimitives::backward_weights(dnnl::stream& s, const float* x, const float* dy, float* dw, float* db) {
+  src_.set_data_handle(const_cast<float*>(x));
+  dst_.set_data_handle(const_cast<float*>(dy));
+  if (bias_) b_.set_data_handle(db);
+  dw_.bind_user(dw);
+  bwd_w_call_.run(s);
+  dw_.to_user(s);
+  s.wait();
 }
 
 }  // namespace scaletrain::cpu

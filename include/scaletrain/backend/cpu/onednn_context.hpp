@@ -1,6 +1,7 @@
 // The oneDNN engine and stream of the CPU backend, and the helpers its ops share: a user-mode
-// scratchpad sized once per op, and weight reorders between PyTorch's layout and the layout a
-// primitive chose (skipped when they coincide).
+// scratchpad sized once per op, weight reorders between PyTorch's layout and the layout a
+// primitive chose (skipped when they coincide), and the bound forward/backward primitive triple
+// of a layer with weights.
 #pragma once
 #include <cstddef>
 #include <memory>
@@ -63,6 +64,35 @@ class LayoutBridge {
   dnnl::memory user_, internal_;
   Tensor storage_;
   PrimitiveCall to_internal_, to_user_;
+};
+
+// The forward, backward-data and backward-weights primitives of a layer with weights (convolution,
+// inner product), arguments bound once: activations are rebound to the caller's buffers on every
+// call, weights pass through LayoutBridges, and one scratchpad serves all three (they never run at
+// the same time). Each call waits for the stream.
+class WeightedPrimitives {
+ public:
+  WeightedPrimitives() = default;
+  // src_md/dst_md: activations in the user's layout; w_user: weights in the user's layout; b_md: a
+  // zero memory::desc when there is no bias. The primitive descs were created with a user-mode
+  // scratchpad.
+  WeightedPrimitives(const dnnl::engine& eng, const dnnl::memory::desc& src_md, const dnnl::memory::desc& dst_md,
+                     const dnnl::memory::desc& w_user, const dnnl::memory::desc& b_md,
+                     const dnnl::primitive_desc& fwd_pd, const dnnl::primitive_desc& bwd_data_pd,
+                     const dnnl::primitive_desc& bwd_w_pd);
+  void forward(dnnl::stream& s, const float* x, const float* w, const float* b, float* y);
+  void backward_data(dnnl::stream& s, const float* dy, const float* w, float* dx);
+  // db must be given exactly when the layer has a bias (checked by the caller, which names it).
+  void backward_weights(dnnl::stream& s, const float* x, const float* dy, float* dw, float* db);
+
+ private:
+  bool bias_ = false;
+  LayoutBridge w_fwd_, w_bwd_data_, dw_;
+  // Activation memories rebound on every call; the prebound calls hold handles to these same
+  // objects, so they are bound once.
+  dnnl::memory src_, dst_, b_;
+  Tensor scratch_storage_;
+  PrimitiveCall fwd_call_, bwd_data_call_, bwd_w_call_;
 };
 
 }  // namespace scaletrain::cpu
