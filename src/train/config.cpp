@@ -1,10 +1,11 @@
 // The RunConfig registry, TOML loading, overrides, validation and canonical printing.
 #include "scaletrain/train/config.hpp"
 
+#include <toml++/toml.h>
+
 #include <algorithm>
 #include <map>
 #include <sstream>
-#include <toml++/toml.h>
 
 #include "scaletrain/core/error.hpp"
 
@@ -38,9 +39,12 @@ ConfigKey key_of(std::string key, T RunConfig::*field, std::string help) {
     k.type = "bool";
     k.get = [field](const RunConfig& c) { return std::string(c.*field ? "true" : "false"); };
     k.set = [field, name](RunConfig& c, const std::string& v) {
-      if (v == "true" || v == "1" || v == "yes" || v == "on") c.*field = true;
-      else if (v == "false" || v == "0" || v == "no" || v == "off") c.*field = false;
-      else ST_FAIL("configuration key '", name, "' expects true or false, got '", v, "'");
+      if (v == "true" || v == "1" || v == "yes" || v == "on")
+        c.*field = true;
+      else if (v == "false" || v == "0" || v == "no" || v == "off")
+        c.*field = false;
+      else
+        ST_FAIL("configuration key '", name, "' expects true or false, got '", v, "'");
     };
   } else if constexpr (std::is_same_v<T, double>) {
     k.type = "float";
@@ -118,7 +122,7 @@ const std::vector<ConfigKey>& config_keys() {
       key_of("data.augment_pad", &RunConfig::augment_pad, "padding of the random crop, pixels"),
       key_of("data.augment_flip", &RunConfig::augment_flip, "random horizontal flips when augmenting"),
       key_of("data.drop_remainder", &RunConfig::drop_remainder,
-           "drop the samples that do not fill a global batch (else pad by wrapping around)"),
+             "drop the samples that do not fill a global batch (else pad by wrapping around)"),
       key_of("train.epochs", &RunConfig::epochs, "passes over the training split"),
       key_of("train.batch", &RunConfig::batch, "global batch size (per-rank batch x ranks); must divide by the ranks"),
       key_of("train.seed", &RunConfig::seed, "seed of initialization, shuffling, dropout and augmentation"),
@@ -136,17 +140,22 @@ const std::vector<ConfigKey>& config_keys() {
       key_of("optimizer.beta2", &RunConfig::beta2, "AdamW beta2"),
       key_of("optimizer.eps", &RunConfig::eps, "AdamW epsilon"),
       key_of("optimizer.schedule", &RunConfig::schedule, "learning-rate schedule: constant, step, cosine"),
-      key_of("optimizer.warmup_epochs", &RunConfig::warmup_epochs, "linear warm-up length in epochs (may be fractional)"),
-      key_of("optimizer.step_epochs", &RunConfig::step_epochs, "step schedule: multiply the rate by gamma every this many epochs"),
+      key_of("optimizer.warmup_epochs", &RunConfig::warmup_epochs,
+             "linear warm-up length in epochs (may be fractional)"),
+      key_of("optimizer.step_epochs", &RunConfig::step_epochs,
+             "step schedule: multiply the rate by gamma every this many epochs"),
       key_of("optimizer.gamma", &RunConfig::gamma, "step schedule factor"),
       key_of("optimizer.min_lr", &RunConfig::min_lr, "cosine schedule: final learning rate"),
       key_of("optimizer.scale_lr", &RunConfig::scale_lr, "linear scaling rule: lr x batch / reference_batch"),
-      key_of("optimizer.reference_batch", &RunConfig::reference_batch, "batch size the base learning rate is tuned for"),
+      key_of("optimizer.reference_batch", &RunConfig::reference_batch,
+             "batch size the base learning rate is tuned for"),
       key_of("comm.bucket_mb", &RunConfig::bucket_mb, "gradient bucket size in MB"),
-      key_of("comm.progress", &RunConfig::progress, "all-reduce progress: thread (communication thread) or test (MPI_Test)"),
+      key_of("comm.progress", &RunConfig::progress,
+             "all-reduce progress during backward: test (MPI_Test polls between layers) or thread (a communication "
+             "thread)"),
       key_of("run.dir", &RunConfig::run_dir, "run directory for metrics.jsonl and run.json (empty: none)"),
       key_of("run.timeline", &RunConfig::timeline,
-           "write run.dir/timeline.json: every rank's phases and all-reduces (chrome://tracing, Perfetto)"),
+             "write run.dir/timeline.json: every rank's phases and all-reduces (chrome://tracing, Perfetto)"),
       key_of("run.threads", &RunConfig::threads, "compute threads per rank (0: the cores the rank is bound to)"),
   };
   return keys;
