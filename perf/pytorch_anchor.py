@@ -1,12 +1,18 @@
 # The PyTorch 1.13 anchor of bench_train_step: the zoo models (mlp, lenet, fmnist_sepcnn) rebuilt
 # layer for layer in PyTorch, timed on the same training step (SGD momentum 0.9, cross-entropy) and
-# global batch, as one process with 2 threads and as DDP with 2 processes x 1 thread (gloo).
+# global batch, as one process with 2 threads and as DDP with 2 processes x 1 thread (gloo), the
+# convolutional models both in PyTorch's default NCHW layout and channels_last (oneDNN's NHWC path,
+# 1.2-1.5x faster here), so that the caller can take PyTorch's best configuration.
+# PyTorch's Linear layers call the system BLAS: Debian's torch is built with BLAS_INFO=generic, so
+# without OpenBLAS (libopenblas0-openmp, installed by scripts/install-deps.sh) they run on the
+# reference BLAS, up to 30x slower; the script refuses to run in that state.
 """Run with Debian's interpreter: /usr/bin/python3 perf/pytorch_anchor.py [--json] [--models ...]
 
 Prints one JSON line per (model, config) with --json, else a small table. Configs:
   1x2  one process, torch.set_num_threads(2), the whole global batch
   ddp2x1  torch DDP, 2 processes x 1 thread (each pinned to one core when it can be), gloo on
           127.0.0.1, per-rank batch = global / 2
+  a "-cl" suffix: model and input in torch.channels_last (convolutional models only)
 """
 import argparse
 import json
@@ -104,26 +110,41 @@ def result_line(name, config, batch, steps, elapsed, threads, ranks):
             "ms_per_step": 1e3 * elapsed / steps, "images_per_s": batch * steps / elapsed}
 
 
-def run_single(name, batch, threads, warmup, seconds):
+def in_format(model, x, channels_last):
+    if not channels_last:
+        return model, x
+    return model.to(memory_format=torch.channels_last), x.contiguous(memory_format=torch.channels_last)
+
+
+def check_blas():
+    blas = os.path.realpath("/usr/lib/x86_64-linux-gnu/libblas.so.3")
+    if os.path.exists(blas) and "openblas" not in blas:
+        raise SystemExit(f"pytorch_anchor.py: libblas.so.3 is {blas} (the reference BLAS): PyTorch's Linear "
+                         "layers would run far below their speed; install libopenblas0-openmp "
+                         "(scripts/install-deps.sh does)")
+
+
+def run_single(name, batch, threads, warmup, seconds, channels_last):
     torch.set_num_threads(threads)
     torch.manual_seed(1)
-    model = make_model(name)
-    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     x, y = synthetic_batch(batch, 10, 2)
+    model, x = in_format(make_model(name), x, channels_last)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     steps, elapsed = time_training(model, opt, x, y, warmup, seconds)
-    return result_line(name, f"1x{threads}", batch, steps, elapsed, threads, 1)
+    return result_line(name, f"1x{threads}" + ("-cl" if channels_last else ""), batch, steps, elapsed, threads, 1)
 
 
-def ddp_worker(rank, world, port, name, batch, warmup, seconds, queue):
+def ddp_worker(rank, world, port, name, batch, warmup, seconds, channels_last, queue):
     torch.set_num_threads(1)
     cores = sorted(os.sched_getaffinity(0))
     if len(cores) >= world:
         os.sched_setaffinity(0, {cores[rank]})  # one core per rank, as mpirun binds ours
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
     torch.manual_seed(1)
-    model = nn.parallel.DistributedDataParallel(make_model(name))
-    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     x, y = synthetic_batch(batch // world, 10, 2 + rank)
+    local, x = in_format(make_model(name), x, channels_last)
+    model = nn.parallel.DistributedDataParallel(local)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
 
     def sync_max(v):
         t = torch.tensor([v], dtype=torch.float64)
@@ -132,7 +153,12 @@ def ddp_worker(rank, world, port, name, batch, warmup, seconds, queue):
 
     steps, elapsed = time_training(model, opt, x, y, warmup, seconds, sync=sync_max)
     if rank == 0:
-        queue.put(result_line(name, f"ddp{world}x1", batch, steps, elapsed, 1, world))
+        queue.put(result_line(name, f"ddp{world}x1" + ("-cl" if channels_last else ""), batch, steps, elapsed, 1,
+                              world))
+    # Tear down in order, together: with DDP's reducer still alive when the process group goes, a
+    # rank could hang in gloo's destructor after its peer had exited (seen about 1 run in 4).
+    dist.barrier()
+    del model, local, opt
     dist.destroy_process_group()
 
 
@@ -142,12 +168,12 @@ def free_port():
         return s.getsockname()[1]
 
 
-def run_ddp(name, batch, world, warmup, seconds):
+def run_ddp(name, batch, world, warmup, seconds, channels_last):
     if batch % world:
         raise SystemExit(f"pytorch_anchor.py: global batch {batch} of {name} is not divisible by {world} ranks")
     ctx = mp.get_context("spawn")
     queue = ctx.SimpleQueue()
-    mp.spawn(ddp_worker, args=(world, free_port(), name, batch, warmup, seconds, queue), nprocs=world, join=True)
+    mp.spawn(ddp_worker, args=(world, free_port(), name, batch, warmup, seconds, channels_last, queue), nprocs=world, join=True)
     return queue.get()
 
 
@@ -160,10 +186,13 @@ def main():
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--seconds", type=float, default=3.0, help="timed seconds per model and config")
     p.add_argument("--configs", nargs="+", default=["single", "ddp"], choices=["single", "ddp"])
+    p.add_argument("--formats", nargs="+", default=["nchw", "channels_last"], choices=["nchw", "channels_last"],
+                   help="memory formats of the convolutional models (mlp always runs plain)")
     p.add_argument("--json", action="store_true", help="one JSON line per result")
     p.add_argument("--out", default="", help="also append the JSON lines to this file")
     a = p.parse_args()
 
+    check_blas()
     check_parameter_counts(a.models)
     results = []
     for name in a.models:
@@ -171,14 +200,15 @@ def main():
         if not a.json:
             print(f"# {name}: {parameter_count(make_model(name)):,} parameters (scaletrain: "
                   f"{EXPECTED_PARAMS[name]:,}), global batch {batch}", flush=True)
-        for config in a.configs:
-            r = (run_single(name, batch, a.threads, a.warmup, a.seconds) if config == "single"
-                 else run_ddp(name, batch, a.ranks, a.warmup, a.seconds))
+        formats = [False] if name == "mlp" else [f == "channels_last" for f in a.formats]
+        for config, channels_last in ((c, f) for c in a.configs for f in formats):
+            r = (run_single(name, batch, a.threads, a.warmup, a.seconds, channels_last) if config == "single"
+                 else run_ddp(name, batch, a.ranks, a.warmup, a.seconds, channels_last))
             results.append(r)
             if a.json:
                 print(json.dumps(r), flush=True)
             else:
-                print(f"{name:14s} {r['config']:8s} batch {batch:4d}  {r['images_per_s']:9.1f} img/s  "
+                print(f"{name:14s} {r['config']:10s} batch {batch:4d}  {r['images_per_s']:9.1f} img/s  "
                       f"{r['ms_per_step']:8.2f} ms/step  ({r['steps']} steps)", flush=True)
             if a.out:
                 with open(a.out, "a") as f:
