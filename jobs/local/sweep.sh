@@ -6,10 +6,10 @@
 # usage: jobs/local/sweep.sh [strong|weak] [CONFIG] [STEPS] [SWEEP_DIR] [extra scaletrain options...]
 #   strong: train.batch = SCALETRAIN_BATCH (default 128) at every rank count (global batch fixed)
 #   weak:   train.batch = SCALETRAIN_BATCH (default 64) x ranks (per-rank batch fixed)
-#   CONFIG default jobs/configs/lenet_synthetic.toml, STEPS default 60, SWEEP_DIR default runs/<kind>-sweep-<time>
+#   CONFIG default jobs/configs/lenet_synthetic.toml, STEPS default 400, SWEEP_DIR default runs/<kind>-sweep-<time>
 # Environment: SCALETRAIN_BUILD (build/cpu), SCALETRAIN_BIN, SCALETRAIN_BENCH ("none": no benchmark),
 #   SCALETRAIN_RANKS ("1 2 4"), SCALETRAIN_BATCH, SCALETRAIN_MODEL, SCALETRAIN_THREADS (1),
-#   SCALETRAIN_MPIRUN (mpirun), LOG_EVERY (10), WARMUP_STEPS (10), SCALETRAIN_PYTHON (/usr/bin/python3).
+#   SCALETRAIN_MPIRUN (mpirun), LOG_EVERY (25), WARMUP_STEPS (50), SCALETRAIN_PYTHON (/usr/bin/python3).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source-path=SCRIPTDIR/../slurm source=common.sh
@@ -22,7 +22,7 @@ case "$ST_KIND" in
   *) st_die "the first argument is the sweep kind, strong or weak (got '$ST_KIND')" ;;
 esac
 ST_CONFIG=${2:-$root/jobs/configs/lenet_synthetic.toml}
-ST_STEPS=${3:-60}
+ST_STEPS=${3:-400}
 ST_SWEEP=${4:-$root/runs/$ST_KIND-sweep-$(date +%Y%m%d-%H%M%S)}
 shift $(($# < 4 ? $# : 4))
 ST_ARGS=("$@")
@@ -35,8 +35,8 @@ ST_BENCH_ARGS=${SCALETRAIN_BENCH_ARGS:--b 8 -e 4M -n 10 -w 2}
 ST_BATCH=${SCALETRAIN_BATCH:-$default_batch}
 ST_MODEL=${SCALETRAIN_MODEL:-}
 ST_DATA_PATH=""
-ST_LOG_EVERY=${LOG_EVERY:-10}
-ST_WARMUP=${WARMUP_STEPS:-10}
+ST_LOG_EVERY=${LOG_EVERY:-25}
+ST_WARMUP=${WARMUP_STEPS:-50}
 ST_EPOCHS=1000  # train.max_steps ends every run
 ST_THREADS=${SCALETRAIN_THREADS:-1}
 ST_PYTHON=${SCALETRAIN_PYTHON:-/usr/bin/python3}
