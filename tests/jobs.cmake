@@ -70,7 +70,7 @@ if(TARGET scaletrain)
   add_test(NAME jobs_local_sweep_strong
            COMMAND bash ${_jobs_dir}/local/sweep.sh strong ${_jobs_dir}/configs/lenet_synthetic.toml 50 ${_sweep})
   set_tests_properties(jobs_local_sweep_strong PROPERTIES
-    ENVIRONMENT "SCALETRAIN_BIN=$<TARGET_FILE:scaletrain>;SCALETRAIN_BENCH=${_jobs_bench};SCALETRAIN_MPIRUN=${MPIEXEC_EXECUTABLE} ${MPIEXEC_PREFLAGS};SCALETRAIN_RANKS=1 2 4;SCALETRAIN_BATCH=128;SCALETRAIN_PYTHON=${_jobs_py}"
+    ENVIRONMENT "SCALETRAIN_BIN=$<TARGET_FILE:scaletrain>;SCALETRAIN_BENCH=${_jobs_bench};SCALETRAIN_MPIRUN=${MPIEXEC_EXECUTABLE} ${MPIEXEC_PREFLAGS};SCALETRAIN_RANKS=1 2 4;SCALETRAIN_BATCH=128;LOG_EVERY=10;WARMUP_STEPS=10;SCALETRAIN_PYTHON=${_jobs_py}"
     ENVIRONMENT_MODIFICATION "${_jobs_unslurm}"
     FIXTURES_REQUIRED jobs_local_dir FIXTURES_SETUP jobs_local_strong
     PROCESSORS 2 RUN_SERIAL TRUE TIMEOUT 240)
@@ -78,5 +78,14 @@ if(TARGET scaletrain)
            COMMAND ${_jobs_check} ${_sweep} --kind strong --ranks 1,2,4 --batch 128 --report --phase-check-ranks 1,2)
   set_tests_properties(jobs_local_sweep_clean PROPERTIES FIXTURES_SETUP jobs_local_dir)
   set_tests_properties(jobs_local_sweep_report PROPERTIES FIXTURES_REQUIRED jobs_local_strong TIMEOUT 60)
-  set_tests_properties(jobs_local_sweep_clean jobs_local_sweep_strong jobs_local_sweep_report PROPERTIES LABELS jobs)
+  # A warm-up as long as the run leaves no timed interval: one clear message before anything runs.
+  add_test(NAME jobs_local_sweep_rejects_warmup_past_steps
+           COMMAND bash ${PROJECT_SOURCE_DIR}/tests/expect_failure.sh 30
+                   "WARMUP_STEPS (50) must be smaller than STEPS (50)" --
+                   bash ${_jobs_dir}/local/sweep.sh strong ${_jobs_dir}/configs/lenet_synthetic.toml 50
+                   ${CMAKE_CURRENT_BINARY_DIR}/jobs_local_rejected)
+  set_tests_properties(jobs_local_sweep_rejects_warmup_past_steps PROPERTIES
+    ENVIRONMENT "SCALETRAIN_BIN=$<TARGET_FILE:scaletrain>;SCALETRAIN_MPIRUN=${MPIEXEC_EXECUTABLE};WARMUP_STEPS=50")
+  set_tests_properties(jobs_local_sweep_clean jobs_local_sweep_strong jobs_local_sweep_report
+                       jobs_local_sweep_rejects_warmup_past_steps PROPERTIES LABELS jobs)
 endif()

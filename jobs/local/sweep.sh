@@ -53,6 +53,10 @@ for k in $rank_counts $ST_STEPS $ST_BATCH; do
     st_die "'$k' is not a positive integer (SCALETRAIN_RANKS, STEPS, SCALETRAIN_BATCH)"
   fi
 done
+st_is_uint "$ST_WARMUP" || st_die "WARMUP_STEPS '$ST_WARMUP' is not a non-negative integer"
+if [ "$ST_WARMUP" -ge "$ST_STEPS" ]; then
+  st_die "WARMUP_STEPS ($ST_WARMUP) must be smaller than STEPS ($ST_STEPS): no timed interval would be left"
+fi
 
 ST_RUNS=""
 max_ranks=1
