@@ -41,4 +41,21 @@ if(TARGET scaletrain)
                    --data.synthetic_samples 4096 --train.epochs 2 --run.dir ${CMAKE_CURRENT_BINARY_DIR}/synthetic_run)
   set_tests_properties(app_train_synthetic_2ranks PROPERTIES PROCESSORS 2 LABELS "app;mpi" TIMEOUT 300
     PASS_REGULAR_EXPRESSION "epoch 2 done.*eval loss [0-9.]+ acc (9[0-9]|100)\\.[0-9]+%.*summary: .* samples/s")
+
+  # The opt-in timeline at 2 and 3 ranks, small buckets so that each step has several all-reduces:
+  # every phase of every step on each rank, the buckets on their own track, clocks aligned across ranks.
+  foreach(n 2 3)
+    set(_tl ${CMAKE_CURRENT_BINARY_DIR}/timeline_np${n})
+    add_test(NAME app_timeline_np${n}_run
+             COMMAND ${_mpirun} -np ${n} ${_st} --config ${PROJECT_SOURCE_DIR}/jobs/configs/lenet_synthetic.toml
+                     --data.synthetic_samples 2048 --train.batch 96 --train.epochs 100 --train.max_steps 20
+                     --train.evaluate false --comm.bucket_mb 0.05 --run.timeline true --run.dir ${_tl})
+    add_test(NAME app_timeline_np${n}_check
+             COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/support/check_timeline.py ${_tl} --ranks ${n}
+                     --steps 20)
+    set_tests_properties(app_timeline_np${n}_run PROPERTIES PROCESSORS 2 LABELS "app;mpi" TIMEOUT 300
+                         FIXTURES_SETUP app_timeline_np${n})
+    set_tests_properties(app_timeline_np${n}_check PROPERTIES LABELS app TIMEOUT 60
+                         FIXTURES_REQUIRED app_timeline_np${n})
+  endforeach()
 endif()
