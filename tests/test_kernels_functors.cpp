@@ -139,7 +139,7 @@ TEST(Functors, NormalizeAndAugment) {
   std::vector<uint8_t> x(n * plane), y(n * plane);
   for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<uint8_t>(i % 200 + 1);
   std::vector<float> mean{10.0f, 20.0f}, inv{0.5f, 0.25f}, out(x.size());
-  launch_host("normalize", n * plane, NormalizeU8{x.data(), out.data(), mean.data(), inv.data(), c});
+  launch_host("normalize", n * plane / c, NormalizeU8{x.data(), out.data(), mean.data(), inv.data(), c});
   for (size_t i = 0; i < x.size(); ++i) EXPECT_FLOAT_EQ(out[i], (x[i] - mean[i % 2]) * inv[i % 2]);
   // pad 0, no flip: identity.
   launch_host("augment", n, AugmentCropFlipU8{x.data(), y.data(), h, w, c, 0, false, 1, 2});

@@ -175,7 +175,7 @@ void Trainer::Impl::prepare_input(const data::Batch& b, int64_t step, bool train
                                                     static_cast<uint64_t>(step)});
     src = augmented.data<uint8_t>();
   }
-  kernels::launch_host("normalize_u8", input.numel(),
+  kernels::launch_host("normalize_u8", input.numel() / info.sample_shape.back(),
                        kernels::NormalizeU8{src, input.data<float>(), mean.data<float>(), inv_std.data<float>(),
                                             info.sample_shape.back()});
 }

@@ -8,7 +8,9 @@
 
 namespace scaletrain::kernels {
 
-// i over elements: y = (x - mean[c]) * inv_std[c], mean and std in the units of the stored values.
+// i over pixels (elements / channels): y = (x - mean[c]) * inv_std[c] for each channel c of the
+// pixel, mean and std in the units of the stored values. Indexing by pixel avoids an integer
+// modulo per element, which cost more than the arithmetic (measured on the mlp step).
 struct NormalizeU8 {
   const uint8_t* x;
   float* y;
@@ -16,8 +18,8 @@ struct NormalizeU8 {
   const float* inv_std;
   int64_t channels;
   SCALETRAIN_HOST_DEVICE void operator()(int64_t i) const {
-    const int64_t c = i % channels;
-    y[i] = (static_cast<float>(x[i]) - mean[c]) * inv_std[c];
+    const int64_t base = i * channels;
+    for (int64_t c = 0; c < channels; ++c) y[base + c] = (static_cast<float>(x[base + c]) - mean[c]) * inv_std[c];
   }
 };
 
