@@ -105,13 +105,18 @@ class BackendPool : public ::testing::Test {
   std::unique_ptr<Backend> backend = make_cpu_backend();
 };
 
+// Channel counts that are not a multiple of 16 run the direct max pooling (its compile-time
+// channel counts 1-4, 6, 8 and the generic loop); multiples of 16 run oneDNN.
 TEST_F(BackendPool, MaxTwoByTwoStrideTwo) {
   check_pool(*backend, pool(PoolKind::max, 2, 8, 8, 3, 2, 2, 0));
+  check_pool(*backend, pool(PoolKind::max, 3, 28, 28, 6, 2, 2, 0));
+  check_pool(*backend, pool(PoolKind::max, 2, 10, 10, 8, 2, 2, 0));
   check_pool(*backend, pool(PoolKind::max, 1, 28, 28, 32, 2, 2, 0));
 }
 
 TEST_F(BackendPool, MaxThreeByThreeStrideTwoPadded) {
   check_pool(*backend, pool(PoolKind::max, 2, 7, 7, 10, 3, 2, 1));
+  check_pool(*backend, pool(PoolKind::max, 2, 9, 7, 4, 3, 2, 1));
   check_pool(*backend, pool(PoolKind::max, 3, 8, 9, 16, 3, 2, 1));
 }
 

@@ -1,9 +1,9 @@
 // The CPU backend: one oneDNN engine and stream, OpenMP threads set to the cores this process is
 // bound to (its affinity mask) unless a thread count is given, and the oneDNN op factories.
-#include <cstdlib>
 #include <omp.h>
 #include <sched.h>
 
+#include <cstdlib>
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "scaletrain/backend/backend.hpp"
@@ -77,13 +77,18 @@ class CpuBackend final : public Backend {
     if (onednn_only()) return cpu::make_onednn_inner_product(ctx_, shape);
     return cpu::make_gemm_inner_product(shape);
   }
-  std::unique_ptr<PoolOp> make_pool(const PoolShape& shape) override { return cpu::make_onednn_pool(ctx_, shape); }
+  std::unique_ptr<PoolOp> make_pool(const PoolShape& shape) override {
+    if (shape.kind == PoolKind::max && shape.channels % 16 != 0 && !onednn_only())
+      return cpu::make_direct_max_pool(shape);
+    return cpu::make_onednn_pool(ctx_, shape);
+  }
 
   void synchronize() override { ST_DNNL_CHECK(ctx_->stream.wait()); }
 
  private:
-  // SCALETRAIN_CPU_ONEDNN_ONLY=1 runs inner products and pointwise convolutions on oneDNN's
-  // primitives instead of sgemm on plain layouts (for comparisons; see perf/README.md).
+  // SCALETRAIN_CPU_ONEDNN_ONLY=1 runs inner products, pointwise convolutions and max pooling on
+  // oneDNN's primitives instead of sgemm on plain layouts and the direct max pooling of channel
+  // counts that are not a multiple of 16 (for comparisons; see perf/README.md).
   static bool onednn_only() {
     const char* v = std::getenv("SCALETRAIN_CPU_ONEDNN_ONLY");
     return v && std::string(v) == "1";

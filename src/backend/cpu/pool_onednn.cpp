@@ -7,14 +7,8 @@
 #include "scaletrain/core/check_dnnl.hpp"
 
 namespace scaletrain::cpu {
-namespace {
 
-using dnnl::memory;
-using tag = memory::format_tag;
-using dt = memory::data_type;
-using Args = std::unordered_map<int, memory>;
-
-void validate(const PoolShape& s) {
+void validate_pool_shape(const PoolShape& s) {
   ST_CHECK(s.batch > 0 && s.channels > 0 && s.in_h > 0 && s.in_w > 0 && s.kernel_h > 0 && s.kernel_w > 0 &&
                s.stride_h > 0 && s.stride_w > 0,
            "invalid pooling ", s.to_string(), ": batch, sizes, channels, kernel and stride must be positive");
@@ -26,10 +20,17 @@ void validate(const PoolShape& s) {
            "invalid pooling ", s.to_string(), ": the kernel is larger than the padded input");
 }
 
+namespace {
+
+using dnnl::memory;
+using tag = memory::format_tag;
+using dt = memory::data_type;
+using Args = std::unordered_map<int, memory>;
+
 class OneDnnPool final : public PoolOp {
  public:
   OneDnnPool(OneDnnContextPtr ctx, const PoolShape& s) : ctx_(std::move(ctx)), s_(s) {
-    validate(s);
+    validate_pool_shape(s);
     try {
       build();
     } catch (const dnnl::error& e) {
