@@ -155,6 +155,23 @@ TEST_F(BackendPool, MaxIgnoresPadding) {
   for (float v : y) EXPECT_FLOAT_EQ(v, -5.f);
 }
 
+// An evaluation forward between a training forward and its backward (the trainer never does it, a
+// user's loop may) leaves backward routing dy through the training input's maxima.
+TEST_F(BackendPool, InferenceForwardKeepsTheTrainingArgmax) {
+  for (int64_t c : {6, 16}) {
+    const PoolShape s = pool(PoolKind::max, 2, 8, 8, c, 2, 2, 0);
+    SCOPED_TRACE(s.to_string());
+    auto op = backend->make_pool(s);
+    const size_t nx = 2 * 8 * 8 * c, ny = 2 * 4 * 4 * c;
+    const Vec x_train = random_vec(nx, 5), x_eval = random_vec(nx, 6), dy = random_vec(ny, 7);
+    Vec y(ny), dx(nx);
+    op->forward(x_train.data(), y.data(), /*training=*/true);
+    op->forward(x_eval.data(), y.data(), /*training=*/false);
+    op->backward(dy.data(), dx.data());
+    expect_close(dx, PoolReference(s, x_train, dy).dx, "backward after an inference forward");
+  }
+}
+
 TEST_F(BackendPool, MaxBackwardBeforeTrainingForwardThrows) {
   const PoolShape s = pool(PoolKind::max, 1, 4, 4, 2, 2, 2, 0);
   auto op = backend->make_pool(s);

@@ -23,7 +23,8 @@ class DirectMaxPool final : public PoolOp {
   }
 
   void forward(const float* x, float* y, bool training) override {
-    run(x, y);
+    // Inference leaves the argmax of the last training forward in place, as oneDNN's workspace.
+    run(x, y, training ? argmax_.data() : nullptr);
     have_argmax_ = have_argmax_ || training;
   }
 
@@ -43,13 +44,12 @@ class DirectMaxPool final : public PoolOp {
  private:
   // For each output pixel the window is scanned with the running maxima of its kC channels in
   // registers (kC known at compile time for the small channel counts this op serves, 0 for any
-  // other); only in-bounds cells take part, so padding is never the maximum. Inference runs the
-  // same loop (the argmax costs one store per output).
+  // other); only in-bounds cells take part, so padding is never the maximum. argmax is null for
+  // inference.
   template <int kC>
-  void run_c(const float* x, float* y) {
+  void run_c(const float* x, float* y, int32_t* argmax) {
     const int64_t H = s_.in_h, W = s_.in_w, OH = s_.out_h(), OW = s_.out_w();
     const int64_t C = kC > 0 ? kC : s_.channels;
-    int32_t* argmax = argmax_.data();
 #pragma omp parallel for schedule(static)
     for (int64_t n = 0; n < s_.batch; ++n) {
       const float* xn = x + n * H * W * C;
@@ -80,7 +80,7 @@ class DirectMaxPool final : public PoolOp {
               }
             for (int c = 0; c < kC; ++c) {
               y[o + c] = best[c];
-              argmax[o + c] = best_i[c];
+              if (argmax) argmax[o + c] = best_i[c];
             }
           } else {
             for (int64_t c = 0; c < C; ++c) {
@@ -94,7 +94,7 @@ class DirectMaxPool final : public PoolOp {
                   best_i = greater ? i : best_i;
                 }
               y[o + c] = best;
-              argmax[o + c] = static_cast<int32_t>(best_i);
+              if (argmax) argmax[o + c] = static_cast<int32_t>(best_i);
             }
           }
         }
@@ -102,22 +102,22 @@ class DirectMaxPool final : public PoolOp {
     }
   }
 
-  void run(const float* x, float* y) {
+  void run(const float* x, float* y, int32_t* argmax) {
     switch (s_.channels) {
       case 1:
-        return run_c<1>(x, y);
+        return run_c<1>(x, y, argmax);
       case 2:
-        return run_c<2>(x, y);
+        return run_c<2>(x, y, argmax);
       case 3:
-        return run_c<3>(x, y);
+        return run_c<3>(x, y, argmax);
       case 4:
-        return run_c<4>(x, y);
+        return run_c<4>(x, y, argmax);
       case 6:
-        return run_c<6>(x, y);
+        return run_c<6>(x, y, argmax);
       case 8:
-        return run_c<8>(x, y);
+        return run_c<8>(x, y, argmax);
       default:
-        return run_c<0>(x, y);
+        return run_c<0>(x, y, argmax);
     }
   }
 
