@@ -42,14 +42,13 @@ class DirectMaxPool final : public PoolOp {
   }
 
  private:
-  // For each output pixel the window is scanned with the running maxima of its kC channels in
-  // registers (kC known at compile time for the small channel counts this op serves, 0 for any
+  // For each output pixel the window is scanned in blocks of kB channels whose running maxima stay
+  // in registers (kB = the channel count for the small counts this op is tuned for, 1 for any
   // other); only in-bounds cells take part, so padding is never the maximum. argmax is null for
   // inference.
-  template <int kC>
-  void run_c(const float* x, float* y, int32_t* argmax) {
-    const int64_t H = s_.in_h, W = s_.in_w, OH = s_.out_h(), OW = s_.out_w();
-    const int64_t C = kC > 0 ? kC : s_.channels;
+  template <int kB>
+  void run_blocks(const float* x, float* y, int32_t* argmax) {
+    const int64_t H = s_.in_h, W = s_.in_w, C = s_.channels, OH = s_.out_h(), OW = s_.out_w();
 #pragma omp parallel for schedule(static)
     for (int64_t n = 0; n < s_.batch; ++n) {
       const float* xn = x + n * H * W * C;
@@ -60,41 +59,27 @@ class DirectMaxPool final : public PoolOp {
           const int64_t w0 = std::max<int64_t>(ow * s_.stride_w - s_.pad_left, 0);
           const int64_t w1 = std::min<int64_t>(ow * s_.stride_w - s_.pad_left + s_.kernel_w, W);
           const int64_t o = ((n * OH + oh) * OW + ow) * C;
-          if constexpr (kC > 0) {
-            float best[kC];
-            int32_t best_i[kC];
-            const int32_t first = static_cast<int32_t>((h0 * W + w0) * kC);
-            for (int c = 0; c < kC; ++c) {
+          for (int64_t c0 = 0; c0 < C; c0 += kB) {
+            float best[kB];
+            int32_t best_i[kB];
+            const int32_t first = static_cast<int32_t>((h0 * W + w0) * C + c0);
+            for (int c = 0; c < kB; ++c) {
               best[c] = xn[first + c];
               best_i[c] = first + c;
             }
             for (int64_t h = h0; h < h1; ++h)
               for (int64_t w = w0; w < w1; ++w) {
-                const int32_t base = static_cast<int32_t>((h * W + w) * kC);
-                for (int c = 0; c < kC; ++c) {  // selects, not branches: random data mispredicts
+                const int32_t base = static_cast<int32_t>((h * W + w) * C + c0);
+                for (int c = 0; c < kB; ++c) {  // selects, not branches: random data mispredicts
                   const float v = xn[base + c];
                   const bool greater = v > best[c];
                   best[c] = greater ? v : best[c];
                   best_i[c] = greater ? base + c : best_i[c];
                 }
               }
-            for (int c = 0; c < kC; ++c) {
-              y[o + c] = best[c];
-              if (argmax) argmax[o + c] = best_i[c];
-            }
-          } else {
-            for (int64_t c = 0; c < C; ++c) {
-              int64_t best_i = (h0 * W + w0) * C + c;
-              float best = xn[best_i];
-              for (int64_t h = h0; h < h1; ++h)
-                for (int64_t w = w0; w < w1; ++w) {
-                  const int64_t i = (h * W + w) * C + c;
-                  const bool greater = xn[i] > best;
-                  best = greater ? xn[i] : best;
-                  best_i = greater ? i : best_i;
-                }
-              y[o + c] = best;
-              if (argmax) argmax[o + c] = static_cast<int32_t>(best_i);
+            for (int c = 0; c < kB; ++c) {
+              y[o + c0 + c] = best[c];
+              if (argmax) argmax[o + c0 + c] = best_i[c];
             }
           }
         }
@@ -104,20 +89,18 @@ class DirectMaxPool final : public PoolOp {
 
   void run(const float* x, float* y, int32_t* argmax) {
     switch (s_.channels) {
-      case 1:
-        return run_c<1>(x, y, argmax);
       case 2:
-        return run_c<2>(x, y, argmax);
+        return run_blocks<2>(x, y, argmax);
       case 3:
-        return run_c<3>(x, y, argmax);
+        return run_blocks<3>(x, y, argmax);
       case 4:
-        return run_c<4>(x, y, argmax);
+        return run_blocks<4>(x, y, argmax);
       case 6:
-        return run_c<6>(x, y, argmax);
+        return run_blocks<6>(x, y, argmax);
       case 8:
-        return run_c<8>(x, y, argmax);
+        return run_blocks<8>(x, y, argmax);
       default:
-        return run_c<0>(x, y, argmax);
+        return run_blocks<1>(x, y, argmax);
     }
   }
 
