@@ -109,7 +109,7 @@ int main(int argc, char** argv) {
       data::LoaderOptions o;
       o.path = file;
       o.batch = batch;
-      o.mode = mode;
+      o.mode = data::parse_loader_mode(mode);
       const Stopwatch open_clock;
       data::DataLoader l(o, 0, 1);
       const double load_s = open_clock.seconds();

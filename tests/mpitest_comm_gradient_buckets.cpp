@@ -1,6 +1,7 @@
 // GradientBuckets at any rank count: bucket layout (one bucket, many, uneven, oversize parameter),
-// the global mean after wait_all() in both progress modes, rank-dependent ready order, repeated
-// steps, statistics, and the errors a training loop can make.
+// the global mean after wait_all() in both progress modes on the cpu backend and on the simulated
+// device (with random delays, so a bucket reduced before its gradients are written is caught),
+// rank-dependent ready order, repeated steps, statistics, and the errors a training loop can make.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -9,6 +10,7 @@
 #include <random>
 #include <vector>
 
+#include "scaletrain/backend/backend.hpp"
 #include "scaletrain/comm/gradient_buckets.hpp"
 #include "scaletrain/comm/mpi_communicator.hpp"
 #include "scaletrain/core/error.hpp"
@@ -47,9 +49,32 @@ struct Case {
   int64_t expected_buckets;
 };
 
-class BucketsTest : public ::testing::TestWithParam<std::string> {
+// A host vector seen as a cpu tensor (the tests below that need no device).
+Tensor host_view(std::vector<float>& v) {
+  return Tensor::adopt(v.data(), v.size() * sizeof(float), {static_cast<int64_t>(v.size())}, DType::f32, Device::cpu,
+                       "test.gradients", nullptr);
+}
+
+Backend& cpu() {
+  static std::unique_ptr<Backend> b = make_cpu_backend(1);
+  return *b;
+}
+
+struct Mode {
+  std::string progress, device;
+};
+
+class BucketsTest : public ::testing::TestWithParam<Mode> {
  protected:
-  void SetUp() override { comm_ = comm::make_mpi_communicator(MPI_COMM_WORLD); }
+  void SetUp() override {
+    comm_ = comm::make_mpi_communicator(MPI_COMM_WORLD);
+    BackendOptions o;
+    o.kind = parse_device_kind(GetParam().device);
+    o.threads = 1;
+    o.sim_max_delay_us = 300;  // the gradients arrive late: the all-reduce must wait for them
+    o.sim_delay_seed = static_cast<uint64_t>(comm_->rank()) + 1;
+    backend_ = make_backend(o);
+  }
 
   // Runs `steps` steps, marking slices ready in a rank-dependent random order (polling between
   // marks, as the training loop does between layers), and checks every element after each step.
@@ -57,21 +82,33 @@ class BucketsTest : public ::testing::TestWithParam<std::string> {
     const auto slices = layout(c.counts);
     const int64_t total = std::accumulate(c.counts.begin(), c.counts.end(), int64_t{0});
     std::vector<float> grads(static_cast<size_t>(kPrefix + total + 2), kSentinel);
-    GradientBuckets buckets(*comm_, grads.data(), slices, c.bucket_bytes, GetParam());
+    Tensor host = Tensor(Shape{static_cast<int64_t>(grads.size())}, DType::f32, "test.gradients.host");
+    std::copy(grads.begin(), grads.end(), host.data<float>());
+    Tensor device = backend_->empty(host.shape(), DType::f32, "test.gradients");
+    Stream& compute = backend_->compute_stream();
+    backend_->copy_async(compute, device, host);
+    compute.synchronize();
+    GradientBuckets buckets(*comm_, *backend_, device, slices, c.bucket_bytes,
+                            comm::parse_comm_progress(GetParam().progress));
     ASSERT_EQ(buckets.bucket_count(), c.expected_buckets);
     const int n = comm_->size(), r = comm_->rank();
     std::mt19937 rng(1234u + static_cast<unsigned>(r));
     std::vector<size_t> order(slices.size());
     for (int step = 0; step < steps; ++step) {
-      for (int64_t i = 0; i < total; ++i) grads[static_cast<size_t>(kPrefix + i)] = contribution(r, i, step);
+      for (int64_t i = 0; i < total; ++i) host.data<float>()[kPrefix + i] = contribution(r, i, step);
       std::iota(order.begin(), order.end(), size_t{0});
       std::shuffle(order.begin(), order.end(), rng);
       buckets.begin_step();
       for (size_t s : order) {
+        // "Backward" writes this gradient on the compute stream, then marks it ready.
+        const GradientSlice& sl = slices[s];
+        backend_->copy_async(compute, device.view(sl.offset, {sl.count}), host.view(sl.offset, {sl.count}));
         buckets.mark_ready(s);
         buckets.poll();
       }
       buckets.wait_all();
+      const Tensor result = backend_->download(device);
+      std::copy(result.data<float>(), result.data<float>() + result.numel(), grads.begin());
       int64_t wrong = 0, first_wrong = -1;
       for (int64_t i = 0; i < total; ++i)
         if (grads[static_cast<size_t>(kPrefix + i)] != expected_mean(n, i, step)) {
@@ -96,6 +133,7 @@ class BucketsTest : public ::testing::TestWithParam<std::string> {
   }
 
   std::unique_ptr<comm::Communicator> comm_;
+  std::unique_ptr<Backend> backend_;
 };
 
 // A resnet-like mix of sizes (elements) that divides into no bucket size used here.
@@ -117,14 +155,17 @@ TEST_P(BucketsTest, ParameterLargerThanABucketGetsItsOwn) { run({{2, 300000, 2, 
 
 TEST_P(BucketsTest, SingleParameter) { run({{(1 << 20) + 1}, 25 * 1024 * 1024, 1}, 2); }
 
-INSTANTIATE_TEST_SUITE_P(Progress, BucketsTest, ::testing::Values("thread", "test"),
-                         [](const auto& info) { return info.param; });
+INSTANTIATE_TEST_SUITE_P(Progress, BucketsTest,
+                         ::testing::Values(Mode{"thread", "cpu"}, Mode{"test", "cpu"}, Mode{"thread", "sim"},
+                                           Mode{"test", "sim"}),
+                         [](const auto& info) { return info.param.progress + "_" + info.param.device; });
 
 TEST(GradientBuckets, LayoutFollowsBucketBytes) {
   auto c = comm::make_mpi_communicator(MPI_COMM_WORLD);
   std::vector<float> g(100);
   // 4-byte floats; bucket of 40 bytes = 10 elements: {4, 6} | {5, 5} | {11} | {1}
-  GradientBuckets b(*c, g.data(), {{0, 4}, {4, 6}, {10, 5}, {15, 5}, {20, 11}, {31, 1}}, 40, "test");
+  GradientBuckets b(*c, cpu(), host_view(g), {{0, 4}, {4, 6}, {10, 5}, {15, 5}, {20, 11}, {31, 1}}, 40,
+                    comm::CommProgress::test);
   ASSERT_EQ(b.bucket_count(), 4);
   EXPECT_EQ(b.bucket_offset(0), 0);
   EXPECT_EQ(b.bucket_elements(0), 10);
@@ -147,19 +188,21 @@ TEST(GradientBuckets, RejectsBadConfigurationWithClearMessages) {
     }
     return std::string("(no error)");
   };
-  EXPECT_NE(message([&] { GradientBuckets b(*c, g.data(), {{0, 4}, {5, 6}}, 1024, "test"); }).find("contiguous"),
+  const auto test = comm::CommProgress::test;
+  EXPECT_NE(message([&] { GradientBuckets b(*c, cpu(), host_view(g), {{0, 4}, {5, 6}}, 1024, test); }).find("contiguous"),
             std::string::npos);
-  EXPECT_NE(message([&] { GradientBuckets b(*c, g.data(), {{0, 4}}, 1024, "mpi_test"); }).find("'mpi_test'"),
+  EXPECT_NE(message([&] { comm::parse_comm_progress("mpi_test"); }).find("'mpi_test'"), std::string::npos);
+  EXPECT_NE(message([&] { GradientBuckets b(*c, cpu(), host_view(g), {{0, 4}}, 0, test); }).find("bucket_bytes"),
             std::string::npos);
-  EXPECT_NE(message([&] { GradientBuckets b(*c, g.data(), {{0, 4}}, 0, "test"); }).find("bucket_bytes"),
+  EXPECT_NE(message([&] { GradientBuckets b(*c, cpu(), host_view(g), {{0, 4}, {4, 200}}, 1024, test); }).find("past the"),
             std::string::npos);
 }
 
 TEST(GradientBuckets, MisuseWithinAStepIsReported) {
   auto c = comm::make_mpi_communicator(MPI_COMM_WORLD);
-  for (const char* mode : {"thread", "test"}) {
+  for (const auto mode : {comm::CommProgress::thread, comm::CommProgress::test}) {
     std::vector<float> g(10, 1.0f);
-    GradientBuckets b(*c, g.data(), {{0, 4}, {4, 6}}, 1024, mode);
+    GradientBuckets b(*c, cpu(), host_view(g), {{0, 4}, {4, 6}}, 1024, mode);
     EXPECT_THROW(b.mark_ready(0), Error) << "mark_ready before begin_step";
     b.begin_step();
     b.mark_ready(1);

@@ -94,7 +94,7 @@ TEST_P(Sharding, EverySampleOncePerEpochDropRemainder) {
   data::LoaderOptions o;
   o.path = path;
   o.batch = 8;
-  o.mode = GetParam();
+  o.mode = data::parse_loader_mode(GetParam());
   o.prefetch = 3;
   o.shuffle_buffer = 50;
   data::DataLoader l(o, world_rank(), world_size());
@@ -119,7 +119,7 @@ TEST_P(Sharding, PaddedEpochCoversEverySample) {
   data::LoaderOptions o;
   o.path = path;
   o.batch = 16;
-  o.mode = GetParam();
+  o.mode = data::parse_loader_mode(GetParam());
   o.drop_remainder = false;
   data::DataLoader l(o, world_rank(), world_size());
   const int64_t global = 16 * world_size();
@@ -157,7 +157,7 @@ TEST_P(Sharding, SameSeedSameOrderNewEpochNewOrder) {
   data::LoaderOptions o;
   o.path = path;
   o.batch = 4;
-  o.mode = GetParam();
+  o.mode = data::parse_loader_mode(GetParam());
   data::DataLoader a(o, world_rank(), world_size()), b(o, world_rank(), world_size());
   const auto a0 = epoch_indices(a, 0, f), b0 = epoch_indices(b, 0, f), a1 = epoch_indices(a, 1, f);
   EXPECT_EQ(a0, b0) << "same seed and epoch must give the same order";

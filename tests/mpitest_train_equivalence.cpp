@@ -1,7 +1,8 @@
 // The central test of synchronous data parallelism: with the same seed, W ranks with per-rank batch
 // B/W end with the same weights as 1 rank with batch B (up to float summation order), here after
 // several SGD-momentum steps of lenet on a real HDF5 file, with tiny gradient buckets so that many
-// all-reduces overlap backward, in both progress modes. Passes at any rank count dividing B.
+// all-reduces overlap backward, in both progress modes, on the cpu and the simulated device, and
+// with augmentation and dropout on. Passes at any rank count dividing B.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -25,9 +26,16 @@ std::string shared_temp_dir(comm::Communicator& comm) {
   return buf;
 }
 
-train::RunConfig small_run(const std::string& dir, const std::string& progress) {
+struct Case {
+  std::string device, progress, model;
+  bool augment;
+};
+
+train::RunConfig small_run(const std::string& dir, const Case& k) {
   train::RunConfig c;
-  c.model = "lenet";
+  c.model = k.model;
+  c.augment = k.augment;
+  c.device = parse_device_kind(k.device);
   c.data_path = "synthetic";
   c.synthetic_samples = 480;
   c.run_dir = dir;
@@ -40,7 +48,7 @@ train::RunConfig small_run(const std::string& dir, const std::string& progress) 
   c.momentum = 0.9;
   c.weight_decay = 1e-4;
   c.bucket_mb = 0.004;  // ~4 KB buckets: lenet's 61,706 parameters in many buckets
-  c.progress = progress;
+  c.progress = comm::parse_comm_progress(k.progress);
   c.threads = 1;
   return c;
 }
@@ -60,7 +68,9 @@ void expect_same_weights(const Tensor& a, const Tensor& b) {
   EXPECT_LE(worst, 1.0) << "parameter " << where << ": " << a.data<float>()[where] << " vs " << b.data<float>()[where];
 }
 
-class Equivalence : public ::testing::TestWithParam<std::string> {};
+Tensor weights(train::Trainer& t) { return t.backend().download(t.model().flat_parameters()); }
+
+class Equivalence : public ::testing::TestWithParam<Case> {};
 
 TEST_P(Equivalence, WRanksMatchOneRankWithTheSameGlobalBatch) {
   auto world = comm::make_mpi_communicator(MPI_COMM_WORLD);
@@ -72,14 +82,14 @@ TEST_P(Equivalence, WRanksMatchOneRankWithTheSameGlobalBatch) {
   EXPECT_EQ(distributed.per_rank_batch(), 60 / world->size());
   const train::TrainResult r = distributed.run();
   EXPECT_EQ(r.steps, 6);
-  const Tensor w_dist = distributed.model().flat_parameters().clone();
+  const Tensor w_dist = weights(distributed);
 
   // The reference: one rank with the whole global batch (every rank computes it on its own).
   auto self = comm::make_mpi_communicator(MPI_COMM_SELF);
   train::Trainer single(cfg, *self);
   EXPECT_EQ(single.per_rank_batch(), 60);
   single.run();
-  expect_same_weights(w_dist, single.model().flat_parameters());
+  expect_same_weights(w_dist, weights(single));
 
   // And training really moved the weights away from the initialization.
   train::RunConfig zero = cfg;
@@ -87,16 +97,25 @@ TEST_P(Equivalence, WRanksMatchOneRankWithTheSameGlobalBatch) {
   zero.lr = 1e-12;
   train::Trainer fresh(zero, *self);
   fresh.run();
+  const Tensor w_fresh = weights(fresh);
   double moved = 0;
   for (int64_t i = 0; i < w_dist.numel(); ++i)
-    moved = std::max(moved, std::fabs(static_cast<double>(w_dist.data<float>()[i]) -
-                                      fresh.model().flat_parameters().data<float>()[i]));
+    moved = std::max(moved, std::fabs(static_cast<double>(w_dist.data<float>()[i]) - w_fresh.data<float>()[i]));
   EXPECT_GT(moved, 1e-3);
 
   world->barrier();
   if (world->rank() == 0) std::filesystem::remove_all(dir);
 }
 
-INSTANTIATE_TEST_SUITE_P(Progress, Equivalence, ::testing::Values("thread", "test"));
+// Augmentation and dropout draw from (seed, step, global sample index): N ranks still equal 1 rank.
+INSTANTIATE_TEST_SUITE_P(Runs, Equivalence,
+                         ::testing::Values(Case{"cpu", "thread", "lenet", false}, Case{"cpu", "test", "lenet", false},
+                                           Case{"cpu", "test", "lenet_dropout", true},
+                                           Case{"sim", "test", "lenet_dropout", true},
+                                           Case{"sim", "thread", "lenet", false}),
+                         [](const auto& info) {
+                           const Case& k = info.param;
+                           return k.device + "_" + k.progress + "_" + k.model + (k.augment ? "_augment" : "");
+                         });
 
 }  // namespace

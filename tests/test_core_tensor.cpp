@@ -48,7 +48,9 @@ TEST(Tensor, ReshapeChecksElementCount) {
 TEST(DType, ParseAndSizes) {
   EXPECT_EQ(parse_dtype("bfloat16"), DType::bf16);
   EXPECT_EQ(dtype_size(DType::f16), 2u);
-  EXPECT_THROW(parse_dtype("float64"), Error);
+  EXPECT_EQ(parse_dtype("float64"), DType::f64);
+  EXPECT_EQ(dtype_size(DType::i64), 8u);
+  EXPECT_THROW(parse_dtype("float128"), Error);
 }
 
 TEST(Half, Bf16RoundsToNearestEven) {

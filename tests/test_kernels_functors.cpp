@@ -67,8 +67,11 @@ TEST(Functors, DropoutKeepsTheRightFractionAndIsReproducible) {
   const int64_t n = 200000;
   std::vector<float> x(n, 1.0f), y(n), y2(n), dx(n);
   std::vector<uint8_t> m(n), m2(n);
-  launch_host("dropout", n, DropoutForward{x.data(), y.data(), m.data(), 0.3f, 7, 11});
-  launch_host("dropout", n, DropoutForward{x.data(), y2.data(), m2.data(), 0.3f, 7, 11});
+  const int64_t per = 1000, rows = n / per;
+  std::vector<int64_t> idx(static_cast<size_t>(rows));
+  for (int64_t r = 0; r < rows; ++r) idx[static_cast<size_t>(r)] = 5000 + r;
+  launch_host("dropout", n, DropoutForward{x.data(), y.data(), m.data(), 0.3f, 7, 11, idx.data(), per});
+  launch_host("dropout", n, DropoutForward{x.data(), y2.data(), m2.data(), 0.3f, 7, 11, idx.data(), per});
   EXPECT_EQ(m, m2) << "same seed and step must give the same mask";
   int64_t kept = 0;
   for (int64_t i = 0; i < n; ++i) {
@@ -76,8 +79,14 @@ TEST(Functors, DropoutKeepsTheRightFractionAndIsReproducible) {
     EXPECT_FLOAT_EQ(y[static_cast<size_t>(i)], m[static_cast<size_t>(i)] ? 1.0f / 0.7f : 0.0f);
   }
   EXPECT_NEAR(static_cast<double>(kept) / n, 0.7, 0.005);  // 5 sigma of a binomial at n = 2e5
-  launch_host("dropout", n, DropoutForward{x.data(), y2.data(), m2.data(), 0.3f, 7, 12});
+  launch_host("dropout", n, DropoutForward{x.data(), y2.data(), m2.data(), 0.3f, 7, 12, idx.data(), per});
   EXPECT_NE(m, m2) << "another step must draw another mask";
+  // The mask belongs to the sample, not to the row: rows in reverse order get the same masks.
+  std::vector<int64_t> rev(idx.rbegin(), idx.rend());
+  launch_host("dropout", n, DropoutForward{x.data(), y2.data(), m2.data(), 0.3f, 7, 11, rev.data(), per});
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < per; ++j)
+      ASSERT_EQ(m[static_cast<size_t>(r * per + j)], m2[static_cast<size_t>((rows - 1 - r) * per + j)]) << "row " << r;
   std::vector<float> dy(n, 3.0f);
   launch_host("dropout_bwd", n, DropoutBackward{dy.data(), m.data(), dx.data(), 1.0f / 0.7f});
   for (int64_t i = 0; i < n; i += 997) EXPECT_FLOAT_EQ(dx[static_cast<size_t>(i)], m[static_cast<size_t>(i)] ? 3.0f / 0.7f : 0.0f);
@@ -142,10 +151,12 @@ TEST(Functors, NormalizeAndAugment) {
   launch_host("normalize", n * plane / c, NormalizeU8{x.data(), out.data(), mean.data(), inv.data(), c});
   for (size_t i = 0; i < x.size(); ++i) EXPECT_FLOAT_EQ(out[i], (x[i] - mean[i % 2]) * inv[i % 2]);
   // pad 0, no flip: identity.
-  launch_host("augment", n, AugmentCropFlipU8{x.data(), y.data(), h, w, c, 0, false, 1, 2});
+  std::vector<int64_t> idx(n);
+  for (int64_t s = 0; s < n; ++s) idx[static_cast<size_t>(s)] = 100 + 7 * s;
+  launch_host("augment", n, AugmentCropFlipU8{x.data(), y.data(), h, w, c, 0, false, 1, 2, idx.data()});
   EXPECT_EQ(x, y);
   // pad 0 with flip: each sample identical or mirrored, both seen.
-  launch_host("augment", n, AugmentCropFlipU8{x.data(), y.data(), h, w, c, 0, true, 1, 2});
+  launch_host("augment", n, AugmentCropFlipU8{x.data(), y.data(), h, w, c, 0, true, 1, 2, idx.data()});
   int mirrored = 0;
   for (int64_t s = 0; s < n; ++s) {
     bool same = true, mirror = true;
@@ -162,7 +173,7 @@ TEST(Functors, NormalizeAndAugment) {
   EXPECT_GT(mirrored, 0);
   EXPECT_LT(mirrored, n);
   // pad 2: every output pixel is zero padding or some input pixel of the same sample and channel.
-  launch_host("augment", n, AugmentCropFlipU8{x.data(), y.data(), h, w, c, 2, false, 3, 4});
+  launch_host("augment", n, AugmentCropFlipU8{x.data(), y.data(), h, w, c, 2, false, 3, 4, idx.data()});
   for (int64_t i = 0; i < n * plane; ++i) {
     const uint8_t v = y[static_cast<size_t>(i)];
     if (v == 0) continue;

@@ -65,7 +65,7 @@ TEST_P(GradCheck, BackwardMatchesFiniteDifferences) {
   const Case& c = GetParam();
   std::mt19937 rng(42);
   LayerHarness h(c.make(), c.in, c.batch);
-  h.layer().set_random_state(7, 3);
+  h.layer().set_random_state(7, 3, Tensor());
   Shape xs{c.batch};
   xs.insert(xs.end(), c.in.begin(), c.in.end());
   Tensor x(xs);
@@ -120,9 +120,10 @@ TEST(GradCheckLoss, SoftmaxCrossEntropyMatchesFiniteDifferences) {
   fill_normal(logits, rng, 2.0f);
   Tensor labels({n}, DType::i32);
   for (int64_t i = 0; i < n; ++i) labels.data<int32_t>()[i] = static_cast<int32_t>((i * 5) % k);
+  const std::unique_ptr<Backend> backend = make_cpu_backend();
   nn::SoftmaxCrossEntropy loss;
-  loss.build(n, k);
-  auto mean_loss = [&] { return loss.forward(logits, labels).mean_loss(); };
+  loss.build(*backend, n, k);
+  auto mean_loss = [&] { return loss.forward_and_read(logits, labels).mean_loss(); };
   mean_loss();
   const Tensor d = loss.backward(1.0f / n).clone();
   check_coordinates("dlogits", logits.data<float>(), d.data<float>(), logits.numel(), mean_loss, 1e-2, rng);

@@ -97,17 +97,19 @@ TEST(PyTorchReferenceLoss, SoftmaxCrossEntropyMatches) {
   const Tensor logits = f.dataset("softmax_cross_entropy/logits");
   const Tensor labels = f.dataset("softmax_cross_entropy/labels", DType::i32);
   const Tensor dref = f.dataset("softmax_cross_entropy/dlogits");
+  const std::unique_ptr<Backend> backend = make_cpu_backend();
   nn::SoftmaxCrossEntropy loss;
-  loss.build(logits.dim(0), logits.dim(1));
-  const nn::LossResult r = loss.forward(logits, labels);
+  loss.build(*backend, logits.dim(0), logits.dim(1));
+  const nn::LossResult r = loss.forward_and_read(logits, labels);
   EXPECT_NEAR(r.mean_loss(), f.scalar_double("softmax_cross_entropy/loss"), 1e-5);
   const Tensor& d = loss.backward(1.0f / static_cast<float>(logits.dim(0)));
   EXPECT_TRUE(tensors_close(d.data<float>(), dref.data<float>(), d.numel(), 1e-4, 1e-6));
 }
 
 TEST(PyTorchReferenceLoss, LabelOutOfRangeIsAClearError) {
+  const std::unique_ptr<Backend> backend = make_cpu_backend();
   nn::SoftmaxCrossEntropy loss;
-  loss.build(2, 10);
+  loss.build(*backend, 2, 10);
   Tensor logits = Tensor::zeros({2, 10});
   Tensor labels({2}, DType::i32);
   labels.data<int32_t>()[0] = 3;

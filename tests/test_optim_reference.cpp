@@ -15,6 +15,11 @@ using scaletrain::testing::ReferenceFile;
 
 namespace {
 
+Backend* cpu_backend() {
+  static std::unique_ptr<Backend> b = make_cpu_backend(1);
+  return b.get();
+}
+
 const std::string kFile = std::string(SCALETRAIN_TEST_DATA_DIR) + "/optim_reference.h5";
 
 class OptimizerReference : public ::testing::TestWithParam<std::string> {};
@@ -32,14 +37,14 @@ TEST_P(OptimizerReference, TrajectoryMatchesTorch) {
     o.dampening = static_cast<float>(f.attr_double(g, "dampening"));
     o.weight_decay = static_cast<float>(f.attr_double(g, "weight_decay"));
     o.nesterov = f.attr_int(g, "nesterov") != 0;
-    opt = optim::make_sgd(o);
+    opt = optim::make_sgd(o, *cpu_backend());
   } else {
     optim::AdamWOptions o;
     o.beta1 = static_cast<float>(f.attr_double(g, "beta1"));
     o.beta2 = static_cast<float>(f.attr_double(g, "beta2"));
     o.eps = static_cast<float>(f.attr_double(g, "eps"));
     o.weight_decay = static_cast<float>(f.attr_double(g, "weight_decay"));
-    opt = optim::make_adamw(o);
+    opt = optim::make_adamw(o, *cpu_backend());
   }
   Tensor p = p0.clone();
   for (int64_t s = 0; s < steps; ++s) {
@@ -67,7 +72,7 @@ TEST_P(ScheduleReference, RatesMatchTorch) {
   const std::string kind = GetParam().find("cosine") != std::string::npos ? "cosine"
                            : GetParam().find("step") != std::string::npos ? "step"
                                                                            : "constant";
-  o.kind = kind;
+  o.kind = optim::parse_lr_schedule_kind(kind);
   o.base_lr = static_cast<float>(f.attr_double(g, "base"));
   o.warmup_steps = f.attr_int(g, "warmup");
   if (o.warmup_steps > 0) o.warmup_start_factor = static_cast<float>(f.attr_double(g, "start_factor"));
@@ -93,17 +98,15 @@ INSTANTIATE_TEST_SUITE_P(Torch, ScheduleReference,
 TEST(Optimizer, BadOptionsAreClearErrors) {
   optim::SgdOptions s;
   s.momentum = -1;
-  EXPECT_THROW(optim::make_sgd(s), Error);
+  EXPECT_THROW(optim::make_sgd(s, *cpu_backend()), Error);
   s.momentum = 0;
   s.nesterov = true;
-  EXPECT_THROW(optim::make_sgd(s), Error);
+  EXPECT_THROW(optim::make_sgd(s, *cpu_backend()), Error);
   optim::AdamWOptions a;
   a.beta1 = 1.0f;
-  EXPECT_THROW(optim::make_adamw(a), Error);
-  optim::LrScheduleOptions o;
-  o.kind = "exponential";
+  EXPECT_THROW(optim::make_adamw(a, *cpu_backend()), Error);
   try {
-    optim::LrSchedule bad(o);
+    optim::parse_lr_schedule_kind("exponential");
     ADD_FAILURE() << "unknown schedule accepted";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("unknown learning-rate schedule 'exponential'"), std::string::npos);
@@ -111,7 +114,7 @@ TEST(Optimizer, BadOptionsAreClearErrors) {
 }
 
 TEST(Optimizer, LengthMismatchIsAClearError) {
-  auto opt = optim::make_sgd({});
+  auto opt = optim::make_sgd({}, *cpu_backend());
   Tensor p = Tensor::zeros({4}), g = Tensor::zeros({5});
   EXPECT_THROW(opt->step(p, g, 0.1f), Error);
 }

@@ -88,6 +88,8 @@ void store(void* buf, DType t, int64_t i, double v) {
     case DType::bf16: static_cast<bf16*>(buf)[i] = float_to_bf16(static_cast<float>(v)); break;
     case DType::f16: static_cast<f16*>(buf)[i] = float_to_f16(static_cast<float>(v)); break;
     case DType::u8: static_cast<uint8_t*>(buf)[i] = static_cast<uint8_t>(v); break;
+    case DType::i64: static_cast<int64_t*>(buf)[i] = static_cast<int64_t>(v); break;
+    case DType::f64: static_cast<double*>(buf)[i] = v; break;
   }
 }
 double load(const void* buf, DType t, int64_t i) {
@@ -97,6 +99,8 @@ double load(const void* buf, DType t, int64_t i) {
     case DType::bf16: return bf16_to_float(static_cast<const bf16*>(buf)[i]);
     case DType::f16: return f16_to_float(static_cast<const f16*>(buf)[i]);
     case DType::u8: return static_cast<const uint8_t*>(buf)[i];
+    case DType::i64: return static_cast<double>(static_cast<const int64_t*>(buf)[i]);
+    case DType::f64: return static_cast<const double*>(buf)[i];
   }
   return 0;
 }
@@ -204,6 +208,10 @@ json overlap_benchmark(comm::Communicator& c, const Options& o) {
     off += cnt;
   }
   std::vector<float> grads(static_cast<size_t>(off));
+  // The CPU backend: the gradients are host memory, as on a CPU rank.
+  const std::unique_ptr<Backend> backend = make_cpu_backend(1);
+  const Tensor grads_view = Tensor::adopt(grads.data(), grads.size() * sizeof(float), {off}, DType::f32, Device::cpu,
+                                          "bench.gradients", nullptr);
   const double per_layer = o.compute_ms * 1e-3 / o.overlap_layers;
   const auto bucket_bytes = static_cast<int64_t>(o.bucket_mb * 1024 * 1024);
   if (c.rank() == 0) {
@@ -215,7 +223,9 @@ json overlap_benchmark(comm::Communicator& c, const Options& o) {
   // Baseline: the whole buffer all-reduced after backward, nothing hidden.
   for (const std::string mode : {"none", "thread", "test"}) {
     std::unique_ptr<comm::GradientBuckets> gb;
-    if (mode != "none") gb = std::make_unique<comm::GradientBuckets>(c, grads.data(), slices, bucket_bytes, mode);
+    if (mode != "none")
+      gb = std::make_unique<comm::GradientBuckets>(c, *backend, grads_view, slices, bucket_bytes,
+                                                   comm::parse_comm_progress(mode));
     double backward = 0, exposed = 0, step_time = 0, allreduce = 0, wrong = 0;
     for (int s = -2; s < o.steps; ++s) {  // two warm-up steps
       for (size_t i = 0; i < grads.size(); ++i) grads[i] = static_cast<float>((c.rank() + 1) * static_cast<int>(i % 3));

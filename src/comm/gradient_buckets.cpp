@@ -1,12 +1,16 @@
-// GradientBuckets: bucket layout over the flat gradient buffer, readiness tracking, in-order
-// launch of bucket all-reduces, and their progress by a communication thread or by MPI_Test polls.
+// GradientBuckets: bucket layout over the flat gradient buffer, readiness tracking with events,
+// in-order launch of bucket all-reduces, and their progress by a communication thread or by
+// MPI_Test polls; the mean is a division queued on the compute stream.
 #include "scaletrain/comm/gradient_buckets.hpp"
 
 #include <algorithm>
 #include <chrono>
+#include <thread>
 
+#include "scaletrain/backend/launch.hpp"
 #include "scaletrain/core/error.hpp"
 #include "scaletrain/core/timer.hpp"
+#include "scaletrain/kernels/scale.hpp"
 
 namespace scaletrain::comm {
 namespace {
@@ -16,13 +20,21 @@ namespace {
 constexpr auto kThreadPollInterval = std::chrono::microseconds(50);
 }  // namespace
 
-GradientBuckets::GradientBuckets(Communicator& comm, float* flat_grads, std::vector<GradientSlice> slices,
-                                 int64_t bucket_bytes, std::string progress)
-    : comm_(comm), grads_(flat_grads), slices_(std::move(slices)), progress_(std::move(progress)) {
-  ST_CHECK(progress_ == "thread" || progress_ == "test", "GradientBuckets: progress = '", progress_,
-           "' is not one of 'thread' or 'test'");
+CommProgress parse_comm_progress(const std::string& name) {
+  if (name == "test") return CommProgress::test;
+  if (name == "thread") return CommProgress::thread;
+  ST_FAIL("comm.progress = '", name, "' is not one of test, thread");
+}
+
+std::string comm_progress_name(CommProgress p) { return p == CommProgress::test ? "test" : "thread"; }
+
+GradientBuckets::GradientBuckets(Communicator& comm, Backend& backend, Tensor flat_grads,
+                                 std::vector<GradientSlice> slices, int64_t bucket_bytes, CommProgress progress)
+    : comm_(comm), backend_(backend), grads_(std::move(flat_grads)), slices_(std::move(slices)), progress_(progress) {
   ST_CHECK(bucket_bytes > 0, "GradientBuckets: bucket_bytes must be positive, got ", bucket_bytes);
-  ST_CHECK(slices_.empty() || grads_ != nullptr, "GradientBuckets: flat gradient buffer is null");
+  ST_CHECK(slices_.empty() || grads_.defined(), "GradientBuckets: flat gradient buffer is undefined");
+  ST_CHECK(!grads_.defined() || grads_.dtype() == DType::f32, "GradientBuckets: gradients '", grads_.name(),
+           "' are ", dtype_name(grads_.dtype()), ", expected f32");
   const int64_t elem = static_cast<int64_t>(sizeof(float));
   for (size_t i = 0; i < slices_.size(); ++i) {
     const GradientSlice& s = slices_[i];
@@ -39,6 +51,8 @@ GradientBuckets::GradientBuckets(Communicator& comm, float* flat_grads, std::vec
       b.offset = s.offset;
       buckets_.push_back(b);
     }
+    ST_CHECK(s.offset + s.count <= grads_.numel(), "GradientBuckets: slice ", i, " ends at element ",
+             s.offset + s.count, ", past the ", grads_.numel(), " elements of '", grads_.name(), "'");
     Bucket& b = buckets_.back();
     b.count += s.count;
     ++b.slices;
@@ -47,8 +61,9 @@ GradientBuckets::GradientBuckets(Communicator& comm, float* flat_grads, std::vec
   slice_ready_.assign(slices_.size(), 0);
   for (Bucket& b : buckets_) b.pending = b.slices;
   events_.reserve(buckets_.size());
+  for (size_t b = 0; b < buckets_.size(); ++b) ready_.push_back(backend_.make_event("bucket ready " + std::to_string(b)));
 
-  threaded_ = progress_ == "thread" && comm_.size() > 1;
+  threaded_ = progress_ == CommProgress::thread && comm_.size() > 1;
   if (threaded_) {
     ST_CHECK(comm_.allows_other_threads(), "GradientBuckets: progress = 'thread' needs a communicator that may be "
              "called from another thread (MPI initialized with at least MPI_THREAD_SERIALIZED); initialize MPI with "
@@ -88,15 +103,30 @@ void GradientBuckets::mark_ready(size_t slice_index) {
   ST_CHECK(!slice_ready_[slice_index], "GradientBuckets::mark_ready: slice ", slice_index,
            " was already marked ready in this step");
   slice_ready_[slice_index] = 1;
-  Bucket& b = buckets_[slice_bucket_[slice_index]];
+  const size_t bi = slice_bucket_[slice_index];
+  Bucket& b = buckets_[bi];
   --b.pending;
-  if (b.pending == 0) start_ready_buckets();
+  if (b.pending == 0) {
+    // Behind the queued backward work that writes this bucket's gradients.
+    backend_.compute_stream().record(*ready_[bi]);
+    start_ready_buckets(false);
+  }
 }
 
-void GradientBuckets::start_ready_buckets() {
+void GradientBuckets::start_ready_buckets(bool block) {
   // Collectives on one communicator must be issued in the same order on every rank, so a bucket
-  // completed early waits until every bucket before it has started.
-  while (next_to_start_ < buckets_.size() && buckets_[next_to_start_].pending == 0) launch(next_to_start_++);
+  // completed early waits until every bucket before it has started. The communication thread waits
+  // on the ready event itself; the polling mode starts a bucket only once its event has completed.
+  while (next_to_start_ < buckets_.size() && buckets_[next_to_start_].pending == 0) {
+    Event& ready = *ready_[next_to_start_];
+    if (!threaded_ && comm_.size() > 1) {
+      if (block)
+        ready.synchronize();
+      else if (!ready.query())
+        return;
+    }
+    launch(next_to_start_++);
+  }
 }
 
 void GradientBuckets::launch(size_t b) {
@@ -109,9 +139,9 @@ void GradientBuckets::launch(size_t b) {
     work_cv_.notify_one();
     return;
   }
-  const Bucket& k = buckets_[b];
   const double start = now_seconds();
-  in_flight_.push_back(InFlight{b, start, comm_.allreduce_async(grads_ + k.offset, k.count, DType::f32, ReduceOp::sum)});
+  in_flight_.push_back(
+      InFlight{b, start, comm_.allreduce_async(bucket_data(b), buckets_[b].count, DType::f32, ReduceOp::sum)});
 }
 
 bool GradientBuckets::drive(InFlight& f) {
@@ -122,9 +152,6 @@ bool GradientBuckets::drive(InFlight& f) {
 
 void GradientBuckets::finish(size_t b, double start) {
   const Bucket& k = buckets_[b];
-  const float n = static_cast<float>(comm_.size());
-  float* g = grads_ + k.offset;
-  for (int64_t i = 0; i < k.count; ++i) g[i] /= n;
   const double end = now_seconds();
   std::lock_guard<std::mutex> lk(mutex_);
   stats_.allreduce_seconds += end - start;
@@ -136,6 +163,7 @@ void GradientBuckets::finish(size_t b, double start) {
 
 void GradientBuckets::poll() {
   if (threaded_) return;
+  start_ready_buckets(false);
   for (auto it = in_flight_.begin(); it != in_flight_.end();) {
     if (drive(*it))
       it = in_flight_.erase(it);
@@ -144,19 +172,32 @@ void GradientBuckets::poll() {
   }
 }
 
-void GradientBuckets::wait_all() {
+ExposedWait GradientBuckets::wait_all() {
   ST_CHECK(in_step_, "GradientBuckets::wait_all outside a step: call begin_step() first");
-  if (next_to_start_ < buckets_.size()) {
-    size_t missing = 0, first = slices_.size();
-    for (size_t i = 0; i < slices_.size(); ++i)
-      if (!slice_ready_[i]) {
-        ++missing;
-        first = std::min(first, i);
-      }
+  size_t missing = 0, first = slices_.size();
+  for (size_t i = 0; i < slices_.size(); ++i)
+    if (!slice_ready_[i]) {
+      ++missing;
+      first = std::min(first, i);
+    }
+  if (missing > 0) {
     ST_FAIL("GradientBuckets::wait_all: ", missing, " of ", slices_.size(),
             " gradients were never marked ready in this step (first: slice ", first, ")");
   }
+  // Until backward has finished on the device, keep starting buckets as their gradients land; only
+  // the wait after that is communication the step exposes.
+  if (!ready_.empty()) {
+    Event& last = *ready_.back();
+    while (!last.query()) {
+      if (!threaded_) {
+        start_ready_buckets(false);
+        poll();
+      }
+      std::this_thread::yield();
+    }
+  }
   const double t0 = now_seconds();
+  start_ready_buckets(true);
   if (threaded_) {
     std::unique_lock<std::mutex> lk(mutex_);
     done_cv_.wait(lk, [&] { return completed_ == buckets_.size() || thread_error_; });
@@ -169,12 +210,19 @@ void GradientBuckets::wait_all() {
       in_flight_.pop_front();
     }
   }
+  // The mean: one division over the bucketed span, in order before the optimizer.
+  if (comm_.size() > 1 && !buckets_.empty()) {
+    const int64_t span = buckets_.back().offset + buckets_.back().count - buckets_.front().offset;
+    scaletrain::launch(backend_.compute_stream(), "gradient_mean", span,
+           kernels::DivideBy{bucket_data(0), static_cast<float>(comm_.size())});
+  }
   const double t1 = now_seconds();
   {
     std::lock_guard<std::mutex> lk(mutex_);
     stats_.exposed_seconds += t1 - t0;
   }
   in_step_ = false;
+  return ExposedWait{t0, t1};
 }
 
 BucketStats GradientBuckets::stats() const {
@@ -202,9 +250,10 @@ void GradientBuckets::comm_thread_main() {
     }
     try {
       for (size_t b : todo) {
-        const Bucket& k = buckets_[b];
+        ready_[b]->synchronize();  // backward has written this bucket's gradients
         const double start = now_seconds();
-        mine.push_back(InFlight{b, start, comm_.allreduce_async(grads_ + k.offset, k.count, DType::f32, ReduceOp::sum)});
+        mine.push_back(
+            InFlight{b, start, comm_.allreduce_async(bucket_data(b), buckets_[b].count, DType::f32, ReduceOp::sum)});
       }
       bool any = false;
       for (auto it = mine.begin(); it != mine.end();) {

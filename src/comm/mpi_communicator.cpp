@@ -154,6 +154,8 @@ class MpiCommunicator final : public Communicator {
     switch (t) {
       case DType::f32: return MPI_FLOAT;
       case DType::i32: return MPI_INT32_T;
+      case DType::i64: return MPI_INT64_T;
+      case DType::f64: return MPI_DOUBLE;
       case DType::u8: return MPI_UINT8_T;
       case DType::bf16:
       case DType::f16: return MPI_UINT16_T;

@@ -1,26 +1,21 @@
-// Tensor storage: aligned host allocation, per-device allocators, views and shape helpers.
+// Tensor storage: aligned host allocation, adopted device allocations, checked host access, views
+// and shape helpers.
 #include "scaletrain/core/tensor.hpp"
 
-#include <array>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
 #include <sstream>
 
 namespace scaletrain {
-namespace {
 
-void* host_allocate(size_t bytes) { return aligned_host_alloc(bytes); }
-void host_release(void* p) { aligned_host_free(p); }
-
-std::array<Allocator, 2>& allocators() {
-  static std::array<Allocator, 2> a{Allocator{host_allocate, host_release}, Allocator{}};
-  return a;
+std::string_view device_name(Device d) {
+  switch (d) {
+    case Device::cpu: return "cpu";
+    case Device::sim: return "sim";
+    case Device::cuda: return "cuda";
+  }
+  return "?";
 }
-
-}  // namespace
-
-std::string_view device_name(Device d) { return d == Device::cpu ? "cpu" : "cuda"; }
 
 int64_t shape_numel(const Shape& s) {
   int64_t n = 1;
@@ -36,8 +31,6 @@ std::string shape_string(const Shape& s) {
   return os.str();
 }
 
-void register_allocator(Device d, Allocator a) { allocators()[static_cast<int>(d)] = a; }
-
 void* aligned_host_alloc(size_t bytes) {
   if (bytes == 0) bytes = 64;
   size_t rounded = (bytes + 63) / 64 * 64;
@@ -48,22 +41,48 @@ void* aligned_host_alloc(size_t bytes) {
 
 void aligned_host_free(void* p) { std::free(p); }
 
-Tensor::Tensor(Shape shape, DType dtype, Device device)
-    : shape_(std::move(shape)), numel_(shape_numel(shape_)), dtype_(dtype), device_(device) {
-  for (int64_t d : shape_) ST_CHECK(d >= 0, "negative dimension in tensor shape ", shape_string(shape_));
-  const Allocator& a = allocators()[static_cast<int>(device)];
-  ST_CHECK(a.allocate != nullptr, "no allocator for device '", device_name(device),
-           "': this build has no backend for it");
-  void* p = a.allocate(bytes());
-  auto release = a.release;
-  owner_ = std::shared_ptr<void>(p, [release](void* q) { release(q); });
-  data_ = p;
+TensorStorage::~TensorStorage() {
+  if (release) release(ptr);
 }
 
-Tensor Tensor::zeros(Shape shape, DType dtype, Device device) {
-  Tensor t(std::move(shape), dtype, device);
+Tensor::Tensor(Shape shape, DType dtype, std::string name)
+    : shape_(std::move(shape)), numel_(shape_numel(shape_)), dtype_(dtype) {
+  for (int64_t d : shape_) ST_CHECK(d >= 0, "negative dimension in tensor shape ", shape_string(shape_));
+  storage_ = std::make_shared<TensorStorage>();
+  storage_->bytes = bytes();
+  storage_->ptr = aligned_host_alloc(storage_->bytes);
+  storage_->name = std::move(name);
+  storage_->release = [](void* p) { aligned_host_free(p); };
+  data_ = storage_->ptr;
+}
+
+Tensor Tensor::zeros(Shape shape, DType dtype, std::string name) {
+  Tensor t(std::move(shape), dtype, std::move(name));
   t.fill_zero();
   return t;
+}
+
+Tensor Tensor::adopt(void* ptr, size_t bytes, Shape shape, DType dtype, Device device, std::string name,
+                     std::function<void(void*)> release) {
+  Tensor t;
+  t.shape_ = std::move(shape);
+  t.numel_ = shape_numel(t.shape_);
+  t.dtype_ = dtype;
+  ST_CHECK(t.bytes() <= bytes, "tensor '", name, "' of ", shape_string(t.shape_), " ", dtype_name(dtype),
+           " does not fit in its allocation of ", bytes, " bytes");
+  t.storage_ = std::make_shared<TensorStorage>();
+  t.storage_->ptr = ptr;
+  t.storage_->bytes = bytes;
+  t.storage_->device = device;
+  t.storage_->name = std::move(name);
+  t.storage_->release = std::move(release);
+  t.data_ = ptr;
+  return t;
+}
+
+const std::string& Tensor::name() const {
+  static const std::string unnamed = "(unnamed)";
+  return storage_ && !storage_->name.empty() ? storage_->name : unnamed;
 }
 
 int64_t Tensor::dim(int i) const {
@@ -74,8 +93,7 @@ int64_t Tensor::dim(int i) const {
 }
 
 void Tensor::fill_zero() {
-  ST_CHECK(device_ == Device::cpu, "fill_zero on a ", device_name(device_), " tensor: use the backend");
-  if (data_) std::memset(data_, 0, bytes());
+  if (data_) std::memset(raw(), 0, bytes());
 }
 
 Tensor Tensor::reshape(Shape shape) const {
@@ -97,14 +115,19 @@ Tensor Tensor::view(int64_t offset_elems, Shape shape) const {
 }
 
 Tensor Tensor::clone() const {
-  ST_CHECK(device_ == Device::cpu, "clone of a ", device_name(device_), " tensor: use the backend");
-  Tensor t(shape_, dtype_, device_);
-  if (bytes()) std::memcpy(t.data_, data_, bytes());
+  Tensor t(shape_, dtype_, storage_ ? storage_->name : std::string());
+  if (bytes()) std::memcpy(t.raw(), raw(), bytes());
   return t;
 }
 
 void Tensor::check_type(DType want) const {
-  ST_CHECK(want == dtype_, "tensor of dtype ", dtype_name(dtype_), " accessed as ", dtype_name(want));
+  ST_CHECK(want == dtype_, "tensor '", name(), "' of dtype ", dtype_name(dtype_), " accessed as ", dtype_name(want));
+}
+
+void Tensor::host_access_error() const {
+  ST_FAIL("host access to tensor '", name(), "' ", shape_string(shape_), " ", dtype_name(dtype_), ", which lives on the ",
+          device_name(device()), " device: copy it to a host tensor through the backend (Backend::copy_async, then "
+          "synchronize) before reading it on the host");
 }
 
 }  // namespace scaletrain

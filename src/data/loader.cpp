@@ -9,17 +9,25 @@
 
 namespace scaletrain::data {
 
-DataLoader::DataLoader(LoaderOptions options, int rank, int world) : o_(std::move(options)), rank_(rank), world_(world) {
+LoaderMode parse_loader_mode(const std::string& name) {
+  if (name == "stage") return LoaderMode::stage;
+  if (name == "stream") return LoaderMode::stream;
+  ST_FAIL("data.mode = '", name, "' is not one of stage, stream");
+}
+
+std::string loader_mode_name(LoaderMode m) { return m == LoaderMode::stage ? "stage" : "stream"; }
+
+DataLoader::DataLoader(LoaderOptions options, int rank, int world)
+    : o_(std::move(options)), mode_(o_.mode), rank_(rank), world_(world) {
   ST_CHECK(o_.batch > 0, "loader batch must be positive, got ", o_.batch);
   ST_CHECK(o_.prefetch >= 1, "data.prefetch must be at least 1, got ", o_.prefetch);
-  ST_CHECK(o_.mode == "stage" || o_.mode == "stream", "data.mode must be stage or stream, not '", o_.mode, "'");
   ST_CHECK(world >= 1 && rank >= 0 && rank < world, "bad rank ", rank, " of ", world);
   file_ = std::make_unique<DatasetFile>(o_.path, std::vector<std::string>{o_.split});
   info_ = file_->info(o_.split);
   sample_bytes_ = static_cast<size_t>(shape_numel(info_.sample_shape)) * dtype_size(info_.dtype);
   plan_ = make_shard_plan(info_.num_samples, world, o_.batch, o_.drop_remainder);
 
-  if (o_.mode == "stage") {
+  if (mode_ == LoaderMode::stage) {
     const Stopwatch clock;
     Shape all{info_.num_samples};
     all.insert(all.end(), info_.sample_shape.begin(), info_.sample_shape.end());
@@ -40,13 +48,37 @@ DataLoader::DataLoader(LoaderOptions options, int rank, int world) : o_(std::mov
     stats_.read_bytes = static_cast<int64_t>(staged_samples_.bytes() + staged_labels_.size() * 4);
   }
 
+  allocate_slots();
+}
+
+void DataLoader::allocate_slots() {
   ring_.resize(static_cast<size_t>(o_.prefetch));
   Shape bs{o_.batch};
   bs.insert(bs.end(), info_.sample_shape.begin(), info_.sample_shape.end());
-  for (Slot& s : ring_) {
-    s.batch.samples = Tensor(bs, info_.dtype);
-    s.batch.labels = Tensor({o_.batch}, DType::i32);
-    s.batch.indices.resize(static_cast<size_t>(o_.batch));
+  Backend* be = o_.backend;
+  copies_ = be != nullptr && !host_accessible(be->device());
+  for (size_t i = 0; i < ring_.size(); ++i) {
+    Slot& s = ring_[i];
+    const std::string slot = "batch slot " + std::to_string(i);
+    Batch& b = s.batch;
+    b.samples = be ? be->pinned(bs, info_.dtype, slot + " samples") : Tensor(bs, info_.dtype, slot + " samples");
+    b.labels = be ? be->pinned({o_.batch}, DType::i32, slot + " labels") : Tensor({o_.batch}, DType::i32, slot + " labels");
+    s.host_indices = Tensor({o_.batch}, DType::i64, slot + " indices");
+    b.indices.resize(static_cast<size_t>(o_.batch));
+    if (!be) continue;
+    if (copies_) {
+      b.device_samples = be->empty(bs, info_.dtype, "device " + slot + " samples");
+      b.device_labels = be->empty({o_.batch}, DType::i32, "device " + slot + " labels");
+      b.device_indices = be->empty({o_.batch}, DType::i64, "device " + slot + " indices");
+    } else {
+      b.device_samples = b.samples;
+      b.device_labels = b.labels;
+      b.device_indices = s.host_indices;
+    }
+    s.copy_begin = be->make_event(slot + " copy begin");
+    s.copied = be->make_event(slot + " batch copied");
+    s.consumed = be->make_event(slot + " consumed");
+    b.copied = s.copied.get();
   }
 }
 
@@ -59,6 +91,41 @@ void DataLoader::stop_reader() {
   }
   cv_.notify_all();
   if (reader_.joinable()) reader_.join();
+  for (Slot& s : ring_) finish_copy(s);
+}
+
+void DataLoader::finish_copy(Slot& slot) {
+  if (!slot.copy_pending) return;
+  slot.copied->synchronize();
+  const CopyRecord r{slot.batch.step_in_epoch, slot.copy_begin->completion_time(), slot.copied->completion_time()};
+  slot.copy_pending = false;
+  std::lock_guard lock(mu_);
+  copy_records_.push_back(r);
+}
+
+void DataLoader::stage_to_device(Slot& slot) {
+  Batch& b = slot.batch;
+  std::copy(b.indices.begin(), b.indices.end(), slot.host_indices.data<int64_t>());
+  if (!o_.backend) return;
+  Stream& copy = o_.backend->copy_stream();
+  if (!copies_) {
+    copy.record(*slot.copied);
+    return;
+  }
+  copy.wait(*slot.consumed);  // the compute stream has finished with the device slot
+  copy.record(*slot.copy_begin);
+  o_.backend->copy_async(copy, b.device_samples, b.samples);
+  o_.backend->copy_async(copy, b.device_labels, b.labels);
+  o_.backend->copy_async(copy, b.device_indices, slot.host_indices);
+  copy.record(*slot.copied);
+  slot.copy_pending = true;
+}
+
+std::vector<CopyRecord> DataLoader::take_copy_records() {
+  std::lock_guard lock(mu_);
+  std::vector<CopyRecord> out;
+  out.swap(copy_records_);
+  return out;
 }
 
 void DataLoader::start_epoch(int64_t epoch) {
@@ -75,7 +142,7 @@ void DataLoader::start_epoch(int64_t epoch) {
 
 void DataLoader::reader_main(int64_t epoch) {
   try {
-    if (o_.mode == "stage") produce_stage(epoch);
+    if (mode_ == LoaderMode::stage) produce_stage(epoch);
     else produce_stream(epoch);
   } catch (...) {
     std::lock_guard lock(mu_);
@@ -90,10 +157,20 @@ bool DataLoader::acquire_free_slot(int64_t step, Slot*& slot) {
   cv_.wait(lock, [&] { return stop_ || released_ > step - static_cast<int64_t>(ring_.size()); });
   if (stop_) return false;
   slot = &ring_[static_cast<size_t>(step % static_cast<int64_t>(ring_.size()))];
+  lock.unlock();
+  finish_copy(*slot);  // the pinned slot is refilled only once its last copy has completed
   return true;
 }
 
 void DataLoader::publish(Slot& slot) {
+  // Labels are checked here, on the host, before they travel to a device.
+  const int64_t classes = static_cast<int64_t>(info_.classes.size());
+  const int32_t* labels = slot.batch.labels.data<int32_t>();
+  for (int64_t r = 0; r < o_.batch && classes > 0; ++r)
+    ST_CHECK(labels[r] >= 0 && labels[r] < classes, o_.path, ": split '", o_.split, "' sample ",
+             slot.batch.indices[static_cast<size_t>(r)], " has label ", labels[r], ", outside [0, ", classes,
+             ") of the file's ", classes, " classes; repack the data set");
+  stage_to_device(slot);
   {
     std::lock_guard lock(mu_);
     slot.filled = true;
@@ -253,6 +330,7 @@ void DataLoader::release(const Batch* batch) {
     std::lock_guard lock(mu_);
     Slot& slot = ring_[static_cast<size_t>(released_ % static_cast<int64_t>(ring_.size()))];
     ST_CHECK(&slot.batch == batch, "batches must be released in the order next() returned them");
+    if (o_.backend) o_.backend->compute_stream().record(*slot.consumed);
     slot.filled = false;
     ++released_;
   }

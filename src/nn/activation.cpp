@@ -2,7 +2,7 @@
 #include "scaletrain/nn/activation.hpp"
 
 #include "scaletrain/kernels/activation.hpp"
-#include "scaletrain/kernels/launch.hpp"
+#include "scaletrain/backend/launch.hpp"
 
 namespace scaletrain::nn {
 
@@ -22,11 +22,12 @@ std::string activation_name(Activation a) {
   return "?";
 }
 
-void FusedActivation::build(const Shape& shape) {
-  pre_ = Tensor(shape);
+void FusedActivation::build(Backend& backend, const Shape& shape, const std::string& layer) {
+  stream_ = &backend.compute_stream();
+  pre_ = backend.empty(shape, DType::f32, layer + ".pre");
   if (act_ != Activation::none) {
-    post_ = Tensor(shape);
-    dpre_ = Tensor(shape);
+    post_ = backend.empty(shape, DType::f32, layer + ".post");
+    dpre_ = backend.empty(shape, DType::f32, layer + ".dpre");
   }
 }
 
@@ -35,10 +36,10 @@ const Tensor& FusedActivation::forward() {
   switch (act_) {
     case Activation::none: return pre_;
     case Activation::relu:
-      kernels::launch_host("relu_forward", n, kernels::ReluForward{pre_.data<float>(), post_.data<float>()});
+      launch(*stream_, "relu_forward", n, kernels::ReluForward{pre_.device_data<float>(), post_.device_data<float>()});
       return post_;
     case Activation::selu:
-      kernels::launch_host("selu_forward", n, kernels::SeluForward{pre_.data<float>(), post_.data<float>()});
+      launch(*stream_, "selu_forward", n, kernels::SeluForward{pre_.device_data<float>(), post_.device_data<float>()});
       return post_;
   }
   return pre_;
@@ -49,12 +50,12 @@ const Tensor& FusedActivation::backward(const Tensor& dy) {
   switch (act_) {
     case Activation::none: return dy;
     case Activation::relu:
-      kernels::launch_host("relu_backward", n,
-                           kernels::ReluBackward{pre_.data<float>(), dy.data<float>(), dpre_.data<float>()});
+      launch(*stream_, "relu_backward", n,
+             kernels::ReluBackward{pre_.device_data<float>(), dy.device_data<float>(), dpre_.device_data<float>()});
       return dpre_;
     case Activation::selu:
-      kernels::launch_host("selu_backward", n,
-                           kernels::SeluBackward{pre_.data<float>(), dy.data<float>(), dpre_.data<float>()});
+      launch(*stream_, "selu_backward", n,
+             kernels::SeluBackward{pre_.device_data<float>(), dy.device_data<float>(), dpre_.device_data<float>()});
       return dpre_;
   }
   return dy;

@@ -45,25 +45,25 @@ void Conv2D::build(Backend& backend, int64_t batch) {
   op_ = backend.make_conv(conv_);
   Shape out{batch};
   out.insert(out.end(), out_shape_.begin(), out_shape_.end());
-  act_.build(out);
+  act_.build(backend, out, name_);
   Shape in{batch};
   in.insert(in.end(), in_shape_.begin(), in_shape_.end());
-  dx_ = Tensor(in);
+  dx_ = buffer(in, "dx");
 }
 
 const Tensor& Conv2D::forward(const Tensor& x, bool training) {
   x_ = x;
-  op_->forward(x.data<float>(), params_[0].value.data<float>(), opt_.bias ? params_[1].value.data<float>() : nullptr,
-               act_.pre().data<float>());
+  op_->forward(x.device_data<float>(), params_[0].value.device_data<float>(),
+               opt_.bias ? params_[1].value.device_data<float>() : nullptr, act_.pre().device_data<float>());
   return act_.forward();
 }
 
 const Tensor& Conv2D::backward(const Tensor& dy, bool need_dx) {
   const Tensor& dz = act_.backward(dy);
-  op_->backward_weights(x_.data<float>(), dz.data<float>(), params_[0].grad.data<float>(),
-                        opt_.bias ? params_[1].grad.data<float>() : nullptr);
+  op_->backward_weights(x_.device_data<float>(), dz.device_data<float>(), params_[0].grad.device_data<float>(),
+                        opt_.bias ? params_[1].grad.device_data<float>() : nullptr);
   if (!need_dx) return no_gradient();
-  op_->backward_data(dz.data<float>(), params_[0].value.data<float>(), dx_.data<float>());
+  op_->backward_data(dz.device_data<float>(), params_[0].value.device_data<float>(), dx_.device_data<float>());
   return dx_;
 }
 

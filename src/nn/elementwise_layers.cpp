@@ -1,10 +1,10 @@
 // ReLU, SELU and Dropout layers on top of the kernels/ functors.
 #include "scaletrain/nn/elementwise_layers.hpp"
 
-#include <cstring>
+#include <vector>
 
+#include "scaletrain/backend/launch.hpp"
 #include "scaletrain/kernels/dropout.hpp"
-#include "scaletrain/kernels/launch.hpp"
 
 namespace scaletrain::nn {
 namespace {
@@ -20,10 +20,10 @@ Shape ActivationLayer::configure(const Shape& in) {
   return out_shape_;
 }
 
-void ActivationLayer::build(Backend& backend, int64_t batch) { act_.build(with_batch(batch, in_shape_)); }
+void ActivationLayer::build(Backend& backend, int64_t batch) { act_.build(backend, with_batch(batch, in_shape_), name_); }
 
 const Tensor& ActivationLayer::forward(const Tensor& x, bool training) {
-  std::memcpy(act_.pre().raw(), x.raw(), x.bytes());
+  backend_->copy_async(stream(), act_.pre(), x);
   return act_.forward();
 }
 
@@ -41,26 +41,40 @@ Shape Dropout::configure(const Shape& in) {
 }
 
 void Dropout::build(Backend& backend, int64_t batch) {
-  y_ = Tensor(with_batch(batch, in_shape_));
-  mask_ = Tensor(y_.shape(), DType::u8);
-  dx_ = Tensor(y_.shape());
+  y_ = buffer(with_batch(batch, in_shape_), "y");
+  mask_ = buffer(y_.shape(), "mask", DType::u8);
+  dx_ = buffer(y_.shape(), "dx");
+  // Without data-set indices (a layer run alone), row r draws as sample r.
+  Tensor rows({batch}, DType::i64, name_ + ".rows");
+  for (int64_t r = 0; r < batch; ++r) rows.data<int64_t>()[r] = r;
+  row_index_ = buffer({batch}, "row_index", DType::i64);
+  backend.copy_async(stream(), row_index_, rows);  // the queued copy keeps `rows` alive
+  sample_index_ = row_index_;
+}
+
+void Dropout::set_random_state(uint64_t seed, uint64_t step, const Tensor& sample_index) {
+  seed_ = seed;
+  step_ = step;
+  sample_index_ = sample_index.defined() ? sample_index : row_index_;
 }
 
 const Tensor& Dropout::forward(const Tensor& x, bool training) {
   last_training_ = training && rate_ > 0.0f;
   if (!last_training_) return x;
-  kernels::launch_host("dropout_forward", x.numel(),
-                       kernels::DropoutForward{x.data<float>(), y_.data<float>(), mask_.data<uint8_t>(), rate_, seed_,
-                                               step_});
+  ST_CHECK(sample_index_.numel() == y_.dim(0), "layer '", name_, "': ", sample_index_.numel(),
+           " sample indices for a batch of ", y_.dim(0));
+  launch(stream(), "dropout_forward", x.numel(),
+         kernels::DropoutForward{x.device_data<float>(), y_.device_data<float>(), mask_.device_data<uint8_t>(), rate_,
+                                 seed_, step_, sample_index_.device_data<int64_t>(), x.numel() / y_.dim(0)});
   return y_;
 }
 
 const Tensor& Dropout::backward(const Tensor& dy, bool need_dx) {
   if (!need_dx) return no_gradient();
   if (!last_training_) return dy;
-  kernels::launch_host("dropout_backward", dy.numel(),
-                       kernels::DropoutBackward{dy.data<float>(), mask_.data<uint8_t>(), dx_.data<float>(),
-                                                1.0f / (1.0f - rate_)});
+  launch(stream(), "dropout_backward", dy.numel(),
+         kernels::DropoutBackward{dy.device_data<float>(), mask_.device_data<uint8_t>(), dx_.device_data<float>(),
+                                  1.0f / (1.0f - rate_)});
   return dx_;
 }
 

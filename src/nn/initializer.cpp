@@ -24,9 +24,11 @@ float truncated_normal(uint64_t seed, uint64_t stream, uint64_t index) {
 
 void Model::init_parameters(uint64_t seed) {
   ST_CHECK(configured_, "model '", name_, "': configure() before init_parameters()");
+  // Drawn on the host, then copied to the device when the parameters live there.
+  Tensor host = flat_params_.on_host() ? flat_params_ : Tensor(flat_params_.shape(), DType::f32, name_ + ".init");
   for (size_t s = 0; s < slots_.size(); ++s) {
     Parameter& p = layers_[slots_[s].layer]->parameters()[slots_[s].index];
-    float* w = p.value.data<float>();
+    float* w = host.data<float>() + slots_[s].offset;
     const int64_t n = p.value.numel();
     const double fan_in = static_cast<double>(std::max<int64_t>(p.fan_in, 1));
     const double fan_out = static_cast<double>(std::max<int64_t>(p.fan_out, 1));
@@ -58,6 +60,7 @@ void Model::init_parameters(uint64_t seed) {
       }
     }
   }
+  if (!flat_params_.on_host()) backend_->copy_async(backend_->compute_stream(), flat_params_, host);
 }
 
 }  // namespace scaletrain::nn

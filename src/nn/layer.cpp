@@ -20,6 +20,11 @@ Parameter& Layer::declare(std::string name, Shape shape, Init init, int64_t fan_
   return params_.back();
 }
 
+Tensor Layer::buffer(const Shape& shape, const std::string& what, DType dtype) {
+  ST_CHECK(backend_ != nullptr, "layer '", name_, "' used before Model::build attached a backend");
+  return backend_->empty(shape, dtype, name_ + "." + what);
+}
+
 const Tensor& no_gradient() {
   static const Tensor undefined;
   return undefined;

@@ -4,6 +4,8 @@
 #include <cctype>
 #include <map>
 
+#include "scaletrain/kernels/random.hpp"
+
 namespace scaletrain::nn {
 namespace {
 // "SeparableConv2D" -> "separable_conv2d", as Keras names layers.
@@ -52,21 +54,37 @@ void Model::configure(const Shape& input_sample) {
       total += n;
     }
   }
-  flat_params_ = Tensor::zeros({total});
-  flat_grads_ = Tensor::zeros({total});
+  flat_params_ = Tensor::zeros({total}, DType::f32, name_ + ".parameters");
+  flat_grads_ = Tensor::zeros({total}, DType::f32, name_ + ".gradients");
+  bind_flat_buffers();
+  configured_ = true;
+}
+
+void Model::bind_flat_buffers() {
   for (const auto& slot : slots_) {
     Parameter& p = layers_[slot.layer]->parameters()[slot.index];
     p.value = flat_params_.view(slot.offset, p.shape);
     p.grad = flat_grads_.view(slot.offset, p.shape);
   }
-  configured_ = true;
 }
 
 void Model::build(Backend& backend, int64_t batch) {
   ST_CHECK(configured_, "model '", name_, "': configure() before build()");
   ST_CHECK(batch > 0, "batch size must be positive, got ", batch);
   batch_ = batch;
-  for (auto& l : layers_) l->build(backend, batch);
+  if (backend.device() != flat_params_.device()) {
+    Tensor params = backend.empty(flat_params_.shape(), DType::f32, name_ + ".parameters");
+    Tensor grads = backend.zeros(flat_grads_.shape(), DType::f32, name_ + ".gradients");
+    backend.copy_async(backend.compute_stream(), params, flat_params_);
+    flat_params_ = params;
+    flat_grads_ = grads;
+    bind_flat_buffers();
+  }
+  backend_ = &backend;
+  for (auto& l : layers_) {
+    l->attach(backend);
+    l->build(backend, batch);
+  }
 }
 
 const Tensor& Model::forward(const Tensor& x, bool training) {
@@ -86,8 +104,9 @@ void Model::backward(const Tensor& dlogits, const std::function<void(size_t)>& o
   }
 }
 
-void Model::set_random_state(uint64_t seed, uint64_t step) {
-  for (auto& l : layers_) l->set_random_state(seed, step);
+void Model::set_random_state(uint64_t seed, uint64_t step, const Tensor& sample_index) {
+  for (size_t i = 0; i < layers_.size(); ++i)
+    layers_[i]->set_random_state(kernels::mix64(seed + 0x9E37 * (i + 1)), step, sample_index);
 }
 
 int64_t Model::flops_per_sample() const {

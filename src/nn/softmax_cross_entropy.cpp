@@ -1,51 +1,75 @@
-// Softmax cross-entropy loss through the kernels/ functors.
+// Softmax cross-entropy loss through the kernels/ functors, with device-side loss/accuracy sums.
 #include "scaletrain/nn/softmax_cross_entropy.hpp"
 
 #include <algorithm>
 
-#include "scaletrain/kernels/launch.hpp"
+#include "scaletrain/backend/launch.hpp"
 #include "scaletrain/kernels/softmax_cross_entropy.hpp"
 
 namespace scaletrain::nn {
 
-void SoftmaxCrossEntropy::build(int64_t batch, int64_t classes) {
+void SoftmaxCrossEntropy::build(Backend& backend, int64_t batch, int64_t classes) {
   ST_CHECK(batch > 0 && classes > 1, "loss needs batch > 0 and at least 2 classes, got batch ", batch, ", classes ",
            classes);
+  backend_ = &backend;
   batch_ = batch;
   classes_ = classes;
-  probs_ = Tensor({batch, classes});
-  dlogits_ = Tensor({batch, classes});
-  loss_ = Tensor({batch});
-  correct_ = Tensor({batch}, DType::i32);
+  probs_ = backend.empty({batch, classes}, DType::f32, "loss.probs");
+  dlogits_ = backend.empty({batch, classes}, DType::f32, "loss.dlogits");
+  loss_ = backend.empty({batch}, DType::f32, "loss.rows");
+  correct_ = backend.empty({batch}, DType::i32, "loss.correct");
+  scratch_sums_ = backend.empty({kLossSumsSize}, DType::f64, "loss.sums");
 }
 
-LossResult SoftmaxCrossEntropy::forward(const Tensor& logits, const Tensor& labels, int64_t counted_rows) {
+void SoftmaxCrossEntropy::forward(const Tensor& logits, const Tensor& labels) {
   ST_CHECK(logits.numel() == batch_ * classes_, "logits have shape ", shape_string(logits.shape()), ", expected [",
            batch_, ", ", classes_, "]");
   ST_CHECK(labels.numel() == batch_, "labels have ", labels.numel(), " entries for a batch of ", batch_);
-  const int32_t* lab = labels.data<int32_t>();
-  for (int64_t i = 0; i < batch_; ++i)
-    ST_CHECK(lab[i] >= 0 && lab[i] < classes_, "label ", lab[i], " in row ", i, " is outside [0, ", classes_, ")");
-  labels_ref_ = labels;
-  kernels::launch_host("softmax_xent_forward", batch_,
-                       kernels::SoftmaxCrossEntropyForward{logits.data<float>(), lab, probs_.data<float>(),
-                                                           loss_.data<float>(), correct_.data<int32_t>(), classes_});
-  LossResult r;
-  r.count = counted_rows < 0 ? batch_ : std::min(counted_rows, batch_);
-  const float* l = loss_.data<float>();
-  const int32_t* c = correct_.data<int32_t>();
-  for (int64_t i = 0; i < r.count; ++i) {
-    r.loss_sum += l[i];
-    r.correct += c[i];
+  if (labels.on_host()) {
+    const int32_t* lab = labels.data<int32_t>();
+    for (int64_t i = 0; i < batch_; ++i)
+      ST_CHECK(lab[i] >= 0 && lab[i] < classes_, "label ", lab[i], " in row ", i, " is outside [0, ", classes_, ")");
   }
-  return r;
+  labels_ref_ = labels;
+  launch(backend_->compute_stream(), "softmax_xent_forward", batch_,
+         kernels::SoftmaxCrossEntropyForward{logits.device_data<float>(), labels.device_data<int32_t>(),
+                                             probs_.device_data<float>(), loss_.device_data<float>(),
+                                             correct_.device_data<int32_t>(), classes_});
+}
+
+void SoftmaxCrossEntropy::accumulate(const Tensor& sums, int64_t counted_rows) {
+  ST_CHECK(sums.numel() == kLossSumsSize && sums.dtype() == DType::f64, "loss sums '", sums.name(),
+           "' must be f64 [", kLossSumsSize, "]");
+  const int64_t rows = counted_rows < 0 ? batch_ : std::min(counted_rows, batch_);
+  launch(backend_->compute_stream(), "loss_sums", 1,
+         kernels::AccumulateLossSums{loss_.device_data<float>(), correct_.device_data<int32_t>(), rows,
+                                     sums.device_data<double>()});
 }
 
 const Tensor& SoftmaxCrossEntropy::backward(float scale) {
-  kernels::launch_host("softmax_xent_backward", batch_ * classes_,
-                       kernels::SoftmaxCrossEntropyBackward{probs_.data<float>(), labels_ref_.data<int32_t>(),
-                                                            dlogits_.data<float>(), classes_, scale});
+  launch(backend_->compute_stream(), "softmax_xent_backward", batch_ * classes_,
+         kernels::SoftmaxCrossEntropyBackward{probs_.device_data<float>(), labels_ref_.device_data<int32_t>(),
+                                              dlogits_.device_data<float>(), classes_, scale});
   return dlogits_;
+}
+
+LossResult SoftmaxCrossEntropy::forward_and_read(const Tensor& logits, const Tensor& labels, int64_t counted_rows) {
+  forward(logits, labels);
+  backend_->fill_zero_async(backend_->compute_stream(), scratch_sums_);
+  accumulate(scratch_sums_, counted_rows);
+  return read_sums(*backend_, scratch_sums_);
+}
+
+LossResult SoftmaxCrossEntropy::read_sums(Backend& backend, const Tensor& sums) {
+  Tensor host({kLossSumsSize}, DType::f64, "loss.sums.host");
+  backend.copy_async(backend.compute_stream(), host, sums);
+  backend.compute_stream().synchronize();
+  const double* s = host.data<double>();
+  LossResult r;
+  r.loss_sum = s[0];
+  r.correct = static_cast<int64_t>(s[1]);
+  r.count = static_cast<int64_t>(s[2]);
+  return r;
 }
 
 }  // namespace scaletrain::nn

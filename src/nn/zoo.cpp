@@ -3,6 +3,7 @@
 
 #include "scaletrain/nn/conv2d.hpp"
 #include "scaletrain/nn/dense.hpp"
+#include "scaletrain/nn/elementwise_layers.hpp"
 #include "scaletrain/nn/pooling.hpp"
 #include "scaletrain/nn/separable_conv2d.hpp"
 #include "scaletrain/nn/shape_layers.hpp"
@@ -30,6 +31,18 @@ void build_lenet(Model& m, int64_t classes) {
   m.emplace<Dense>("", classes);
 }
 
+// LeNet-5 with dropout 0.25 after the 120- and 84-unit layers (tests of rank-independent dropout).
+void build_lenet_dropout(Model& m, int64_t classes) {
+  build_lenet(m, classes);
+  LayerPtr last = std::move(m.layers().back());
+  LayerPtr fc84 = std::move(m.layers()[m.layers().size() - 2]);
+  m.layers().resize(m.layers().size() - 2);
+  m.emplace<Dropout>("", 0.25f);
+  m.add(std::move(fc84));
+  m.emplace<Dropout>("", 0.25f);
+  m.add(std::move(last));
+}
+
 // The Keras network of TensorFlow's Fashion-MNIST multi-worker example: pairs of 3x3 'same'
 // convolutions of 128, 256 and 512 filters (the first of the first pair a Conv2D, the other five
 // SeparableConv2D), SELU, 2x2 max-pooling after each pair, Dense 512 SELU, Dense classes.
@@ -51,13 +64,14 @@ void build_fmnist_sepcnn(Model& m, int64_t classes) {
 
 }  // namespace
 
-std::vector<std::string> zoo_model_names() { return {"mlp", "lenet", "fmnist_sepcnn"}; }
+std::vector<std::string> zoo_model_names() { return {"mlp", "lenet", "lenet_dropout", "fmnist_sepcnn"}; }
 
 std::unique_ptr<Model> make_zoo_model(const std::string& name, const Shape& input_sample, int64_t num_classes) {
   ST_CHECK(num_classes >= 2, "model '", name, "' needs at least 2 classes, got ", num_classes);
   auto m = std::make_unique<Model>(name);
   if (name == "mlp") build_mlp(*m, num_classes);
   else if (name == "lenet") build_lenet(*m, num_classes);
+  else if (name == "lenet_dropout") build_lenet_dropout(*m, num_classes);
   else if (name == "fmnist_sepcnn") build_fmnist_sepcnn(*m, num_classes);
   else {
     std::string valid;

@@ -2,7 +2,7 @@
 #include <cmath>
 
 #include "scaletrain/core/error.hpp"
-#include "scaletrain/kernels/launch.hpp"
+#include "scaletrain/backend/launch.hpp"
 #include "scaletrain/kernels/optimizer_update.hpp"
 #include "scaletrain/optim/optimizer.hpp"
 
@@ -11,7 +11,7 @@ namespace {
 
 class AdamW final : public Optimizer {
  public:
-  explicit AdamW(const AdamWOptions& o) : o_(o) {
+  AdamW(const AdamWOptions& o, Backend& backend) : o_(o), backend_(backend) {
     ST_CHECK(o.beta1 >= 0.0f && o.beta1 < 1.0f, "AdamW beta1 must be in [0, 1), got ", o.beta1);
     ST_CHECK(o.beta2 >= 0.0f && o.beta2 < 1.0f, "AdamW beta2 must be in [0, 1), got ", o.beta2);
     ST_CHECK(o.eps > 0.0f, "AdamW eps must be > 0, got ", o.eps);
@@ -22,19 +22,16 @@ class AdamW final : public Optimizer {
     ST_CHECK(params.numel() == grads.numel(), "AdamW: ", params.numel(), " parameters but ", grads.numel(),
              " gradients");
     if (m_.numel() != params.numel()) {
-      m_ = Tensor({params.numel()});
-      v_ = Tensor({params.numel()});
-      m_.fill_zero();
-      v_.fill_zero();
+      m_ = backend_.zeros({params.numel()}, DType::f32, "adamw.m");
+      v_ = backend_.zeros({params.numel()}, DType::f32, "adamw.v");
     }
     ++steps_;
     const double t = static_cast<double>(steps_);
     const float bc1 = static_cast<float>(1.0 - std::pow(static_cast<double>(o_.beta1), t));
     const float bc2 = static_cast<float>(1.0 - std::pow(static_cast<double>(o_.beta2), t));
-    kernels::launch_host("adamw_update", params.numel(),
-                         kernels::AdamWUpdate{params.data<float>(), grads.data<float>(), m_.data<float>(),
-                                              v_.data<float>(), lr, o_.beta1, o_.beta2, o_.eps, o_.weight_decay, bc1,
-                                              bc2});
+    launch(backend_.compute_stream(), "adamw_update", params.numel(),
+           kernels::AdamWUpdate{params.device_data<float>(), grads.device_data<float>(), m_.device_data<float>(),
+                                v_.device_data<float>(), lr, o_.beta1, o_.beta2, o_.eps, o_.weight_decay, bc1, bc2});
   }
   std::string name() const override { return "adamw"; }
   std::vector<const Tensor*> state() const override {
@@ -45,12 +42,15 @@ class AdamW final : public Optimizer {
 
  private:
   AdamWOptions o_;
+  Backend& backend_;
   Tensor m_, v_;
   int64_t steps_ = 0;
 };
 
 }  // namespace
 
-std::unique_ptr<Optimizer> make_adamw(const AdamWOptions& options) { return std::make_unique<AdamW>(options); }
+std::unique_ptr<Optimizer> make_adamw(const AdamWOptions& options, Backend& backend) {
+  return std::make_unique<AdamW>(options, backend);
+}
 
 }  // namespace scaletrain::optim

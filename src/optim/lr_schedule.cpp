@@ -10,16 +10,30 @@
 
 namespace scaletrain::optim {
 
+LrScheduleKind parse_lr_schedule_kind(const std::string& name) {
+  if (name == "constant") return LrScheduleKind::constant;
+  if (name == "step") return LrScheduleKind::step;
+  if (name == "cosine") return LrScheduleKind::cosine;
+  ST_FAIL("unknown learning-rate schedule '", name, "': use constant, step or cosine");
+}
+
+std::string lr_schedule_kind_name(LrScheduleKind k) {
+  switch (k) {
+    case LrScheduleKind::constant: return "constant";
+    case LrScheduleKind::step: return "step";
+    case LrScheduleKind::cosine: return "cosine";
+  }
+  return "?";
+}
+
 LrSchedule::LrSchedule(LrScheduleOptions options) : o_(std::move(options)) {
-  ST_CHECK(o_.kind == "constant" || o_.kind == "step" || o_.kind == "cosine", "unknown learning-rate schedule '",
-           o_.kind, "': use constant, step or cosine");
   ST_CHECK(o_.base_lr > 0.0f, "the learning rate must be > 0, got ", o_.base_lr);
   ST_CHECK(o_.warmup_steps >= 0, "warm-up steps must be >= 0");
   ST_CHECK(o_.warmup_start_factor >= 0.0f && o_.warmup_start_factor <= 1.0f,
            "the warm-up start factor must be in [0, 1], got ", o_.warmup_start_factor);
-  ST_CHECK(o_.kind != "cosine" || o_.total_steps > o_.warmup_steps,
+  ST_CHECK(o_.kind != LrScheduleKind::cosine || o_.total_steps > o_.warmup_steps,
            "the cosine schedule needs total steps (", o_.total_steps, ") beyond the warm-up (", o_.warmup_steps, ")");
-  ST_CHECK(o_.kind != "step" || o_.step_size >= 0, "the step schedule needs step_size >= 0");
+  ST_CHECK(o_.kind != LrScheduleKind::step || o_.step_size >= 0, "the step schedule needs step_size >= 0");
   ST_CHECK(o_.min_lr >= 0.0f && o_.min_lr <= o_.base_lr, "min_lr must be in [0, base_lr]");
 }
 
@@ -32,11 +46,11 @@ float LrSchedule::lr(int64_t step) const {
     return static_cast<float>(base * f);
   }
   const int64_t t = step - o_.warmup_steps;
-  if (o_.kind == "step") {
+  if (o_.kind == LrScheduleKind::step) {
     if (o_.step_size <= 0) return static_cast<float>(base);
     return static_cast<float>(base * std::pow(static_cast<double>(o_.gamma), static_cast<double>(t / o_.step_size)));
   }
-  if (o_.kind == "cosine") {
+  if (o_.kind == LrScheduleKind::cosine) {
     const double span = static_cast<double>(o_.total_steps - o_.warmup_steps);
     const double x = std::min(static_cast<double>(t), span) / span;
     return static_cast<float>(o_.min_lr + (base - o_.min_lr) * 0.5 * (1.0 + std::cos(std::numbers::pi * x)));

@@ -1,6 +1,6 @@
 // SGD with momentum, dampening, Nesterov and (coupled, L2) weight decay, as torch.optim.SGD.
 #include "scaletrain/core/error.hpp"
-#include "scaletrain/kernels/launch.hpp"
+#include "scaletrain/backend/launch.hpp"
 #include "scaletrain/kernels/optimizer_update.hpp"
 #include "scaletrain/optim/optimizer.hpp"
 
@@ -9,7 +9,7 @@ namespace {
 
 class Sgd final : public Optimizer {
  public:
-  explicit Sgd(const SgdOptions& o) : o_(o) {
+  Sgd(const SgdOptions& o, Backend& backend) : o_(o), backend_(backend) {
     ST_CHECK(o.momentum >= 0.0f, "SGD momentum must be >= 0, got ", o.momentum);
     ST_CHECK(o.weight_decay >= 0.0f, "SGD weight decay must be >= 0, got ", o.weight_decay);
     ST_CHECK(!o.nesterov || (o.momentum > 0.0f && o.dampening == 0.0f),
@@ -19,11 +19,13 @@ class Sgd final : public Optimizer {
     ST_CHECK(params.dtype() == DType::f32 && grads.dtype() == DType::f32, "SGD updates f32 parameters");
     ST_CHECK(params.numel() == grads.numel(), "SGD: ", params.numel(), " parameters but ", grads.numel(),
              " gradients");
-    if (o_.momentum != 0.0f && buffer_.numel() != params.numel()) buffer_ = Tensor({params.numel()});
-    kernels::launch_host("sgd_update", params.numel(),
-                         kernels::SgdUpdate{params.data<float>(), grads.data<float>(),
-                                            o_.momentum != 0.0f ? buffer_.data<float>() : nullptr, lr, o_.momentum,
-                                            o_.dampening, o_.weight_decay, o_.nesterov, steps_ == 0});
+    // Written before it is read (first_step), so it needs no zeroing.
+    if (o_.momentum != 0.0f && buffer_.numel() != params.numel())
+      buffer_ = backend_.empty({params.numel()}, DType::f32, "sgd.momentum");
+    launch(backend_.compute_stream(), "sgd_update", params.numel(),
+           kernels::SgdUpdate{params.device_data<float>(), grads.device_data<float>(),
+                              o_.momentum != 0.0f ? buffer_.device_data<float>() : nullptr, lr, o_.momentum,
+                              o_.dampening, o_.weight_decay, o_.nesterov, steps_ == 0});
     ++steps_;
   }
   std::string name() const override { return "sgd"; }
@@ -35,12 +37,23 @@ class Sgd final : public Optimizer {
 
  private:
   SgdOptions o_;
+  Backend& backend_;
   Tensor buffer_;
   int64_t steps_ = 0;
 };
 
 }  // namespace
 
-std::unique_ptr<Optimizer> make_sgd(const SgdOptions& options) { return std::make_unique<Sgd>(options); }
+OptimizerKind parse_optimizer_kind(const std::string& name) {
+  if (name == "sgd") return OptimizerKind::sgd;
+  if (name == "adamw") return OptimizerKind::adamw;
+  ST_FAIL("optimizer.name = '", name, "' is not one of sgd, adamw");
+}
+
+std::string optimizer_kind_name(OptimizerKind k) { return k == OptimizerKind::sgd ? "sgd" : "adamw"; }
+
+std::unique_ptr<Optimizer> make_sgd(const SgdOptions& options, Backend& backend) {
+  return std::make_unique<Sgd>(options, backend);
+}
 
 }  // namespace scaletrain::optim

@@ -78,6 +78,28 @@ ConfigKey key_of(std::string key, T RunConfig::*field, std::string help) {
   return k;
 }
 
+// A mode key: TOML string, parsed into its enum at once (the parser's Error names the key).
+template <class E>
+ConfigKey enum_key(std::string key, E RunConfig::*field, E (*parse)(const std::string&),
+                   std::string (*name)(E), std::string help) {
+  ConfigKey k;
+  k.key = std::move(key);
+  k.help = std::move(help);
+  k.type = "string";
+  k.get = [field, name](const RunConfig& c) {
+    std::string quoted(1, '"');  // appended piecewise: GCC 12 warns falsely (-Wrestrict) on "\"" + s
+    quoted += name(c.*field);
+    quoted += '"';
+    return quoted;
+  };
+  k.set = [field, parse](RunConfig& c, const std::string& v) {
+    std::string s = v;
+    if (s.size() >= 2 && s.front() == '"' && s.back() == '"') s = s.substr(1, s.size() - 2);
+    c.*field = parse(s);
+  };
+  return k;
+}
+
 size_t edit_distance(const std::string& a, const std::string& b) {
   std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
   for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
@@ -115,7 +137,8 @@ const std::vector<ConfigKey>& config_keys() {
   static const std::vector<ConfigKey> keys = {
       key_of("model.name", &RunConfig::model, "zoo model: mlp, lenet, fmnist_sepcnn"),
       key_of("data.path", &RunConfig::data_path, "HDF5 dataset (data-tools format v1), or \"synthetic\""),
-      key_of("data.mode", &RunConfig::data_mode, "stage (read the data into memory) or stream (chunked reads)"),
+      enum_key("data.mode", &RunConfig::data_mode, data::parse_loader_mode, data::loader_mode_name,
+               "stage (read the data into memory) or stream (chunked reads)"),
       key_of("data.synthetic_samples", &RunConfig::synthetic_samples, "training samples when data.path is synthetic"),
       key_of("data.prefetch", &RunConfig::prefetch, "batches the reader thread keeps ready"),
       key_of("data.augment", &RunConfig::augment, "random crop (with padding) and horizontal flip on training batches"),
@@ -131,7 +154,8 @@ const std::vector<ConfigKey>& config_keys() {
       key_of("train.warmup_log_steps", &RunConfig::warmup_log_steps, "first steps excluded from samples/s"),
       key_of("train.evaluate", &RunConfig::evaluate, "evaluate on train.eval_split after every epoch"),
       key_of("train.eval_split", &RunConfig::eval_split, "split used for evaluation (test or val)"),
-      key_of("optimizer.name", &RunConfig::optimizer, "sgd or adamw"),
+      enum_key("optimizer.name", &RunConfig::optimizer, optim::parse_optimizer_kind, optim::optimizer_kind_name,
+               "sgd or adamw"),
       key_of("optimizer.lr", &RunConfig::lr, "base learning rate"),
       key_of("optimizer.momentum", &RunConfig::momentum, "SGD momentum"),
       key_of("optimizer.nesterov", &RunConfig::nesterov, "SGD Nesterov momentum"),
@@ -139,7 +163,8 @@ const std::vector<ConfigKey>& config_keys() {
       key_of("optimizer.beta1", &RunConfig::beta1, "AdamW beta1"),
       key_of("optimizer.beta2", &RunConfig::beta2, "AdamW beta2"),
       key_of("optimizer.eps", &RunConfig::eps, "AdamW epsilon"),
-      key_of("optimizer.schedule", &RunConfig::schedule, "learning-rate schedule: constant, step, cosine"),
+      enum_key("optimizer.schedule", &RunConfig::schedule, optim::parse_lr_schedule_kind, optim::lr_schedule_kind_name,
+               "learning-rate schedule: constant, step, cosine"),
       key_of("optimizer.warmup_epochs", &RunConfig::warmup_epochs,
              "linear warm-up length in epochs (may be fractional)"),
       key_of("optimizer.step_epochs", &RunConfig::step_epochs,
@@ -150,13 +175,22 @@ const std::vector<ConfigKey>& config_keys() {
       key_of("optimizer.reference_batch", &RunConfig::reference_batch,
              "batch size the base learning rate is tuned for"),
       key_of("comm.bucket_mb", &RunConfig::bucket_mb, "gradient bucket size in MB"),
-      key_of("comm.progress", &RunConfig::progress,
+      enum_key("comm.progress", &RunConfig::progress, comm::parse_comm_progress, comm::comm_progress_name,
              "all-reduce progress during backward: test (MPI_Test polls between layers) or thread (a communication "
              "thread)"),
       key_of("run.dir", &RunConfig::run_dir, "run directory for metrics.jsonl and run.json (empty: none)"),
       key_of("run.timeline", &RunConfig::timeline,
              "write run.dir/timeline.json: every rank's phases and all-reduces (chrome://tracing, Perfetto)"),
       key_of("run.threads", &RunConfig::threads, "compute threads per rank (0: the cores the rank is bound to)"),
+      enum_key("run.device", &RunConfig::device, parse_device_kind, device_kind_name,
+               "compute device: cpu (oneDNN), sim (a simulated GPU: device memory, stream threads, events)"),
+      key_of("run.cpu_onednn_only", &RunConfig::cpu_onednn_only,
+             "cpu operators: oneDNN primitives only, no sgemm inner products or direct max pooling (comparisons)"),
+      key_of("run.sim_memory_mb", &RunConfig::sim_memory_mb, "sim device memory in MiB (0: unlimited)"),
+      key_of("run.sim_delay_us", &RunConfig::sim_delay_us,
+             "sim: random delay of up to this many microseconds before every op on every stream (tests)"),
+      key_of("run.sim_ignore_events", &RunConfig::sim_ignore_events,
+             "sim, tests only: events whose label contains this never make anyone wait (shows a test catches it)"),
   };
   return keys;
 }
@@ -219,21 +253,28 @@ void validate_config(const RunConfig& c) {
   ST_CHECK(c.log_every > 0, "train.log_every must be positive, got ", c.log_every);
   ST_CHECK(c.max_steps >= 0, "train.max_steps must be >= 0, got ", c.max_steps);
   ST_CHECK(c.prefetch >= 1, "data.prefetch must be >= 1, got ", c.prefetch);
-  ST_CHECK(c.data_mode == "stage" || c.data_mode == "stream", "data.mode must be stage or stream, got '", c.data_mode,
-           "'");
   ST_CHECK(c.synthetic_samples > 0, "data.synthetic_samples must be positive, got ", c.synthetic_samples);
-  ST_CHECK(c.optimizer == "sgd" || c.optimizer == "adamw", "optimizer.name must be sgd or adamw, got '", c.optimizer,
-           "'");
   ST_CHECK(c.lr > 0, "optimizer.lr must be positive, got ", c.lr);
-  ST_CHECK(c.schedule == "constant" || c.schedule == "step" || c.schedule == "cosine",
-           "optimizer.schedule must be constant, step or cosine, got '", c.schedule, "'");
-  ST_CHECK(c.schedule != "step" || c.step_epochs > 0, "optimizer.schedule = step needs optimizer.step_epochs > 0");
+  ST_CHECK(c.schedule != optim::LrScheduleKind::step || c.step_epochs > 0,
+           "optimizer.schedule = step needs optimizer.step_epochs > 0");
   ST_CHECK(c.reference_batch > 0, "optimizer.reference_batch must be positive");
   ST_CHECK(c.bucket_mb > 0, "comm.bucket_mb must be positive, got ", c.bucket_mb);
-  ST_CHECK(c.progress == "thread" || c.progress == "test", "comm.progress must be thread or test, got '", c.progress,
-           "'");
   ST_CHECK(c.threads >= 0, "run.threads must be >= 0");
+  ST_CHECK(c.sim_memory_mb >= 0, "run.sim_memory_mb must be >= 0, got ", c.sim_memory_mb);
+  ST_CHECK(c.sim_delay_us >= 0, "run.sim_delay_us must be >= 0, got ", c.sim_delay_us);
   ST_CHECK(!c.timeline || !c.run_dir.empty(), "run.timeline = true needs run.dir");
+}
+
+BackendOptions backend_options(const RunConfig& c) {
+  BackendOptions o;
+  o.kind = c.device;
+  o.threads = static_cast<int>(c.threads);
+  o.onednn_only = c.cpu_onednn_only;
+  o.sim_memory_bytes = c.sim_memory_mb << 20;
+  o.sim_max_delay_us = c.sim_delay_us;
+  o.sim_delay_seed = c.seed;
+  o.sim_ignore_events = c.sim_ignore_events;
+  return o;
 }
 
 std::string config_to_toml(const RunConfig& cfg) {

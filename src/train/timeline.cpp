@@ -65,6 +65,8 @@ void Timeline::write(const std::string& path) {
     ev.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", r}, {"args", {{"name", "rank " + std::to_string(r)}}}});
     ev.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", r}, {"tid", 0}, {"args", {{"name", "compute"}}}});
     ev.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", r}, {"tid", 1}, {"args", {{"name", "all-reduce"}}}});
+    ev.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", r}, {"tid", 2}, {"args", {{"name", "copy"}}}});
+    ev.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", r}, {"tid", 3}, {"args", {{"name", "host"}}}});
     for (int64_t i = 0; i < counts[static_cast<size_t>(r)]; ++i) {
       const Event& e = all[static_cast<size_t>(r) * static_cast<size_t>(most) + static_cast<size_t>(i)];
       nlohmann::json j = {{"name", e.name}, {"ph", "X"},  {"pid", r}, {"tid", e.lane},

@@ -1,5 +1,6 @@
-// Trainer: start-up (data, model, identical weights, optimizer, buckets), the step loop with
-// phase timers, distributed evaluation and rank-0 progress.
+// Trainer: start-up (backend, data, model, identical weights, optimizer, buckets), the step loop
+// with phase timers, distributed evaluation and rank-0 progress. Every piece of device work goes
+// through the backend's streams; loss and accuracy sums stay on the device until an interval ends.
 #include "scaletrain/train/trainer.hpp"
 
 #include <unistd.h>
@@ -9,15 +10,16 @@
 #include <cstdio>
 #include <numeric>
 
+#include "scaletrain/backend/launch.hpp"
 #include "scaletrain/comm/gradient_buckets.hpp"
 #include "scaletrain/data/loader.hpp"
-#include "scaletrain/kernels/launch.hpp"
 #include "scaletrain/kernels/normalize.hpp"
 #include "scaletrain/nn/softmax_cross_entropy.hpp"
 #include "scaletrain/nn/zoo.hpp"
 #include "scaletrain/optim/lr_schedule.hpp"
 #include "scaletrain/optim/optimizer.hpp"
 #include "scaletrain/train/errors.hpp"
+#include "scaletrain/train/phase_clock.hpp"
 #include "scaletrain/train/progress.hpp"
 #include "scaletrain/train/synthetic_data.hpp"
 #include "scaletrain/train/timeline.hpp"
@@ -38,28 +40,39 @@ struct Trainer::Impl {
   std::unique_ptr<comm::GradientBuckets> buckets;
   int64_t local_batch = 0;
   int64_t classes = 0;
-  Tensor input;      // [local_batch, ...sample_shape] f32, normalized
-  Tensor augmented;  // u8 scratch for crop/flip
+  Tensor input;      // [local_batch, ...sample_shape] f32, normalized (device)
+  Tensor augmented;  // u8 scratch for crop/flip (device)
   Tensor mean, inv_std;
+  Tensor interval_sums, epoch_sums, eval_sums;  // f64 [3] on the device: loss, correct, rows
   std::function<void(const IntervalTimings&)> interval_hook;
   std::unique_ptr<Timeline> timeline;
   PhaseTimers timers;
-
-  // Runs f as one phase: adds its time to the timers and, when enabled, to the timeline.
-  template <class F>
-  void phase(Phase p, int64_t step, F&& f) {
-    const double t0 = now_seconds();
-    f();
-    const double t1 = now_seconds();
-    timers.add(p, t1 - t0);
-    if (timeline->enabled()) timeline->record(phase_name(p).data(), t0, t1, 0, step);
-  }
+  std::unique_ptr<PhaseClock> clock;
 
   Impl(RunConfig c, comm::Communicator& cm) : cfg(std::move(c)), comm(cm) {}
 
   void setup();
+  void setup_data();
+  void setup_model();
+  void setup_optimizer();
+  void setup_input();
   void prepare_input(const data::Batch& b, int64_t step, bool training);
+  void train_step(const data::Batch& b, int64_t step);
+  // Runs host work as a host-timed phase.
+  template <class F>
+  void host_phase(Phase p, F&& f) {
+    const double t0 = now_seconds();
+    f();
+    clock->add_host(p, t0, now_seconds());
+  }
+  template <class F>
+  void device_phase(Phase p, F&& f) {
+    clock->begin(p);
+    f();
+    clock->end(p);
+  }
   void record_bucket_events(int64_t step);
+  void record_copies();
   EpochReport evaluate(int64_t epoch);
 };
 
@@ -71,12 +84,19 @@ void Trainer::Impl::setup() {
                           std::to_string(world) + " ranks: choose a multiple of " + std::to_string(world));
   local_batch = cfg.batch / world;
   timeline = std::make_unique<Timeline>(comm, cfg.timeline);
-  backend = make_cpu_backend(static_cast<int>(cfg.threads));
+  collective_check(comm, [&] { backend = make_backend(backend_options(cfg)); });
+  clock = std::make_unique<PhaseClock>(*backend, timers, *timeline);
+  setup_data();
+  setup_model();
+  setup_optimizer();
+  setup_input();
+}
 
+void Trainer::Impl::setup_data() {
+  const int world = comm.size();
   data_path = cfg.data_path;
   if (data_path == "synthetic") data_path = ensure_synthetic_dataset(cfg, comm);
   // A missing or bad file fails identically on every rank: one message from rank 0, no abort.
-
   data::LoaderOptions lo;
   lo.path = data_path;
   lo.split = "train";
@@ -86,6 +106,7 @@ void Trainer::Impl::setup() {
   lo.prefetch = static_cast<int>(cfg.prefetch);
   lo.drop_remainder = cfg.drop_remainder;
   lo.shuffle = true;
+  lo.backend = backend.get();
   collective_check(comm, [&] { train_loader = std::make_unique<data::DataLoader>(lo, comm.rank(), world); });
   const data::DatasetInfo& info = train_loader->info();
   if (train_loader->steps_per_epoch() < 1)
@@ -93,7 +114,6 @@ void Trainer::Impl::setup() {
                           " training samples, fewer than one global batch of " + std::to_string(cfg.batch) +
                           ": lower train.batch or use more data");
   classes = static_cast<int64_t>(info.classes.size());
-
   if (cfg.evaluate) {
     data::LoaderOptions eo = lo;
     eo.split = cfg.eval_split;
@@ -101,16 +121,23 @@ void Trainer::Impl::setup() {
     eo.drop_remainder = false;
     collective_check(comm, [&] { eval_loader = std::make_unique<data::DataLoader>(eo, comm.rank(), world); });
   }
+}
 
+void Trainer::Impl::setup_model() {
+  const data::DatasetInfo& info = train_loader->info();
   collective_check(comm, [&] {
     model = nn::make_zoo_model(cfg.model, info.sample_shape, classes);
     model->build(*backend, local_batch);
+    loss.build(*backend, local_batch, classes);
   });
   model->init_parameters(cfg.seed);
-  // Identical replicas: rank 0's weights everywhere.
-  comm.broadcast(model->flat_parameters().raw(), static_cast<int64_t>(model->flat_parameters().bytes()), 0);
-  loss.build(local_batch, classes);
+  // Identical replicas: rank 0's weights everywhere (device-aware: the communicator reads the
+  // device buffer once the copy that put the weights there has completed).
+  backend->synchronize();
+  comm.broadcast(model->flat_parameters().device_raw(), static_cast<int64_t>(model->flat_parameters().bytes()), 0);
+}
 
+void Trainer::Impl::setup_optimizer() {
   const int64_t spe = train_loader->steps_per_epoch();
   double base_lr = cfg.lr;
   if (cfg.scale_lr) base_lr = optim::linear_scaled_lr(static_cast<float>(cfg.lr), cfg.batch, cfg.reference_batch);
@@ -125,59 +152,99 @@ void Trainer::Impl::setup() {
   so.min_lr = static_cast<float>(cfg.min_lr);
   collective_check(comm, [&] {
     schedule = std::make_unique<optim::LrSchedule>(so);
-    if (cfg.optimizer == "sgd") {
+    if (cfg.optimizer == optim::OptimizerKind::sgd) {
       optim::SgdOptions o;
       o.momentum = static_cast<float>(cfg.momentum);
       o.nesterov = cfg.nesterov;
       o.weight_decay = static_cast<float>(cfg.weight_decay);
-      optimizer = optim::make_sgd(o);
+      optimizer = optim::make_sgd(o, *backend);
     } else {
       optim::AdamWOptions o;
       o.beta1 = static_cast<float>(cfg.beta1);
       o.beta2 = static_cast<float>(cfg.beta2);
       o.eps = static_cast<float>(cfg.eps);
       o.weight_decay = static_cast<float>(cfg.weight_decay);
-      optimizer = optim::make_adamw(o);
+      optimizer = optim::make_adamw(o, *backend);
     }
   });
-
   std::vector<comm::GradientSlice> slices;
   for (const auto& s : model->slots()) slices.push_back(comm::GradientSlice{s.offset, s.count});
-  buckets = std::make_unique<comm::GradientBuckets>(comm, model->flat_gradients().data<float>(), slices,
+  buckets = std::make_unique<comm::GradientBuckets>(comm, *backend, model->flat_gradients(), slices,
                                                     static_cast<int64_t>(cfg.bucket_mb * 1024 * 1024), cfg.progress);
+}
 
+void Trainer::Impl::setup_input() {
+  const data::DatasetInfo& info = train_loader->info();
   Shape in{local_batch};
   in.insert(in.end(), info.sample_shape.begin(), info.sample_shape.end());
-  input = Tensor(in);
-  augmented = Tensor(in, DType::u8);
+  input = backend->empty(in, DType::f32, "input");
+  augmented = backend->empty(in, DType::u8, "input.augmented");
   const int64_t channels = info.sample_shape.back();
-  mean = Tensor({channels});
-  inv_std = Tensor({channels});
+  Tensor host_mean({channels}, DType::f32, "input.mean"), host_inv_std({channels}, DType::f32, "input.inv_std");
+  const bool have = static_cast<int64_t>(info.mean.size()) == channels && static_cast<int64_t>(info.std.size()) == channels;
   for (int64_t c = 0; c < channels; ++c) {
-    const bool have = static_cast<int64_t>(info.mean.size()) == channels && static_cast<int64_t>(info.std.size()) == channels;
-    mean.data<float>()[c] = have ? info.mean[static_cast<size_t>(c)] : 0.0f;
+    host_mean.data<float>()[c] = have ? info.mean[static_cast<size_t>(c)] : 0.0f;
     const float sd = have ? info.std[static_cast<size_t>(c)] : 1.0f;
-    inv_std.data<float>()[c] = sd > 0 ? 1.0f / sd : 1.0f;
+    host_inv_std.data<float>()[c] = sd > 0 ? 1.0f / sd : 1.0f;
   }
+  mean = backend->empty({channels}, DType::f32, "input.mean");
+  inv_std = backend->empty({channels}, DType::f32, "input.inv_std");
+  Stream& s = backend->compute_stream();
+  backend->copy_async(s, mean, host_mean);
+  backend->copy_async(s, inv_std, host_inv_std);
+  interval_sums = backend->zeros({nn::kLossSumsSize}, DType::f64, "loss sums (interval)");
+  epoch_sums = backend->zeros({nn::kLossSumsSize}, DType::f64, "loss sums (epoch)");
+  eval_sums = backend->zeros({nn::kLossSumsSize}, DType::f64, "loss sums (evaluation)");
 }
 
 void Trainer::Impl::prepare_input(const data::Batch& b, int64_t step, bool training) {
   const data::DatasetInfo& info = train_loader->info();
   ST_CHECK(b.samples.dtype() == DType::u8, "data set ", data_path, " stores ", dtype_name(b.samples.dtype()),
            " samples; the trainer reads uint8 images");
-  const uint8_t* src = b.samples.data<uint8_t>();
+  Stream& s = backend->compute_stream();
+  s.wait(*b.copied);  // the batch's host-to-device copy
+  const uint8_t* src = b.device_samples.device_data<uint8_t>();
   if (training && cfg.augment) {
     ST_CHECK(info.sample_shape.size() == 3, "data.augment needs [H, W, C] samples");
-    kernels::launch_host("augment_crop_flip", local_batch,
-                         kernels::AugmentCropFlipU8{src, augmented.data<uint8_t>(), info.sample_shape[0],
-                                                    info.sample_shape[1], info.sample_shape[2], cfg.augment_pad,
-                                                    cfg.augment_flip, cfg.seed + static_cast<uint64_t>(comm.rank()) * 7919u,
-                                                    static_cast<uint64_t>(step)});
-    src = augmented.data<uint8_t>();
+    launch(s, "augment_crop_flip", local_batch,
+           kernels::AugmentCropFlipU8{src, augmented.device_data<uint8_t>(), info.sample_shape[0], info.sample_shape[1],
+                                      info.sample_shape[2], cfg.augment_pad, cfg.augment_flip, cfg.seed,
+                                      static_cast<uint64_t>(step), b.device_indices.device_data<int64_t>()});
+    src = augmented.device_data<uint8_t>();
   }
-  kernels::launch_host("normalize_u8", input.numel() / info.sample_shape.back(),
-                       kernels::NormalizeU8{src, input.data<float>(), mean.data<float>(), inv_std.data<float>(),
-                                            info.sample_shape.back()});
+  launch(s, "normalize_u8", input.numel() / info.sample_shape.back(),
+         kernels::NormalizeU8{src, input.device_data<float>(), mean.device_data<float>(), inv_std.device_data<float>(),
+                              info.sample_shape.back()});
+}
+
+void Trainer::Impl::train_step(const data::Batch& b, int64_t step) {
+  device_phase(Phase::input, [&] { prepare_input(b, step, true); });
+  device_phase(Phase::forward, [&] {
+    model->set_random_state(cfg.seed, static_cast<uint64_t>(step), b.device_indices);
+    const Tensor& logits = model->forward(input, true);
+    loss.forward(logits, b.device_labels);
+    loss.accumulate(interval_sums);
+    loss.accumulate(epoch_sums);
+  });
+  device_phase(Phase::backward, [&] {
+    buckets->begin_step();
+    const Tensor& dlogits = loss.backward(1.0f / static_cast<float>(local_batch));
+    model->backward(dlogits, [&](size_t layer) {
+      const size_t first = model->first_slot(layer);
+      const size_t n = model->layers()[layer]->parameters().size();
+      for (size_t sl = first; sl < first + n; ++sl) buckets->mark_ready(sl);
+      buckets->poll();
+    });
+  });
+  // Handing the slot back wakes the reader thread; count it as data time, not as a gap.
+  host_phase(Phase::data_wait, [&] { train_loader->release(&b); });
+  // Exposed communication: the wait after backward has finished on the device.
+  const comm::ExposedWait w = buckets->wait_all();
+  clock->add_host(Phase::allreduce_exposed, w.start, w.end);
+  record_bucket_events(step);
+  device_phase(Phase::optimizer, [&] {
+    optimizer->step(model->flat_parameters(), model->flat_gradients(), schedule->lr(step));
+  });
 }
 
 void Trainer::Impl::record_bucket_events(int64_t step) {
@@ -189,25 +256,35 @@ void Trainer::Impl::record_bucket_events(int64_t step) {
   }
 }
 
+// The batches' copies (device staging): their time is the h2d phase; the timeline's copy track.
+void Trainer::Impl::record_copies() {
+  for (const data::CopyRecord& r : train_loader->take_copy_records()) {
+    timers.add(Phase::h2d, r.end - r.start);
+    if (timeline->enabled()) timeline->record("h2d", r.start, r.end, 2, -1);
+  }
+}
+
 EpochReport Trainer::Impl::evaluate(int64_t epoch) {
   EpochReport r;
   r.epoch = epoch;
   if (!eval_loader) return r;
   eval_loader->start_epoch(0);
   const int64_t n_total = eval_loader->info().num_samples;
-  float sums[3] = {0, 0, 0};  // loss, correct, counted
+  Stream& s = backend->compute_stream();
+  backend->fill_zero_async(s, eval_sums);
   while (const data::Batch* b = eval_loader->next()) {
     prepare_input(*b, 0, false);
     const Tensor& logits = model->forward(input, false);
     // Padding rows (the wrap-around that keeps shards equal) are evaluated but not counted.
-    const int64_t valid = eval_loader->valid_rows(*b);
-    nn::LossResult lr = loss.forward(logits, b->labels, valid);
-    sums[0] += static_cast<float>(lr.loss_sum);
-    sums[1] += static_cast<float>(lr.correct);
-    sums[2] += static_cast<float>(lr.count);
+    loss.forward(logits, b->device_labels);
+    loss.accumulate(eval_sums, eval_loader->valid_rows(*b));
     eval_loader->release(b);
   }
-  comm.allreduce(sums, 3, DType::f32, comm::ReduceOp::sum);
+  eval_loader->end_epoch();
+  (void)eval_loader->take_copy_records();  // evaluation copies are not part of the step phases
+  const nn::LossResult lr = nn::SoftmaxCrossEntropy::read_sums(*backend, eval_sums);
+  double sums[3] = {lr.loss_sum, static_cast<double>(lr.correct), static_cast<double>(lr.count)};
+  comm.allreduce(sums, 3, DType::f64, comm::ReduceOp::sum);
   r.eval_samples = static_cast<int64_t>(sums[2]);
   r.eval_loss = sums[2] > 0 ? sums[0] / sums[2] : 0;
   r.eval_accuracy = sums[2] > 0 ? sums[1] / sums[2] : 0;
@@ -219,13 +296,89 @@ EpochReport Trainer::Impl::evaluate(int64_t epoch) {
 Trainer::Trainer(RunConfig cfg, comm::Communicator& comm) : impl_(std::make_unique<Impl>(std::move(cfg), comm)) {
   impl_->setup();
 }
-Trainer::~Trainer() = default;
+Trainer::~Trainer() {
+  // Nothing queued may outlive the buffers it uses.
+  if (impl_ && impl_->backend) {
+    try {
+      impl_->backend->synchronize();
+    } catch (...) {
+    }
+  }
+}
 
 nn::Model& Trainer::model() { return *impl_->model; }
+Backend& Trainer::backend() { return *impl_->backend; }
 std::string Trainer::device_description() const { return impl_->backend->description(); }
 int64_t Trainer::per_rank_batch() const { return impl_->local_batch; }
 int64_t Trainer::steps_per_epoch() const { return impl_->train_loader->steps_per_epoch(); }
 void Trainer::on_interval(std::function<void(const IntervalTimings&)> f) { impl_->interval_hook = std::move(f); }
+
+namespace {
+
+// Loss sums of `sums` on the device, reduced over ranks (the device sums are read, then zeroed).
+nn::LossResult take_sums(Backend& backend, comm::Communicator& comm, const Tensor& sums) {
+  const nn::LossResult local = nn::SoftmaxCrossEntropy::read_sums(backend, sums);
+  backend.fill_zero_async(backend.compute_stream(), sums);
+  double v[3] = {local.loss_sum, static_cast<double>(local.correct), static_cast<double>(local.count)};
+  comm.allreduce(v, 3, DType::f64, comm::ReduceOp::sum);
+  nn::LossResult r;
+  r.loss_sum = v[0];
+  r.correct = static_cast<int64_t>(v[1]);
+  r.count = static_cast<int64_t>(v[2]);
+  return r;
+}
+
+// Every rank's phase times of the interval (and its total all-reduce time), gathered: mean, min,
+// max and the slowest rank per phase.
+void reduce_phase_times(comm::Communicator& comm, const PhaseTimers& timers, double allreduce_seconds,
+                        IntervalTimings& it) {
+  std::vector<float> mine(kPhaseCount + 1);
+  for (int p = 0; p < kPhaseCount; ++p) mine[static_cast<size_t>(p)] = static_cast<float>(timers.all()[static_cast<size_t>(p)]);
+  mine[kPhaseCount] = static_cast<float>(allreduce_seconds);
+  std::vector<float> all(mine.size() * static_cast<size_t>(comm.size()));
+  comm.allgather(mine.data(), static_cast<int64_t>(mine.size() * sizeof(float)), all.data());
+  const int world = comm.size();
+  for (int p = 0; p <= kPhaseCount; ++p) {
+    double sum = 0, mn = 1e300, mx = -1;
+    int slow = 0;
+    for (int r = 0; r < world; ++r) {
+      const double v = all[static_cast<size_t>(r) * mine.size() + static_cast<size_t>(p)];
+      sum += v;
+      mn = std::min(mn, v);
+      if (v > mx) {
+        mx = v;
+        slow = r;
+      }
+    }
+    if (p == kPhaseCount) {
+      it.allreduce_total_mean = sum / world;
+    } else {
+      it.mean[p] = sum / world;
+      it.min[p] = mn;
+      it.max[p] = mx;
+      it.slowest_rank[p] = slow;
+    }
+  }
+}
+
+double ratio(double a, double b) { return b > 0 ? a / b : 0; }
+
+}  // namespace
+
+// Totals over the timed (non-warm-up) intervals of a run.
+struct RunTotals {
+  double measured_seconds = 0;
+  int64_t measured_steps = 0;
+  double phase_sums[kPhaseCount] = {};
+  double allreduce_total = 0;
+  void add(const IntervalTimings& it) {
+    if (it.warmup) return;
+    measured_seconds += it.wall_seconds;
+    measured_steps += it.steps;
+    for (int p = 0; p < kPhaseCount; ++p) phase_sums[p] += it.mean[p];
+    allreduce_total += it.allreduce_total_mean;
+  }
+};
 
 TrainResult Trainer::run() {
   Impl& m = *impl_;
@@ -236,131 +389,68 @@ TrainResult Trainer::run() {
   ProgressPrinter progress(root, cfg, spe, planned);
 
   TrainResult result;
-  PhaseTimers& timers = m.timers;
+  RunTotals totals;
   int64_t step = 0;
-  double interval_loss = 0, interval_correct = 0, interval_count = 0;
   int64_t interval_first = 0;
-  double measured_seconds = 0;
-  int64_t measured_steps = 0;
-  double phase_sums[kPhaseCount] = {};
-  double allreduce_total = 0;
   const Stopwatch run_clock;
   Stopwatch interval_clock;
+
+  // The logging interval that ends at `step`: device sums and phase times reduced over ranks.
+  auto finish_interval = [&](int64_t epoch, int64_t ep_steps) {
+    m.clock->flush();
+    m.record_copies();
+    const nn::LossResult sums = take_sums(*m.backend, m.comm, m.interval_sums);
+    const comm::BucketStats bs = m.buckets->stats();
+    m.buckets->reset_stats();
+    IntervalTimings it;
+    it.first_step = interval_first;
+    it.steps = step - interval_first;
+    it.warmup = interval_first < cfg.warmup_log_steps;
+    reduce_phase_times(m.comm, m.timers, bs.allreduce_seconds, it);
+    const double wall = interval_clock.seconds();
+    it.epoch = epoch;
+    it.wall_seconds = wall;
+    it.elapsed_seconds = run_clock.seconds();
+    it.samples_per_second = static_cast<double>(it.steps * cfg.batch) / wall;
+    it.loss = ratio(sums.loss_sum, static_cast<double>(sums.count));
+    it.accuracy = ratio(static_cast<double>(sums.correct), static_cast<double>(sums.count));
+    it.lr = m.schedule->lr(std::max<int64_t>(step - 1, 0));
+    totals.add(it);
+    progress.interval(epoch, ep_steps, step, it.loss, it.accuracy, it.lr, it.samples_per_second,
+                      1e3 * wall / static_cast<double>(it.steps), it.elapsed_seconds);
+    if (root && m.interval_hook) m.interval_hook(it);
+    interval_first = step;
+    m.timers.reset();
+    interval_clock.reset();
+  };
 
   for (int64_t epoch = 0; epoch < cfg.epochs && step < planned; ++epoch) {
     const Stopwatch epoch_clock;
     m.train_loader->start_epoch(epoch);
-    EpochReport rep;
-    rep.epoch = epoch;
-    double ep_loss = 0, ep_correct = 0, ep_count = 0;
     int64_t ep_steps = 0;
     while (step < planned) {
       const double t_step = now_seconds();
+      m.clock->begin_step(step);
       const data::Batch* b = nullptr;
-      m.phase(Phase::data_wait, step, [&] { b = m.train_loader->next(); });
+      m.host_phase(Phase::data_wait, [&] { b = m.train_loader->next(); });
       if (!b) break;
-      m.phase(Phase::h2d, step, [&] { m.prepare_input(*b, step, true); });
-      nn::LossResult lr;
-      m.phase(Phase::forward, step, [&] {
-        m.model->set_random_state(cfg.seed + static_cast<uint64_t>(m.comm.rank()) * 1000003u, static_cast<uint64_t>(step));
-        const Tensor& logits = m.model->forward(m.input, true);
-        lr = m.loss.forward(logits, b->labels);
-      });
-      m.phase(Phase::backward, step, [&] {
-        m.buckets->begin_step();
-        const Tensor& dlogits = m.loss.backward(1.0f / static_cast<float>(m.local_batch));
-        m.model->backward(dlogits, [&](size_t layer) {
-          const size_t first = m.model->first_slot(layer);
-          const size_t n = m.model->layers()[layer]->parameters().size();
-          for (size_t s = first; s < first + n; ++s) m.buckets->mark_ready(s);
-          m.buckets->poll();
-        });
-      });
-      // Handing the slot back wakes the reader thread; count it as data time, not as a gap.
-      m.phase(Phase::data_wait, step, [&] { m.train_loader->release(b); });
-      m.phase(Phase::allreduce_exposed, step, [&] { m.buckets->wait_all(); });
-      m.record_bucket_events(step);
-      m.phase(Phase::optimizer, step, [&] {
-        m.optimizer->step(m.model->flat_parameters(), m.model->flat_gradients(), m.schedule->lr(step));
-      });
+      m.train_step(*b, step);
+      m.clock->end_step();
       m.timers.add(Phase::step, now_seconds() - t_step);
-      interval_loss += lr.loss_sum;
-      interval_correct += static_cast<double>(lr.correct);
-      interval_count += static_cast<double>(lr.count);
-      ep_loss += lr.loss_sum;
-      ep_correct += static_cast<double>(lr.correct);
-      ep_count += static_cast<double>(lr.count);
       ++step;
       ++ep_steps;
-
-      const bool end_of_run = step == planned;
-      if (step % cfg.log_every == 0 || end_of_run || ep_steps == spe) {
-        // Reduce the interval across ranks: loss and accuracy sums, and every phase's time.
-        float sums[3] = {static_cast<float>(interval_loss), static_cast<float>(interval_correct),
-                         static_cast<float>(interval_count)};
-        m.comm.allreduce(sums, 3, DType::f32, comm::ReduceOp::sum);
-        const comm::BucketStats bs = m.buckets->stats();
-        m.buckets->reset_stats();
-        std::vector<float> mine(kPhaseCount + 1);
-        for (int p = 0; p < kPhaseCount; ++p) mine[static_cast<size_t>(p)] = static_cast<float>(timers.all()[static_cast<size_t>(p)]);
-        mine[kPhaseCount] = static_cast<float>(bs.allreduce_seconds);
-        std::vector<float> all(mine.size() * static_cast<size_t>(m.comm.size()));
-        m.comm.allgather(mine.data(), static_cast<int64_t>(mine.size() * sizeof(float)), all.data());
-        IntervalTimings it;
-        it.first_step = interval_first;
-        it.steps = step - interval_first;
-        it.warmup = interval_first < cfg.warmup_log_steps;
-        const int world = m.comm.size();
-        for (int p = 0; p <= kPhaseCount; ++p) {
-          double sum = 0, mn = 1e300, mx = -1;
-          int slow = 0;
-          for (int r = 0; r < world; ++r) {
-            const double v = all[static_cast<size_t>(r) * mine.size() + static_cast<size_t>(p)];
-            sum += v;
-            mn = std::min(mn, v);
-            if (v > mx) {
-              mx = v;
-              slow = r;
-            }
-          }
-          if (p == kPhaseCount) {
-            it.allreduce_total_mean = sum / world;
-          } else {
-            it.mean[p] = sum / world;
-            it.min[p] = mn;
-            it.max[p] = mx;
-            it.slowest_rank[p] = slow;
-          }
-        }
-        const double wall = interval_clock.seconds();
-        if (!it.warmup) {
-          measured_seconds += wall;
-          measured_steps += it.steps;
-          for (int p = 0; p < kPhaseCount; ++p) phase_sums[p] += it.mean[p];
-          allreduce_total += it.allreduce_total_mean;
-        }
-        it.epoch = epoch;
-        it.wall_seconds = wall;
-        it.elapsed_seconds = run_clock.seconds();
-        it.samples_per_second = static_cast<double>(it.steps * cfg.batch) / wall;
-        it.loss = sums[2] > 0 ? sums[0] / sums[2] : 0;
-        it.accuracy = sums[2] > 0 ? sums[1] / sums[2] : 0;
-        it.lr = m.schedule->lr(std::max<int64_t>(step - 1, 0));
-        progress.interval(epoch, ep_steps, step, it.loss, it.accuracy, it.lr, it.samples_per_second,
-                          1e3 * wall / static_cast<double>(it.steps), it.elapsed_seconds);
-        if (root && m.interval_hook) m.interval_hook(it);
-        interval_loss = interval_correct = interval_count = 0;
-        interval_first = step;
-        timers.reset();
-        interval_clock.reset();
-      }
+      const bool epoch_over = step == planned || ep_steps == spe;
+      // The epoch's last copies are logged once the reader has stopped.
+      if (epoch_over) m.train_loader->end_epoch();
+      if (step % cfg.log_every == 0 || epoch_over) finish_interval(epoch, ep_steps);
       if (ep_steps == spe) break;
     }
-    float ep_sums[3] = {static_cast<float>(ep_loss), static_cast<float>(ep_correct), static_cast<float>(ep_count)};
-    m.comm.allreduce(ep_sums, 3, DType::f32, comm::ReduceOp::sum);
+    const nn::LossResult ep = take_sums(*m.backend, m.comm, m.epoch_sums);
+    EpochReport rep;
+    rep.epoch = epoch;
     rep.steps = ep_steps;
-    rep.train_loss = ep_sums[2] > 0 ? ep_sums[0] / ep_sums[2] : 0;
-    rep.train_accuracy = ep_sums[2] > 0 ? ep_sums[1] / ep_sums[2] : 0;
+    rep.train_loss = ratio(ep.loss_sum, static_cast<double>(ep.count));
+    rep.train_accuracy = ratio(static_cast<double>(ep.correct), static_cast<double>(ep.count));
     rep.seconds = epoch_clock.seconds();
     rep.samples_per_second = static_cast<double>(ep_steps * cfg.batch) / rep.seconds;
     if (cfg.evaluate) {
@@ -373,15 +463,14 @@ TrainResult Trainer::run() {
     result.epochs.push_back(rep);
     interval_clock.reset();
   }
+  m.backend->synchronize();
   result.steps = step;
   result.seconds = run_clock.seconds();
   result.mean_samples_per_second =
-      measured_seconds > 0 ? static_cast<double>(measured_steps * cfg.batch) / measured_seconds : 0;
-  if (phase_sums[static_cast<int>(Phase::step)] > 0) {
-    result.exposed_allreduce_share =
-        phase_sums[static_cast<int>(Phase::allreduce_exposed)] / phase_sums[static_cast<int>(Phase::step)];
-    result.allreduce_total_share = allreduce_total / phase_sums[static_cast<int>(Phase::step)];
-  }
+      ratio(static_cast<double>(totals.measured_steps * cfg.batch), totals.measured_seconds);
+  const double step_total = totals.phase_sums[static_cast<int>(Phase::step)];
+  result.exposed_allreduce_share = ratio(totals.phase_sums[static_cast<int>(Phase::allreduce_exposed)], step_total);
+  result.allreduce_total_share = ratio(totals.allreduce_total, step_total);
   if (!result.epochs.empty()) {
     result.final_eval_accuracy = result.epochs.back().eval_accuracy;
     result.final_eval_loss = result.epochs.back().eval_loss;

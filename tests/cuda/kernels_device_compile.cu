@@ -28,14 +28,14 @@ using namespace scaletrain::kernels;
 
 // Instantiates a kernel per functor; the pointers are never dereferenced on the host.
 void scaletrain_compile_every_functor(float* a, float* b, float* c, float* d, uint8_t* u, int32_t* l, bf16* h,
-                                      f16* g) {
+                                      f16* g, int64_t* idx, double* sums) {
   launch(1, ReluForward{a, b});
   launch(1, ReluBackward{a, b, c});
   launch(1, SeluForward{a, b});
   launch(1, SeluBackward{a, b, c});
   launch(1, BiasAdd{a, b, 4});
   launch(1, BiasGrad{a, b, 2, 4});
-  launch(1, DropoutForward{a, b, u, 0.5f, 1, 2});
+  launch(1, DropoutForward{a, b, u, 0.5f, 1, 2, idx, 4});
   launch(1, DropoutBackward{a, u, b, 2.0f});
   launch(1, SoftmaxCrossEntropyForward{a, l, b, c, l, 10});
   launch(1, SoftmaxCrossEntropyBackward{a, l, b, 10, 0.5f});
@@ -48,5 +48,7 @@ void scaletrain_compile_every_functor(float* a, float* b, float* c, float* d, ui
   launch(1, Scale{a, 0.5f});
   launch(1, CountNonFinite{a, 8, 4, l});
   launch(1, NormalizeU8{u, a, b, c, 3});
-  launch(1, AugmentCropFlipU8{u, u, 28, 28, 1, 2, true, 1, 2});
+  launch(1, AugmentCropFlipU8{u, u, 28, 28, 1, 2, true, 1, 2, idx});
+  launch(1, DivideBy{a, 3.0f});
+  launch(1, AccumulateLossSums{a, l, 4, sums});
 }

@@ -1,15 +1,18 @@
 #!/usr/bin/python3
 # Checks a run's timeline.json (Chrome trace) as a user opening it in Perfetto relies on it: one
-# process per rank, every step's phases on the compute track without overlaps, each gradient
-# bucket's all-reduce on the all-reduce track for every step, and the ranks' clocks aligned: no
-# rank can finish a bucket's all-reduce before every other rank has started it.
-"""usage: check_timeline.py RUN_DIR --ranks N --steps S [--tolerance-us T]"""
+# process per rank, every step's phases on the compute track (device backends: the host-timed
+# phases on the host track) without overlaps, each gradient bucket's all-reduce on the all-reduce
+# track for every step, with --copy-track each batch's host-to-device copy on the copy track, and
+# the ranks' clocks aligned: no rank can finish a bucket's all-reduce before every other rank has
+# started it.
+"""usage: check_timeline.py RUN_DIR --ranks N --steps S [--tolerance-us T] [--copy-track]"""
 import argparse
 import json
 import os
 import sys
 
-PHASES = ("data_wait", "h2d", "forward", "backward", "allreduce_exposed", "optimizer")
+PHASES = ("data_wait", "input", "forward", "backward", "allreduce_exposed", "optimizer")
+COMPUTE, ALLREDUCE, COPY, HOST = 0, 1, 2, 3
 
 
 def fail(msg):
@@ -23,6 +26,8 @@ def main():
     p.add_argument("--steps", type=int, required=True)
     p.add_argument("--tolerance-us", type=float, default=2000.0,
                    help="allowed clock error between ranks in microseconds")
+    p.add_argument("--copy-track", action="store_true",
+                   help="a device run: every step's batch copy must be on the copy track")
     a = p.parse_args()
     path = os.path.join(a.run_dir, "timeline.json")
     with open(path) as f:
@@ -39,11 +44,20 @@ def main():
 
     buckets_per_rank = {}
     for r in pids:
-        compute = sorted((e for e in spans if e["pid"] == r and e["tid"] == 0), key=lambda e: e["ts"])
-        for prev, cur in zip(compute, compute[1:]):
-            if cur["ts"] < prev["ts"] + prev["dur"] - 1.0:
-                fail(f"rank {r}: {cur['name']} of step {cur['args']['step']} starts before "
-                     f"{prev['name']} of step {prev['args']['step']} ends")
+        tracks = {t: sorted((e for e in spans if e["pid"] == r and e["tid"] == t), key=lambda e: e["ts"])
+                  for t in (COMPUTE, HOST)}
+        for events_on_track in tracks.values():
+            for prev, cur in zip(events_on_track, events_on_track[1:]):
+                if cur["ts"] < prev["ts"] + prev["dur"] - 1.0:
+                    fail(f"rank {r}: {cur['name']} of step {cur['args']['step']} starts before "
+                         f"{prev['name']} of step {prev['args']['step']} ends")
+        compute = tracks[COMPUTE] + tracks[HOST]
+        if a.copy_track:
+            copies = [e for e in spans if e["pid"] == r and e["tid"] == COPY]
+            if len(copies) < a.steps or any(e["name"] != "h2d" for e in copies):
+                fail(f"rank {r}: {len(copies)} events on the copy track, expected at least {a.steps} 'h2d' copies")
+            if names.get((r, COPY)) != "copy":
+                fail(f"rank {r}: track {COPY} is named {names.get((r, COPY))!r}, not 'copy'")
         for step in range(a.steps):
             got = {e["name"] for e in compute if e["args"]["step"] == step}
             missing = [ph for ph in PHASES if ph not in got]

@@ -1,34 +1,87 @@
-// Backend: where a model's tensors live and who runs its heavy operators. The CPU backend uses
-// oneDNN (backend/cpu); the CUDA backend (backend/cuda) uses cuDNN and cuBLASLt. Custom element-wise
-// kernels are not here: they are the functors of kernels/, launched through kernels/launch.hpp.
+// Backend: owns a compute device. It allocates device tensors and pinned host buffers, provides
+// streams and events, asynchronous copies and fills, runs the heavy operators (created once per
+// shape, bound to a stream) and, through backend/launch.hpp, the kernels/ functors on a stream.
+// Nothing above backend/ dereferences device memory: a host read of a device value is an explicit
+// copy_async to a host tensor followed by a synchronize.
+//   cpu:  oneDNN; the device is the host, streams run work inline, events complete when recorded.
+//   sim:  a CPU simulation of a GPU (backend/sim): separate device memory with a capacity, one
+//         worker thread per stream, events that order streams. It runs the CUDA orchestration here.
+//   cuda: cuDNN, cuBLASLt, CUDA streams and events (backend/cuda).
 #pragma once
+#include <cstdint>
 #include <memory>
 #include <string>
 
 #include "scaletrain/backend/ops.hpp"
+#include "scaletrain/backend/stream.hpp"
 #include "scaletrain/core/tensor.hpp"
 
 namespace scaletrain {
+
+enum class DeviceKind { cpu, sim, cuda };
+DeviceKind parse_device_kind(const std::string& name);  // "cpu" | "sim" | "cuda"; Error otherwise
+std::string device_kind_name(DeviceKind k);
+
+struct BackendOptions {
+  DeviceKind kind = DeviceKind::cpu;
+  int threads = 0;               // compute threads; 0: the cores this process is bound to
+  bool onednn_only = false;      // cpu kernels: oneDNN primitives everywhere (no sgemm/direct fast paths)
+  int64_t sim_memory_bytes = 0;  // sim: device capacity (0: unlimited)
+  int64_t sim_max_delay_us = 0;  // sim: random delay of up to this before every op on every stream
+  uint64_t sim_delay_seed = 1;
+  // sim, tests only: events whose label contains this string never make anyone wait (to show that
+  // the tests catch a missing wait). Empty: off.
+  std::string sim_ignore_events;
+};
 
 class Backend {
  public:
   virtual ~Backend() = default;
   virtual Device device() const = 0;
-  // "cpu (oneDNN 2.6.3, 2 threads, avx512_core_bf16)"
+  // "cpu (oneDNN 2.6.3, 2 threads, ISA avx512_core_bf16)"
   virtual std::string description() const = 0;
   // Threads the backend's heavy operators use.
   virtual int num_threads() const = 0;
 
-  virtual std::unique_ptr<ConvOp> make_conv(const ConvShape& shape) = 0;
-  virtual std::unique_ptr<InnerProductOp> make_inner_product(const InnerProductShape& shape) = 0;
-  virtual std::unique_ptr<PoolOp> make_pool(const PoolShape& shape) = 0;
+  // Memory. `name` appears in errors (out of memory, host access).
+  virtual Tensor empty(Shape shape, DType dtype, std::string name) = 0;
+  // Host memory that asynchronous copies read and write (page-locked on CUDA).
+  virtual Tensor pinned(Shape shape, DType dtype, std::string name) = 0;
+  // Device bytes currently allocated.
+  virtual int64_t memory_in_use() const = 0;
+  // empty() zero-filled on the compute stream.
+  Tensor zeros(Shape shape, DType dtype, std::string name);
 
-  // Waits for all work queued on this backend (no-op on the CPU).
+  // Streams and events. Layers run on the compute stream; the input pipeline copies on the copy
+  // stream.
+  virtual Stream& compute_stream() = 0;
+  virtual Stream& copy_stream() = 0;
+  virtual std::unique_ptr<Event> make_event(std::string label) = 0;
+
+  // dst = src (same number of bytes; host or device on either side), in order on `stream`.
+  virtual void copy_async(Stream& stream, const Tensor& dst, const Tensor& src);
+  virtual void fill_zero_async(Stream& stream, const Tensor& dst);
+  // A host copy of `t` once the compute stream's work before this call has finished (synchronizes
+  // the compute stream): the explicit device-to-host read for tests, checkpoints and tools.
+  Tensor download(const Tensor& t);
+
+  // Heavy operators, bound to `stream` (null: the compute stream). The shape's dtype must be one
+  // the backend runs (f32 today).
+  virtual std::unique_ptr<ConvOp> make_conv(const ConvShape& shape, Stream* stream = nullptr) = 0;
+  virtual std::unique_ptr<InnerProductOp> make_inner_product(const InnerProductShape& shape,
+                                                             Stream* stream = nullptr) = 0;
+  virtual std::unique_ptr<PoolOp> make_pool(const PoolShape& shape, Stream* stream = nullptr) = 0;
+
+  // Waits for all work queued on every stream of this backend.
   virtual void synchronize() = 0;
 };
 
 // The CPU backend: oneDNN primitives with as many threads as this process's affinity mask
 // allows (or `threads` if > 0).
-std::unique_ptr<Backend> make_cpu_backend(int threads = 0);
+std::unique_ptr<Backend> make_cpu_backend(int threads = 0, bool onednn_only = false);
+// The simulated device (backend/sim).
+std::unique_ptr<Backend> make_sim_backend(const BackendOptions& options);
+// The backend options.kind names.
+std::unique_ptr<Backend> make_backend(const BackendOptions& options);
 
 }  // namespace scaletrain

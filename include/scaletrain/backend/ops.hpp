@@ -1,10 +1,14 @@
 // Shapes of the heavy operators (convolution, inner product, pooling) and their op interfaces.
-// An op is created once per shape by a Backend and reused every step: nothing is allocated inside
-// forward or backward. Activations are NHWC; weights are in PyTorch's layout (conv OIHW with
+// An op is created once per shape by a Backend, bound to one of its streams, and reused every step:
+// nothing is allocated inside forward or backward. Each call is queued on the op's stream (on the
+// CPU backend it runs at once). A shape names its element type; backends reject types they cannot
+// run (f32 today; bf16 and f16 come with mixed precision). Activations are NHWC; weights are in PyTorch's layout (conv OIHW with
 // I = C_in / groups, linear [out, in]) and a backend may reorder them internally.
 #pragma once
 #include <cstdint>
 #include <string>
+
+#include "scaletrain/core/dtype.hpp"
 
 namespace scaletrain {
 
@@ -17,6 +21,7 @@ struct ConvShape {
   int64_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
   int64_t groups = 1;  // groups == in_c == out_c: depthwise
   bool bias = true;
+  DType dtype = DType::f32;
 
   int64_t out_h() const { return (in_h + pad_top + pad_bottom - kernel_h) / stride_h + 1; }
   int64_t out_w() const { return (in_w + pad_left + pad_right - kernel_w) / stride_w + 1; }
@@ -39,6 +44,7 @@ struct InnerProductShape {
   int64_t in_features = 0;
   int64_t out_features = 0;
   bool bias = true;
+  DType dtype = DType::f32;
   std::string to_string() const;
 };
 
@@ -60,6 +66,7 @@ struct PoolShape {
   int64_t kernel_h = 2, kernel_w = 2;
   int64_t stride_h = 2, stride_w = 2;
   int64_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
+  DType dtype = DType::f32;
   // average pooling: padded cells are excluded from the divisor (Keras 'same', PyTorch
   // count_include_pad=False).
   int64_t out_h() const { return (in_h + pad_top + pad_bottom - kernel_h) / stride_h + 1; }

@@ -1,6 +1,9 @@
-// GradientBuckets: the flat f32 gradient buffer split into contiguous buckets of whole parameters
-// (reverse layer order, as backward produces them); a bucket's all-reduce starts the moment its
-// last parameter is marked ready, overlapping the rest of backward; wait_all() leaves the mean.
+// GradientBuckets: the flat f32 gradient buffer (on the backend's device) split into contiguous
+// buckets of whole parameters (reverse layer order, as backward produces them). When a bucket's
+// last parameter is marked ready, an event is recorded on the compute stream behind the backward
+// work that writes it; the bucket's all-reduce starts once that event has completed (never
+// before), overlapping the rest of backward. wait_all() queues the division by the world size on
+// the compute stream, so the optimizer that follows sees the mean.
 #pragma once
 #include <condition_variable>
 #include <cstdint>
@@ -11,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "scaletrain/backend/backend.hpp"
 #include "scaletrain/comm/communicator.hpp"
 
 namespace scaletrain::comm {
@@ -24,9 +28,15 @@ struct GradientSlice {
 // Accumulated since construction or reset_stats().
 struct BucketStats {
   double allreduce_seconds = 0;  // sum over buckets of time from start to observed completion
-  double exposed_seconds = 0;    // time wait_all() blocked
+  double exposed_seconds = 0;    // time wait_all() blocked after backward had finished on the device
   int64_t buckets = 0;           // bucket all-reduces completed
   int64_t bytes = 0;             // bytes all-reduced
+};
+
+// The part of wait_all() that waited for communication, after backward had finished on the device
+// (steady-clock seconds).
+struct ExposedWait {
+  double start, end;
 };
 
 // One bucket's all-reduce in the last step (steady-clock seconds, as now_seconds()), for timelines.
@@ -37,12 +47,18 @@ struct BucketEvent {
   double end;
 };
 
+// Who drives the all-reduces in flight: a communication thread, or MPI_Test polls from the
+// training loop between backward layers (poll()).
+enum class CommProgress { test, thread };
+CommProgress parse_comm_progress(const std::string& name);  // "test" | "thread"; Error otherwise
+std::string comm_progress_name(CommProgress p);
+
 class GradientBuckets {
  public:
-  // flat_grads must outlive this object. progress: "thread" (a communication thread issues and
-  // drives the all-reduces) or "test" (MPI_Test from poll(), called by the training loop).
-  GradientBuckets(Communicator& comm, float* flat_grads, std::vector<GradientSlice> slices_in_ready_order,
-                  int64_t bucket_bytes = 25 * 1024 * 1024, std::string progress = "thread");
+  // flat_grads: f32 on the backend's device. The communicator reads and writes it in place (on the
+  // CPU and simulated devices the memory is the host's; a CUDA build uses NCCL or CUDA-aware MPI).
+  GradientBuckets(Communicator& comm, Backend& backend, Tensor flat_grads,
+                  std::vector<GradientSlice> slices_in_ready_order, int64_t bucket_bytes, CommProgress progress);
   ~GradientBuckets();
   GradientBuckets(const GradientBuckets&) = delete;
   GradientBuckets& operator=(const GradientBuckets&) = delete;
@@ -51,12 +67,14 @@ class GradientBuckets {
   // Slice range [first, last) of a bucket, and its place in the flat buffer (elements).
   int64_t bucket_offset(int64_t b) const { return buckets_[static_cast<size_t>(b)].offset; }
   int64_t bucket_elements(int64_t b) const { return buckets_[static_cast<size_t>(b)].count; }
-  const std::string& progress() const { return progress_; }
+  CommProgress progress() const { return progress_; }
 
   void begin_step();                    // resets readiness; the previous step must have ended with wait_all()
-  void mark_ready(size_t slice_index);  // this gradient is final; starts every bucket that is now complete
-  void poll();                          // "test" mode: drives progress of buckets in flight; no-op in "thread"
-  void wait_all();                      // every slice must be ready; afterwards flat_grads holds the global mean
+  void mark_ready(size_t slice_index);  // this gradient's backward is queued; completes buckets
+  void poll();                          // "test" mode: starts buckets whose gradients are ready, drives those in flight
+  // Every slice must be ready. Afterwards the all-reduces are done and the division by the world
+  // size is queued on the compute stream. Returns the exposed part of the wait.
+  ExposedWait wait_all();
 
   BucketStats stats() const;
   void reset_stats();
@@ -75,19 +93,23 @@ class GradientBuckets {
     std::unique_ptr<Request> request;
   };
 
-  void start_ready_buckets();           // caller thread; starts buckets in index order only
+  void start_ready_buckets(bool block);  // caller thread; starts buckets in index order only
   void launch(size_t b);                // issues the all-reduce of bucket b (or finishes it at once on 1 rank)
   bool drive(InFlight& f);              // tests one in-flight bucket; on completion averages and records
   void finish(size_t b, double start);  // averaging + stats of a completed bucket
   void comm_thread_main();
 
+  float* bucket_data(size_t b) const { return static_cast<float*>(grads_.device_raw()) + buckets_[b].offset; }
+
   Communicator& comm_;
-  float* grads_;
+  Backend& backend_;
+  Tensor grads_;
   std::vector<GradientSlice> slices_;
   std::vector<size_t> slice_bucket_;
   std::vector<char> slice_ready_;
   std::vector<Bucket> buckets_;
-  std::string progress_;
+  std::vector<std::unique_ptr<Event>> ready_;  // per bucket: its gradients are written
+  CommProgress progress_;
   bool threaded_ = false;
   bool in_step_ = false;
   size_t next_to_start_ = 0;  // buckets start in index order on every rank (collective ordering)

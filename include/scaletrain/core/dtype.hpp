@@ -1,4 +1,5 @@
-// DType: the element types a Tensor can hold (f32, bf16, f16, u8, i32), their sizes and names.
+// DType: the element types a Tensor can hold (f32, bf16, f16, u8, i32, and i64/f64 for sample
+// indices and device-side sums), their sizes and names.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -9,7 +10,7 @@
 
 namespace scaletrain {
 
-enum class DType : uint8_t { f32, bf16, f16, u8, i32 };
+enum class DType : uint8_t { f32, bf16, f16, u8, i32, i64, f64 };
 
 constexpr size_t dtype_size(DType t) {
   switch (t) {
@@ -18,6 +19,8 @@ constexpr size_t dtype_size(DType t) {
     case DType::f16: return 2;
     case DType::u8: return 1;
     case DType::i32: return 4;
+    case DType::i64: return 8;
+    case DType::f64: return 8;
   }
   return 0;
 }
@@ -29,11 +32,14 @@ constexpr std::string_view dtype_name(DType t) {
     case DType::f16: return "f16";
     case DType::u8: return "u8";
     case DType::i32: return "i32";
+    case DType::i64: return "i64";
+    case DType::f64: return "f64";
   }
   return "?";
 }
 
-// Parses "f32", "float32", "bf16", "bfloat16", "f16", "float16", "u8", "uint8", "i32", "int32";
+// Parses "f32", "float32", "bf16", "bfloat16", "f16", "float16", "u8", "uint8", "i32", "int32", "i64",
+// "int64", "f64", "float64";
 // throws scaletrain::Error naming the accepted spellings otherwise.
 DType parse_dtype(std::string_view name);
 
@@ -58,6 +64,14 @@ struct dtype_of<uint8_t> {
 template <>
 struct dtype_of<int32_t> {
   static constexpr DType value = DType::i32;
+};
+template <>
+struct dtype_of<int64_t> {
+  static constexpr DType value = DType::i64;
+};
+template <>
+struct dtype_of<double> {
+  static constexpr DType value = DType::f64;
 };
 
 }  // namespace scaletrain

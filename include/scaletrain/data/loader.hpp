@@ -10,6 +10,14 @@
 //           chunk by chunk and draws its batches through a shuffle buffer.
 // In both modes every rank gets the same number of batches (the remainder is dropped, or padded
 // by wrapping around when drop_remainder is false), and every sample is read once per epoch.
+//
+// Device staging (options.backend set): each of the K slots is a pinned host batch and a device
+// batch. The reader fills the pinned slot, then queues its copy on the backend's copy stream
+// (after the compute stream's last read of the device slot, an event) and records `copied`; the
+// consumer's compute stream waits on `copied` before it reads the device batch, and release()
+// records `consumed` on the compute stream. The reader refills a pinned slot only once its
+// previous copy has completed. On a backend whose device memory is the host's, the device batch
+// is the pinned batch itself and nothing is copied.
 #pragma once
 #include <condition_variable>
 #include <cstdint>
@@ -20,30 +28,47 @@
 #include <thread>
 #include <vector>
 
+#include "scaletrain/backend/backend.hpp"
 #include "scaletrain/core/tensor.hpp"
 #include "scaletrain/data/dataset_file.hpp"
 #include "scaletrain/data/sharding.hpp"
 
 namespace scaletrain::data {
 
+enum class LoaderMode { stage, stream };
+LoaderMode parse_loader_mode(const std::string& name);  // "stage" | "stream"; Error otherwise
+std::string loader_mode_name(LoaderMode m);
+
 struct LoaderOptions {
   std::string path;
   std::string split = "train";
   int64_t batch = 32;  // per rank
   uint64_t seed = 42;
-  std::string mode = "stage";  // stage | stream
+  LoaderMode mode = LoaderMode::stage;
   int prefetch = 4;            // batches in the ring
   bool drop_remainder = true;
   bool shuffle = true;
   int64_t shuffle_buffer = 0;  // stream mode, in samples; 0: 8 chunks
+  Backend* backend = nullptr;  // device staging; null: host batches only
 };
 
+
 struct Batch {
-  Tensor samples;  // [batch, ...sample_shape], the file's dtype
+  Tensor samples;  // [batch, ...sample_shape], the file's dtype (pinned host memory)
   Tensor labels;   // [batch] int32
   int64_t step_in_epoch = 0;
   int64_t valid = 0;             // rows that are real samples (the rest is wrap-around padding)
   std::vector<int64_t> indices;  // the sample index of each row in the split
+  // With device staging: the same batch on the device (the host tensors themselves when the
+  // device is the host), and the event to wait on before reading them.
+  Tensor device_samples, device_labels, device_indices;  // indices: i64 [batch]
+  Event* copied = nullptr;
+};
+
+// One batch's host-to-device copy on the copy stream (steady-clock seconds), for timelines.
+struct CopyRecord {
+  int64_t step_in_epoch;
+  double start, end;
 };
 
 struct LoaderStats {
@@ -68,10 +93,15 @@ class DataLoader {
 
   // Starts producing the batches of `epoch` (stops an unfinished previous epoch).
   void start_epoch(int64_t epoch);
+  // Stops the reader and waits for the epoch's copies (they reach take_copy_records()).
+  void end_epoch() { stop_reader(); }
   // The next batch of the epoch, or nullptr at its end. Rethrows a reader error.
   const Batch* next();
-  // Hands a batch's slot back to the reader. Batches must be released in order.
+  // Hands a batch's slot back to the reader. Batches must be released in order. With device
+  // staging, call it after the compute stream's last read of the device batch has been queued.
   void release(const Batch* batch);
+  // The copies that have completed since the last call (device staging only).
+  std::vector<CopyRecord> take_copy_records();
   int64_t valid_rows(const Batch& b) const { return b.valid; }
 
   LoaderStats stats() const;
@@ -80,8 +110,14 @@ class DataLoader {
  private:
   struct Slot {
     Batch batch;
+    Tensor host_indices;  // pinned i64 [batch]
+    std::unique_ptr<Event> copy_begin, copied, consumed;
+    bool copy_pending = false;  // a copy was queued and not yet logged
     bool filled = false;
   };
+  void allocate_slots();
+  void finish_copy(Slot& slot);  // waits for the slot's last copy and logs it
+  void stage_to_device(Slot& slot);
   void stop_reader();
   void reader_main(int64_t epoch);
   void produce_stage(int64_t epoch);
@@ -90,6 +126,9 @@ class DataLoader {
   void publish(Slot& slot);
 
   LoaderOptions o_;
+  LoaderMode mode_;
+  bool copies_ = false;  // device staging with device memory apart from the host's
+  std::vector<CopyRecord> copy_records_;
   int rank_, world_;
   std::unique_ptr<DatasetFile> file_;
   DatasetInfo info_;

@@ -1,5 +1,7 @@
 // Inverted dropout: keep with probability 1 - rate and scale by 1 / (1 - rate); the mask comes
-// from the counter-based generator, so it is a function of (seed, step, element).
+// from the counter-based generator keyed on (seed, step, global sample index, element within the
+// sample), so a sample gets the same mask whichever rank and batch row it lands in: N ranks train
+// the same model as one rank.
 #pragma once
 #include <cstdint>
 
@@ -8,15 +10,21 @@
 
 namespace scaletrain::kernels {
 
+// i over elements; row i / per_sample holds the sample sample_index[row] of the data set.
 struct DropoutForward {
   const float* x;
   float* y;
   uint8_t* mask;
   float rate;
-  uint64_t seed;
+  uint64_t seed;  // the run's seed mixed with the layer's position
   uint64_t step;
+  const int64_t* sample_index;  // [batch]
+  int64_t per_sample;           // elements per sample
   SCALETRAIN_HOST_DEVICE void operator()(int64_t i) const {
-    const bool keep = uniform01(seed, step, static_cast<uint64_t>(i)) >= rate;
+    const int64_t row = i / per_sample;
+    const uint64_t key = static_cast<uint64_t>(sample_index[row]) * static_cast<uint64_t>(per_sample) +
+                         static_cast<uint64_t>(i - row * per_sample);
+    const bool keep = uniform01(seed, step, key) >= rate;
     mask[i] = keep ? 1 : 0;
     y[i] = keep ? x[i] / (1.0f - rate) : 0.0f;
   }

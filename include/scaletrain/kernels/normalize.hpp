@@ -1,5 +1,6 @@
 // Input preparation on the compute device: uint8 NHWC samples to normalized float, and the random
-// crop (with zero padding) and horizontal flip augmentation, drawn per sample from (seed, step).
+// crop (with zero padding) and horizontal flip augmentation, drawn per sample from (seed, step,
+// global sample index), so a sample is augmented alike on any rank count.
 #pragma once
 #include <cstdint>
 
@@ -24,7 +25,8 @@ struct NormalizeU8 {
 };
 
 // i over samples: a crop offset in [-pad, pad]^2 (zero fill outside the image) and, when flip is
-// true, a horizontal flip with probability 1/2, drawn from uniform01(seed, step, 3*i + {0,1,2}).
+// true, a horizontal flip with probability 1/2, drawn from uniform01(seed, step, 3*g + {0,1,2})
+// with g = sample_index[i], the sample's index in the data set.
 struct AugmentCropFlipU8 {
   const uint8_t* x;
   uint8_t* y;
@@ -35,8 +37,9 @@ struct AugmentCropFlipU8 {
   bool flip;
   uint64_t seed;
   uint64_t step;
+  const int64_t* sample_index;  // [batch]
   SCALETRAIN_HOST_DEVICE void operator()(int64_t s) const {
-    const uint64_t base = 3 * static_cast<uint64_t>(s);
+    const uint64_t base = 3 * static_cast<uint64_t>(sample_index[s]);
     const int64_t span = 2 * pad + 1;
     int64_t dy = static_cast<int64_t>(uniform01(seed, step, base) * static_cast<float>(span)) - pad;
     int64_t dx = static_cast<int64_t>(uniform01(seed, step, base + 1) * static_cast<float>(span)) - pad;

@@ -1,4 +1,4 @@
-// Scaling and finiteness checks: x *= factor (gradient averaging, loss-scale unscaling), and a
+// Scaling and finiteness checks: x *= factor (loss-scale unscaling), x /= N (gradient averaging), and a
 // per-block count of inf/NaN values (the dynamic loss scaler's overflow check).
 #pragma once
 #include <cstdint>
@@ -11,6 +11,14 @@ struct Scale {
   float* x;
   float factor;
   SCALETRAIN_HOST_DEVICE void operator()(int64_t i) const { x[i] *= factor; }
+};
+
+// x /= divisor: the mean of all-reduced gradients (a division, as torch DDP does, not a multiply by
+// a rounded 1/N).
+struct DivideBy {
+  float* x;
+  float divisor;
+  SCALETRAIN_HOST_DEVICE void operator()(int64_t i) const { x[i] /= divisor; }
 };
 
 // i over blocks of n_per_block elements (the last block may be shorter: total elements n).

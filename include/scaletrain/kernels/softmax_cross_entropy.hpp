@@ -53,4 +53,24 @@ struct SoftmaxCrossEntropyBackward {
   }
 };
 
+// One launch of n = 1: adds a batch's first `rows` losses and correct flags to the running device
+// sums (sums[0] += loss, sums[1] += correct, sums[2] += rows), in double, in row order.
+struct AccumulateLossSums {
+  const float* loss;
+  const int32_t* correct;
+  int64_t rows;
+  double* sums;
+  SCALETRAIN_HOST_DEVICE void operator()(int64_t) const {
+    double l = 0;
+    int64_t c = 0;
+    for (int64_t r = 0; r < rows; ++r) {
+      l += loss[r];
+      c += correct[r];
+    }
+    sums[0] += l;
+    sums[1] += static_cast<double>(c);
+    sums[2] += static_cast<double>(rows);
+  }
+};
+
 }  // namespace scaletrain::kernels

@@ -3,6 +3,7 @@
 #pragma once
 #include <string>
 
+#include "scaletrain/backend/backend.hpp"
 #include "scaletrain/core/tensor.hpp"
 
 namespace scaletrain::nn {
@@ -15,8 +16,9 @@ class FusedActivation {
  public:
   explicit FusedActivation(Activation a = Activation::none) : act_(a) {}
   Activation kind() const { return act_; }
-  // Allocates the post-activation and gradient buffers for `shape` (nothing when kind is none).
-  void build(const Shape& shape);
+  // Allocates the pre-activation buffer, and the post-activation and gradient buffers (not for
+  // none), on the backend, named after the layer; work goes to its compute stream.
+  void build(Backend& backend, const Shape& shape, const std::string& layer);
   // The tensor the layer's op writes its pre-activation output into.
   Tensor& pre() { return pre_; }
   // Applies the activation to pre() and returns the layer's output.
@@ -26,6 +28,7 @@ class FusedActivation {
 
  private:
   Activation act_;
+  Stream* stream_ = nullptr;
   Tensor pre_, post_, dpre_;
 };
 

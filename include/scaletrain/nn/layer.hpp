@@ -1,7 +1,8 @@
 // Layer: one node of a model. A layer is configured with its per-sample input shape (declaring
 // its parameters and checking the shape), its parameters are bound to storage the Model owns (flat
-// buffers, so gradient buckets need no copy), then built for a batch size (ops created once),
-// and then runs forward and backward any number of times.
+// buffers, so gradient buckets need no copy), then built for a batch size on a backend (ops and
+// device buffers created once), and then runs forward and backward any number of times. All of its
+// work is queued on the backend's compute stream; a layer never touches device memory itself.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -48,8 +49,13 @@ class Layer {
 
   // Forward floating-point operations per sample (a multiply-add counts 2).
   virtual int64_t flops_per_sample() const { return 0; }
-  // Sets the seed of any randomness (dropout) and the step it is at.
-  virtual void set_random_state(uint64_t seed, uint64_t step) {}
+  // Sets the seed of any randomness (dropout), the step it is at, and the data-set index of each
+  // row of the batch (a device i64 [batch] tensor; undefined: the row number), so that a sample's
+  // random draws do not depend on the rank or row it lands in.
+  virtual void set_random_state(uint64_t seed, uint64_t step, const Tensor& sample_index) {}
+
+  // Called by Model::build before build(): the backend whose memory and compute stream it uses.
+  void attach(Backend& backend) { backend_ = &backend; }
 
   std::vector<Parameter>& parameters() { return params_; }
   const std::vector<Parameter>& parameters() const { return params_; }
@@ -61,6 +67,11 @@ class Layer {
   Parameter& declare(std::string name, Shape shape, Init init, int64_t fan_in, int64_t fan_out);
   // Layer-named shape error.
   [[noreturn]] void shape_error(const std::string& what) const;
+  // A device buffer named "<layer>.<what>", and the stream the layer's work goes to.
+  Tensor buffer(const Shape& shape, const std::string& what, DType dtype = DType::f32);
+  Stream& stream() { return backend_->compute_stream(); }
+
+  Backend* backend_ = nullptr;
 
   std::string name_;
   std::vector<Parameter> params_;

@@ -1,7 +1,8 @@
 // Model: the layer graph (a chain executed in topological order, backward in reverse), the flat
 // parameter and gradient buffers every layer's parameters are views of (laid out in reverse layer
 // order, the order backward finishes them, so gradient buckets are contiguous), initialization and
-// the Keras-style summary.
+// the Keras-style summary. configure() lays the flat buffers out in host memory; build() moves them
+// to the backend's device when its memory is not the host's.
 #pragma once
 #include <functional>
 #include <string>
@@ -33,16 +34,19 @@ class Model {
 
   // Checks the chain for the per-sample input shape, lays out and binds the flat buffers.
   void configure(const Shape& input_sample);
-  // Creates every layer's ops for `batch` samples.
+  // Creates every layer's ops and buffers for `batch` samples on the backend (the flat buffers move
+  // to its device, keeping their values).
   void build(Backend& backend, int64_t batch);
-  // Deterministic initialization from a seed (identical on every rank).
+  // Deterministic initialization from a seed (identical on every rank). After build() on a device
+  // the values are copied there on the compute stream.
   void init_parameters(uint64_t seed);
 
   const Tensor& forward(const Tensor& x, bool training);
   // Runs backward from the gradient of the logits. After each layer finishes, on_layer_done is
   // called with that layer's index, so the caller can start reducing its gradients.
   void backward(const Tensor& dlogits, const std::function<void(size_t)>& on_layer_done = {});
-  void set_random_state(uint64_t seed, uint64_t step);
+  // Dropout draws from (seed mixed with the layer's position, step, sample_index[row]).
+  void set_random_state(uint64_t seed, uint64_t step, const Tensor& sample_index = Tensor());
 
   std::vector<LayerPtr>& layers() { return layers_; }
   const std::vector<LayerPtr>& layers() const { return layers_; }
@@ -68,7 +72,10 @@ class Model {
   std::vector<LayerPtr> layers_;
   std::vector<ParameterSlot> slots_;
   std::vector<size_t> first_slot_;
+  void bind_flat_buffers();
+
   Tensor flat_params_, flat_grads_;
+  Backend* backend_ = nullptr;  // set by build()
   Shape input_shape_, output_shape_;
   int64_t batch_ = 0;
   bool configured_ = false;

@@ -1,31 +1,47 @@
-// SoftmaxCrossEntropy: the loss over logits [N, classes] and int32 labels [N]; forward gives the
-// mean loss and the number of correct predictions, backward the gradient of the logits.
+// SoftmaxCrossEntropy: the loss over logits [N, classes] and int32 labels [N] on the compute
+// stream. forward computes per-row losses and correctness on the device; accumulate adds them to
+// device-side sums that the trainer reads back once per logging interval; backward gives the
+// gradient of the logits.
 #pragma once
 #include <cstdint>
 
+#include "scaletrain/backend/backend.hpp"
 #include "scaletrain/core/tensor.hpp"
 
 namespace scaletrain::nn {
 
 struct LossResult {
-  double loss_sum = 0;    // sum over the batch of -log p[label]
-  int64_t correct = 0;    // argmax == label
-  int64_t count = 0;      // rows
+  double loss_sum = 0;  // sum over the counted rows of -log p[label]
+  int64_t correct = 0;  // argmax == label
+  int64_t count = 0;    // rows
   double mean_loss() const { return count ? loss_sum / static_cast<double>(count) : 0.0; }
 };
 
+// Device sums: f64 [3] = loss, correct, rows.
+constexpr int64_t kLossSumsSize = 3;
+
 class SoftmaxCrossEntropy {
  public:
-  void build(int64_t batch, int64_t classes);
-  // Labels outside [0, classes) are rejected with an Error naming the row and value. Only the
-  // first `counted_rows` rows (all when negative) enter the sums: evaluation pads the last batch.
-  LossResult forward(const Tensor& logits, const Tensor& labels, int64_t counted_rows = -1);
+  void build(Backend& backend, int64_t batch, int64_t classes);
+  // Per-row probabilities, losses and correctness. Labels outside [0, classes) are rejected with
+  // an Error naming the row and value when they are on the host (the loader checks them before
+  // they travel to a device).
+  void forward(const Tensor& logits, const Tensor& labels);
+  // sums (f64 [3] on the device) += the first `counted_rows` rows (all when negative) of the last
+  // forward: evaluation pads the last batch.
+  void accumulate(const Tensor& sums, int64_t counted_rows = -1);
   // d(loss)/d(logits) of sum(loss) * scale; scale = 1 / global batch gives the gradient of the mean.
   const Tensor& backward(float scale);
 
+  // forward + accumulate into fresh sums, read back to the host (synchronizes; for tests and tools).
+  LossResult forward_and_read(const Tensor& logits, const Tensor& labels, int64_t counted_rows = -1);
+  // Copies device sums to the host and synchronizes the compute stream.
+  static LossResult read_sums(Backend& backend, const Tensor& sums);
+
  private:
+  Backend* backend_ = nullptr;
   int64_t batch_ = 0, classes_ = 0;
-  Tensor probs_, loss_, correct_, dlogits_;
+  Tensor probs_, loss_, correct_, dlogits_, scratch_sums_;
   Tensor labels_ref_;
 };
 

@@ -6,8 +6,12 @@
 
 namespace scaletrain::optim {
 
+enum class LrScheduleKind { constant, step, cosine };
+LrScheduleKind parse_lr_schedule_kind(const std::string& name);  // Error naming the accepted ones
+std::string lr_schedule_kind_name(LrScheduleKind k);
+
 struct LrScheduleOptions {
-  std::string kind = "constant";  // constant | step | cosine
+  LrScheduleKind kind = LrScheduleKind::constant;
   float base_lr = 0.1f;
   int64_t warmup_steps = 0;          // linear ramp from warmup_start_factor*base_lr to base_lr
   float warmup_start_factor = 0.0f;  // lr at step 0 of the warm-up, as a fraction of base_lr
@@ -19,7 +23,7 @@ struct LrScheduleOptions {
 
 class LrSchedule {
  public:
-  // Throws Error on an unknown kind or inconsistent options.
+  // Throws Error on inconsistent options.
   explicit LrSchedule(LrScheduleOptions options);
   // The learning rate of (0-based) optimizer step `step`.
   float lr(int64_t step) const;

@@ -1,11 +1,13 @@
 // Optimizers over one flat parameter buffer and its flat gradient buffer (the layout the
 // gradient buckets all-reduce). Semantics match torch.optim.SGD and torch.optim.AdamW exactly;
-// the per-element updates are the kernels/optimizer_update.hpp functors.
+// the per-element updates are the kernels/optimizer_update.hpp functors, launched on the backend's
+// compute stream; the state buffers live on the backend's device.
 #pragma once
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "scaletrain/backend/backend.hpp"
 #include "scaletrain/core/tensor.hpp"
 
 namespace scaletrain::optim {
@@ -20,6 +22,10 @@ class Optimizer {
   virtual std::vector<const Tensor*> state() const = 0;
   virtual int64_t steps_taken() const = 0;
 };
+
+enum class OptimizerKind { sgd, adamw };
+OptimizerKind parse_optimizer_kind(const std::string& name);  // "sgd" | "adamw"; Error otherwise
+std::string optimizer_kind_name(OptimizerKind k);
 
 struct SgdOptions {
   float momentum = 0.9f;
@@ -36,7 +42,7 @@ struct AdamWOptions {
 };
 
 // Throws Error on invalid options (negative momentum, Nesterov without momentum, betas outside [0,1)).
-std::unique_ptr<Optimizer> make_sgd(const SgdOptions& options);
-std::unique_ptr<Optimizer> make_adamw(const AdamWOptions& options);
+std::unique_ptr<Optimizer> make_sgd(const SgdOptions& options, Backend& backend);
+std::unique_ptr<Optimizer> make_adamw(const AdamWOptions& options, Backend& backend);
 
 }  // namespace scaletrain::optim

@@ -1,11 +1,18 @@
 // RunConfig: every setting of a training run, with its default and help text in one registry.
 // Values come from a TOML file (sections map to "section.key") and then from command-line
-// overrides (--section.key value); unknown keys are rejected with the nearest valid name.
+// overrides (--section.key value); unknown keys are rejected with the nearest valid name. Mode keys
+// are parsed into their modules' enums here, once: the defaults below are the only defaults.
 #pragma once
 #include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
+
+#include "scaletrain/backend/backend.hpp"
+#include "scaletrain/comm/gradient_buckets.hpp"
+#include "scaletrain/data/loader.hpp"
+#include "scaletrain/optim/lr_schedule.hpp"
+#include "scaletrain/optim/optimizer.hpp"
 
 namespace scaletrain::train {
 
@@ -14,7 +21,7 @@ struct RunConfig {
   std::string model = "lenet";
   // [data]
   std::string data_path = "synthetic";  // an HDF5 dataset, or "synthetic"
-  std::string data_mode = "stage";      // stage | stream
+  data::LoaderMode data_mode = data::LoaderMode::stage;
   int64_t synthetic_samples = 8192;
   int64_t prefetch = 4;
   bool augment = false;
@@ -31,13 +38,13 @@ struct RunConfig {
   bool evaluate = true;
   std::string eval_split = "test";
   // [optimizer]
-  std::string optimizer = "sgd";  // sgd | adamw
+  optim::OptimizerKind optimizer = optim::OptimizerKind::sgd;
   double lr = 0.05;
   double momentum = 0.9;
   bool nesterov = false;
   double weight_decay = 0.0;
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
-  std::string schedule = "constant";  // constant | step | cosine
+  optim::LrScheduleKind schedule = optim::LrScheduleKind::constant;
   double warmup_epochs = 0.0;
   int64_t step_epochs = 0;
   double gamma = 0.1;
@@ -49,12 +56,20 @@ struct RunConfig {
   // test: MPI_Test polls between backward layers; thread: a communication thread. On CPU ranks the
   // polls hid as much or more (perf/bench_rank_scaling.py: lenet 2 ranks, exposed all-reduce 1.7-4.5%
   // of the step against 5.4-6.5% with the thread, which competes with compute for the rank's core).
-  std::string progress = "test";
+  comm::CommProgress progress = comm::CommProgress::test;
   // [run]
   std::string run_dir = "";  // empty: no files written
   bool timeline = false;     // write <run_dir>/timeline.json (Chrome trace)
   int64_t threads = 0;       // compute threads per rank; 0: the cores this rank is bound to
+  DeviceKind device = DeviceKind::cpu;
+  bool cpu_onednn_only = false;  // oneDNN primitives for every cpu operator (no sgemm/direct paths)
+  int64_t sim_memory_mb = 0;     // sim device capacity (0: unlimited)
+  int64_t sim_delay_us = 0;      // sim: random delay of up to this before every op on every stream
+  std::string sim_ignore_events;  // sim, tests only: events whose label contains this never wait
 };
+
+// The backend a run asks for.
+BackendOptions backend_options(const RunConfig& cfg);
 
 struct ConfigKey {
   std::string key;   // "train.batch"

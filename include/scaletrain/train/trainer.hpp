@@ -1,7 +1,8 @@
-// Trainer: synchronous data-parallel training of one model replica per rank. Each step: next
-// batch from the prefetching loader, normalize (and augment) on the compute side, forward, loss,
-// backward with gradient buckets all-reduced as backward fills them, wait, optimizer. Rank 0
-// prints progress; every rank's numbers reach it by reduction.
+// Trainer: synchronous data-parallel training of one model replica per rank on a backend (run.device).
+// Each step: next batch from the prefetching loader (already on its way to the device), normalize
+// (and augment) on the device, forward, loss, backward with gradient buckets all-reduced as
+// backward fills them, wait, optimizer. Rank 0 prints progress; every rank's numbers reach it by
+// reduction.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -63,6 +64,7 @@ class Trainer {
   TrainResult run();
 
   nn::Model& model();
+  Backend& backend();
   // "cpu (oneDNN ..., N threads, ...)"
   std::string device_description() const;
   int64_t per_rank_batch() const;

@@ -1,5 +1,7 @@
 // The CPU backend: one oneDNN engine and stream, OpenMP threads set to the cores this process is
-// bound to (its affinity mask) unless a thread count is given, and the oneDNN op factories.
+// bound to (its affinity mask) unless a thread count is given, host memory as device memory,
+// inline streams, and the op factories (oneDNN primitives, or sgemm and direct loops where those
+// are faster, unless onednn_only).
 #include <omp.h>
 #include <sched.h>
 
@@ -7,6 +9,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "scaletrain/backend/backend.hpp"
+#include "scaletrain/backend/cpu/inline_stream.hpp"
 #include "scaletrain/backend/cpu/onednn_ops.hpp"
 #include "scaletrain/core/check_dnnl.hpp"
 
@@ -53,7 +56,7 @@ std::string isa_name(dnnl::cpu_isa isa) {
 
 class CpuBackend final : public Backend {
  public:
-  explicit CpuBackend(int threads) {
+  CpuBackend(int threads, bool onednn_only) : onednn_only_(onednn_only) {
     ST_CHECK(threads >= 0, "CPU backend: thread count must be >= 0 (0 = the affinity mask), got ", threads);
     threads_ = threads > 0 ? threads : affinity_cpu_count();
     // Before any primitive exists: oneDNN sizes its parallel work from omp_get_max_threads().
@@ -62,23 +65,41 @@ class CpuBackend final : public Backend {
     const dnnl_version_t* v = dnnl_version();
     description_ =
         detail::concat("cpu (oneDNN ", v->major, ".", v->minor, ".", v->patch, ", ", threads_,
-                       threads_ == 1 ? " thread" : " threads", ", ISA ", isa_name(dnnl::get_effective_cpu_isa()), ")");
+                       threads_ == 1 ? " thread" : " threads", ", ISA ", isa_name(dnnl::get_effective_cpu_isa()),
+                       onednn_only_ ? ", oneDNN primitives only" : "", ")");
   }
 
   Device device() const override { return Device::cpu; }
   std::string description() const override { return description_; }
   int num_threads() const override { return threads_; }
 
-  std::unique_ptr<ConvOp> make_conv(const ConvShape& shape) override {
-    if (cpu::is_pointwise(shape) && !onednn_only()) return cpu::make_pointwise_conv(shape);
+  Tensor empty(Shape shape, DType dtype, std::string name) override {
+    return Tensor(std::move(shape), dtype, std::move(name));
+  }
+  Tensor pinned(Shape shape, DType dtype, std::string name) override {
+    return Tensor(std::move(shape), dtype, std::move(name));
+  }
+  int64_t memory_in_use() const override { return 0; }
+
+  Stream& compute_stream() override { return compute_; }
+  Stream& copy_stream() override { return copy_; }
+  std::unique_ptr<Event> make_event(std::string label) override {
+    return std::make_unique<cpu::InlineEvent>(std::move(label));
+  }
+
+  std::unique_ptr<ConvOp> make_conv(const ConvShape& shape, Stream* = nullptr) override {
+    check_f32(shape.dtype, shape.to_string());
+    if (cpu::is_pointwise(shape) && !onednn_only_) return cpu::make_pointwise_conv(shape);
     return cpu::make_onednn_conv(ctx_, shape);
   }
-  std::unique_ptr<InnerProductOp> make_inner_product(const InnerProductShape& shape) override {
-    if (onednn_only()) return cpu::make_onednn_inner_product(ctx_, shape);
+  std::unique_ptr<InnerProductOp> make_inner_product(const InnerProductShape& shape, Stream* = nullptr) override {
+    check_f32(shape.dtype, shape.to_string());
+    if (onednn_only_) return cpu::make_onednn_inner_product(ctx_, shape);
     return cpu::make_gemm_inner_product(shape);
   }
-  std::unique_ptr<PoolOp> make_pool(const PoolShape& shape) override {
-    if (shape.kind == PoolKind::max && shape.channels % 16 != 0 && !onednn_only())
+  std::unique_ptr<PoolOp> make_pool(const PoolShape& shape, Stream* = nullptr) override {
+    check_f32(shape.dtype, shape.to_string());
+    if (shape.kind == PoolKind::max && shape.channels % 16 != 0 && !onednn_only_)
       return cpu::make_direct_max_pool(shape);
     return cpu::make_onednn_pool(ctx_, shape);
   }
@@ -86,13 +107,15 @@ class CpuBackend final : public Backend {
   void synchronize() override { ST_DNNL_CHECK(ctx_->stream.wait()); }
 
  private:
-  // SCALETRAIN_CPU_ONEDNN_ONLY=1 runs inner products, pointwise convolutions and max pooling on
-  // oneDNN's primitives instead of sgemm on plain layouts and the direct max pooling of channel
-  // counts that are not a multiple of 16 (for comparisons; see perf/README.md).
-  static bool onednn_only() {
-    const char* v = std::getenv("SCALETRAIN_CPU_ONEDNN_ONLY");
-    return v && std::string(v) == "1";
+  static void check_f32(DType t, const std::string& shape) {
+    ST_CHECK(t == DType::f32, "the cpu backend runs f32 operators; ", shape, " asks for ", dtype_name(t));
   }
+  // onednn_only (run.cpu_onednn_only) runs inner products, pointwise convolutions and max pooling
+  // on oneDNN's primitives instead of sgemm on plain layouts and the direct max pooling of channel
+  // counts that are not a multiple of 16 (for comparisons; see perf/README.md).
+  bool onednn_only_ = false;
+  cpu::InlineStream compute_{"compute"};
+  cpu::InlineStream copy_{"copy"};
   int threads_ = 1;
   cpu::OneDnnContextPtr ctx_;
   std::string description_;
@@ -100,6 +123,8 @@ class CpuBackend final : public Backend {
 
 }  // namespace
 
-std::unique_ptr<Backend> make_cpu_backend(int threads) { return std::make_unique<CpuBackend>(threads); }
+std::unique_ptr<Backend> make_cpu_backend(int threads, bool onednn_only) {
+  return std::make_unique<CpuBackend>(threads, onednn_only);
+}
 
 }  // namespace scaletrain

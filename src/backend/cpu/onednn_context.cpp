@@ -19,7 +19,7 @@ dnnl::memory unbound_memory(const dnnl::memory::desc& md, const dnnl::engine& en
 
 Tensor host_bytes(size_t bytes) {
   // At least one element so that a zero-sized scratchpad still has a valid pointer.
-  return Tensor({static_cast<int64_t>(bytes + 3) / 4 + 1}, DType::f32, Device::cpu);
+  return Tensor({static_cast<int64_t>(bytes + 3) / 4 + 1}, DType::f32, "onednn.scratchpad");
 }
 
 PrimitiveCall::PrimitiveCall(dnnl::primitive primitive, const std::unordered_map<int, dnnl::memory>& args)

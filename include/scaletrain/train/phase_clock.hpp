@@ -1,0 +1,49 @@
+// PhaseClock: the per-step phase times of the training loop. Phases that run on the device
+// (input, forward, backward, optimizer) are timed with events recorded on the compute stream, so
+// an asynchronous device is measured where the work runs, not where it is queued; host phases
+// (data_wait, allreduce_exposed, step) with the host clock. A step's device events are read once
+// they have completed, at the latest `depth` steps later, which also bounds how far the host may
+// run ahead of the device. On the CPU backend events complete when recorded: the same numbers as
+// host timing.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "scaletrain/backend/backend.hpp"
+#include "scaletrain/core/timer.hpp"
+#include "scaletrain/train/timeline.hpp"
+
+namespace scaletrain::train {
+
+class PhaseClock {
+ public:
+  PhaseClock(Backend& backend, PhaseTimers& timers, Timeline& timeline, int depth = 4);
+
+  void begin_step(int64_t step);  // waits for the events of step - depth if still pending
+  void begin(Phase p);            // device phase: records on the compute stream
+  void end(Phase p);
+  void end_step();
+  // Adds a host-timed phase (and its timeline entry).
+  void add_host(Phase p, double start, double end);
+  // Reads every pending step (synchronizes); call before the timers are reduced.
+  void flush();
+
+ private:
+  struct Marks {
+    int64_t step = -1;
+    bool pending = false;
+    std::array<bool, kPhaseCount> used{};
+    std::array<std::unique_ptr<Event>, kPhaseCount> begin, end;
+  };
+  void harvest(Marks& m);
+
+  Backend& backend_;
+  PhaseTimers& timers_;
+  Timeline& timeline_;
+  std::vector<Marks> ring_;
+  Marks* cur_ = nullptr;
+};
+
+}  // namespace scaletrain::train

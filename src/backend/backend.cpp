@@ -1,0 +1,71 @@
+// Backend: the device-kind names, the factory, and the host implementations of copies and fills
+// that the CPU and simulated devices share (the CUDA backend overrides them).
+#include "scaletrain/backend/backend.hpp"
+
+#include <cstring>
+
+#include "scaletrain/core/error.hpp"
+
+namespace scaletrain {
+
+DeviceKind parse_device_kind(const std::string& name) {
+  if (name == "cpu") return DeviceKind::cpu;
+  if (name == "sim") return DeviceKind::sim;
+  if (name == "cuda") return DeviceKind::cuda;
+  ST_FAIL("run.device = '", name, "' is not one of cpu, sim, cuda");
+}
+
+std::string device_kind_name(DeviceKind k) {
+  switch (k) {
+    case DeviceKind::cpu: return "cpu";
+    case DeviceKind::sim: return "sim";
+    case DeviceKind::cuda: return "cuda";
+  }
+  return "?";
+}
+
+std::unique_ptr<Backend> make_backend(const BackendOptions& o) {
+  switch (o.kind) {
+    case DeviceKind::cpu: return make_cpu_backend(o.threads, o.onednn_only);
+    case DeviceKind::sim: return make_sim_backend(o);
+    case DeviceKind::cuda: break;
+  }
+  ST_FAIL("run.device = 'cuda': this build has no CUDA backend yet (configure with the cuda preset once it exists); "
+          "use cpu or sim");
+}
+
+Tensor Backend::zeros(Shape shape, DType dtype, std::string name) {
+  Tensor t = empty(std::move(shape), dtype, std::move(name));
+  fill_zero_async(compute_stream(), t);
+  return t;
+}
+
+Tensor Backend::download(const Tensor& t) {
+  Tensor host(t.shape(), t.dtype(), t.name() + " (host copy)");
+  copy_async(compute_stream(), host, t);
+  compute_stream().synchronize();
+  return host;
+}
+
+void Backend::copy_async(Stream& stream, const Tensor& dst, const Tensor& src) {
+  ST_CHECK(dst.bytes() == src.bytes(), "copy from '", src.name(), "' (", src.bytes(), " bytes) to '", dst.name(), "' (",
+           dst.bytes(), " bytes): sizes differ");
+  if (dst.bytes() == 0 || dst.device_raw() == src.device_raw()) return;
+  if (stream.runs_inline()) {
+    std::memcpy(dst.device_raw(), src.device_raw(), dst.bytes());
+    return;
+  }
+  // The tensors travel with the work, so their memory outlives the queued copy.
+  stream.enqueue([dst, src] { std::memcpy(dst.device_raw(), src.device_raw(), dst.bytes()); });
+}
+
+void Backend::fill_zero_async(Stream& stream, const Tensor& dst) {
+  if (dst.bytes() == 0) return;
+  if (stream.runs_inline()) {
+    std::memset(dst.device_raw(), 0, dst.bytes());
+    return;
+  }
+  stream.enqueue([dst] { std::memset(dst.device_raw(), 0, dst.bytes()); });
+}
+
+}  // namespace scaletrain

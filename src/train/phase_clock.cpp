@@ -1,0 +1,71 @@
+// PhaseClock: device phases through compute-stream events in a ring of steps, host phases by clock.
+#include "scaletrain/train/phase_clock.hpp"
+
+#include "scaletrain/core/error.hpp"
+
+namespace scaletrain::train {
+
+PhaseClock::PhaseClock(Backend& backend, PhaseTimers& timers, Timeline& timeline, int depth)
+    : backend_(backend), timers_(timers), timeline_(timeline), ring_(static_cast<size_t>(depth)) {
+  ST_CHECK(depth >= 1, "PhaseClock depth must be >= 1");
+  for (size_t i = 0; i < ring_.size(); ++i)
+    for (int p = 0; p < kPhaseCount; ++p) {
+      const std::string name(phase_name(static_cast<Phase>(p)));
+      ring_[i].begin[static_cast<size_t>(p)] = backend_.make_event(name + " begin");
+      ring_[i].end[static_cast<size_t>(p)] = backend_.make_event(name + " end");
+    }
+}
+
+void PhaseClock::begin_step(int64_t step) {
+  Marks& m = ring_[static_cast<size_t>(step % static_cast<int64_t>(ring_.size()))];
+  if (m.pending) harvest(m);
+  m.step = step;
+  m.used.fill(false);
+  cur_ = &m;
+}
+
+void PhaseClock::begin(Phase p) {
+  cur_->used[static_cast<size_t>(p)] = true;
+  backend_.compute_stream().record(*cur_->begin[static_cast<size_t>(p)]);
+}
+
+void PhaseClock::end(Phase p) { backend_.compute_stream().record(*cur_->end[static_cast<size_t>(p)]); }
+
+void PhaseClock::end_step() {
+  cur_->pending = true;
+  // Read every finished step now (all of them on the CPU backend).
+  for (Marks& m : ring_) {
+    if (!m.pending) continue;
+    bool done = true;
+    for (int p = 0; p < kPhaseCount && done; ++p)
+      if (m.used[static_cast<size_t>(p)]) done = m.end[static_cast<size_t>(p)]->query();
+    if (done) harvest(m);
+  }
+}
+
+void PhaseClock::add_host(Phase p, double start, double end) {
+  timers_.add(p, end - start);
+  // On an asynchronous device the host runs ahead of the compute stream: its phases get their own track.
+  const int lane = backend_.compute_stream().runs_inline() ? 0 : 3;
+  if (timeline_.enabled()) timeline_.record(phase_name(p).data(), start, end, lane, cur_ ? cur_->step : -1);
+}
+
+void PhaseClock::flush() {
+  for (Marks& m : ring_)
+    if (m.pending) harvest(m);
+}
+
+void PhaseClock::harvest(Marks& m) {
+  for (int p = 0; p < kPhaseCount; ++p) {
+    if (!m.used[static_cast<size_t>(p)]) continue;
+    Event& b = *m.begin[static_cast<size_t>(p)];
+    Event& e = *m.end[static_cast<size_t>(p)];
+    e.synchronize();
+    const double t0 = b.completion_time(), t1 = e.completion_time();
+    timers_.add(static_cast<Phase>(p), t1 - t0);
+    if (timeline_.enabled()) timeline_.record(phase_name(static_cast<Phase>(p)).data(), t0, t1, 0, m.step);
+  }
+  m.pending = false;
+}
+
+}  // namespace scaletrain::train

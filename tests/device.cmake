@@ -1,0 +1,46 @@
+# The device model end to end: cpu against the simulated device (bitwise-identical per-step losses
+# for lenet and fmnist_sepcnn over 50 steps at 1 and 2 ranks, also with random delays before every
+# op on every stream), the same runs with a wait removed (they must diverge: the tests catch it),
+# an out-of-memory error on a small sim device, and a sim timeline with the copy track.
+if(TARGET scaletrain)
+  set(_st $<TARGET_FILE:scaletrain>)
+  set(_eq ${CMAKE_CURRENT_SOURCE_DIR}/support/device_equivalence.sh ${_st} ${MPIEXEC_EXECUTABLE} ${_mpi_flags} --)
+  set(_dev ${CMAKE_CURRENT_BINARY_DIR}/device)
+  foreach(model lenet fmnist_sepcnn)
+    foreach(np 1 2)
+      add_test(NAME device_cpu_vs_sim_${model}_np${np} COMMAND ${_eq} ${_dev}/${model}_np${np} ${model} ${np})
+      add_test(NAME device_cpu_vs_sim_delays_${model}_np${np}
+               COMMAND ${_eq} ${_dev}/${model}_delays_np${np} ${model} ${np} --delays 200)
+      set_tests_properties(device_cpu_vs_sim_${model}_np${np} device_cpu_vs_sim_delays_${model}_np${np}
+                           PROPERTIES PROCESSORS ${np} LABELS "device;mpi" TIMEOUT 300)
+    endforeach()
+  endforeach()
+  # A wait removed: the batch's copy event, and (2 ranks) a bucket's gradients-ready event.
+  add_test(NAME device_missing_copy_wait_is_caught
+           COMMAND ${_eq} ${_dev}/missing_copy_wait lenet 1 --delays 200 --expect-mismatch
+                   -- --run.sim_ignore_events "batch copied")
+  add_test(NAME device_missing_bucket_wait_is_caught
+           COMMAND ${_eq} ${_dev}/missing_bucket_wait lenet 2 --delays 200 --expect-mismatch
+                   -- --run.sim_ignore_events "bucket ready")
+  set_tests_properties(device_missing_copy_wait_is_caught device_missing_bucket_wait_is_caught
+                       PROPERTIES PROCESSORS 2 LABELS "device;mpi" TIMEOUT 300)
+
+  add_test(NAME device_sim_out_of_memory
+           COMMAND ${_fail} "sim device out of memory: tensor '" --
+                   ${_mpirun} -np 2 ${_st} --run.device sim --run.sim_memory_mb 1 --train.max_steps 2
+                   --run.dir ${_dev}/oom)
+  set_tests_properties(device_sim_out_of_memory PROPERTIES PROCESSORS 2 LABELS "device;mpi" TIMEOUT 120)
+
+  set(_tl ${_dev}/timeline_sim)
+  add_test(NAME device_sim_timeline_run
+           COMMAND ${_mpirun} -np 2 ${_st} --config ${PROJECT_SOURCE_DIR}/jobs/configs/lenet_synthetic.toml
+                   --run.device sim --data.synthetic_samples 2048 --train.batch 96 --train.max_steps 20
+                   --train.evaluate false --comm.bucket_mb 0.05 --run.timeline true --run.dir ${_tl})
+  add_test(NAME device_sim_timeline_check
+           COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/support/check_timeline.py ${_tl} --ranks 2
+                   --steps 20 --copy-track)
+  set_tests_properties(device_sim_timeline_run PROPERTIES PROCESSORS 2 LABELS "device;mpi" TIMEOUT 300
+                       FIXTURES_SETUP device_sim_timeline)
+  set_tests_properties(device_sim_timeline_check PROPERTIES LABELS device TIMEOUT 60
+                       FIXTURES_REQUIRED device_sim_timeline)
+endif()
