@@ -11,10 +11,16 @@ import os
 import socket
 import sys
 
-PHASES = ["data_wait", "h2d", "forward", "backward", "allreduce_exposed", "optimizer"]
-PHASE_SUM_TOLERANCE = 0.05  # the six phases must add up to `step` within 5%
+# Run-directory format versions this report reads (jobs/README.md, "Run directory format"). Fields it does
+# not know are ignored; a newer version is refused, since it may have removed or redefined a field.
+FORMAT_VERSIONS = (1, 2)
+PHASES = ["data_wait", "h2d", "input", "forward", "backward", "allreduce_exposed", "optimizer"]
+# Phases a metrics line may leave out, counted as 0 ms: `input` (the normalize/augment kernels) has its own
+# timer since version 2; before, `h2d` held it.
+OPTIONAL_PHASES = {"input"}
+PHASE_SUM_TOLERANCE = 0.05  # the phases must add up to `step` within 5%
 # Phases whose work is proportional to the per-rank batch (the optimizer's is per parameter).
-BATCH_PHASES = ["data_wait", "h2d", "forward", "backward"]
+BATCH_PHASES = ["data_wait", "h2d", "input", "forward", "backward"]
 
 
 class ReportError(Exception):
@@ -30,6 +36,17 @@ def _num(obj, key, where):
     return float(v)
 
 
+def check_version(version, where):
+    """Refuses a format version this report does not read, naming the file (and line) and the version."""
+    if version in FORMAT_VERSIONS and not isinstance(version, bool):
+        return
+    known = " and ".join(str(v) for v in FORMAT_VERSIONS)
+    newer = isinstance(version, int) and not isinstance(version, bool) and version > max(FORMAT_VERSIONS)
+    hint = (" (a newer scaletrain wrote it: use the perf/scaling_report.py that came with it)" if newer else "")
+    raise ReportError(f"{where}: run-directory format version {version!r}; this report reads versions {known} "
+                      f"only{hint}")
+
+
 def read_metrics(path):
     """The intervals of one metrics.jsonl; every line must parse and carry every phase."""
     intervals = []
@@ -42,14 +59,18 @@ def read_metrics(path):
                 j = json.loads(line)
             except json.JSONDecodeError as e:
                 raise ReportError(f"{where}: not valid JSON ({e})") from None
+            check_version(j.get("version", 1), where)  # version 1 lines carry no version
             phases = j.get("phases")
             if not isinstance(phases, dict):
                 raise ReportError(f"{where}: missing key 'phases'")
             iv = {"steps": int(_num(j, "steps", where)), "first_step": int(_num(j, "first_step", where)),
                   "warmup": bool(j.get("warmup", False)), "samples_per_s": _num(j, "samples_per_s", where),
                   "allreduce_total_ms": _num(j, "allreduce_total_ms", where) if "allreduce_total_ms" in j else 0.0,
-                  "line": lineno, "phases": {}}
+                  "line": lineno, "phases": {}, "present": set(phases)}
             for p in PHASES + ["step"]:
+                if p not in phases and p in OPTIONAL_PHASES:
+                    iv["phases"][p] = {"mean_ms": 0.0, "min_ms": 0.0, "max_ms": 0.0, "slowest_rank": -1}
+                    continue
                 if p not in phases:
                     raise ReportError(f"{where}: missing phase '{p}' in 'phases'")
                 ph = phases[p]
@@ -62,7 +83,7 @@ def read_metrics(path):
 
 
 def phase_sum_error(iv):
-    """Relative difference between the six phases' sum and the step time of one interval."""
+    """Relative difference between the phases' sum and the step time of one interval."""
     step = iv["phases"]["step"]["mean_ms"]
     total = sum(iv["phases"][p]["mean_ms"] for p in PHASES)
     return abs(total - step) / step if step > 0 else 0.0
@@ -77,6 +98,9 @@ def read_run(run_dir):
         raise ReportError(f"{run_json}: not valid JSON ({e})") from None
     if info.get("format") != "scaletrain-run":
         raise ReportError(f"{run_json}: 'format' is {info.get('format')!r}, expected 'scaletrain-run'")
+    if "version" not in info:
+        raise ReportError(f"{run_json}: missing key 'version'")
+    check_version(info["version"], run_json)
     intervals = read_metrics(os.path.join(run_dir, "metrics.jsonl"))
     measured = [iv for iv in intervals if not iv["warmup"]] or intervals
     steps = sum(iv["steps"] for iv in measured)
@@ -105,6 +129,7 @@ def read_run(run_dir):
         "phase_sum_max_error": max(phase_sum_error(iv) for iv in intervals),
         "phase_sum_bad": [iv["line"] for iv in intervals if phase_sum_error(iv) > PHASE_SUM_TOLERANCE],
         "slowest_rank_counts": slowest,
+        "optional_phases": {p for p in OPTIONAL_PHASES if any(p in iv["present"] for iv in intervals)},
     }
 
 
@@ -160,8 +185,13 @@ def cores_for(run, cores_per_host):
     return None
 
 
+def shown_phases(runs):
+    """The phases of the table and plots: an optional phase only where some run's metrics have it."""
+    return [p for p in PHASES if p not in OPTIONAL_PHASES or any(p in r["optional_phases"] for r in runs)]
+
+
 def compute_ms(ph, key="mean_ms"):
-    return sum(ph[p][key] for p in ("h2d", "forward", "backward", "optimizer"))
+    return sum(ph[p][key] for p in ("h2d", "input", "forward", "backward", "optimizer"))
 
 
 def analyse(runs, kind, cores_per_host):
@@ -310,7 +340,8 @@ def markdown(runs, kind, skipped, pred, plots, meta):
                else "samples/s per rank / the baseline's samples/s per rank")
     out.append(f"Efficiency = {eff_def}. Phases in ms per step (mean over ranks) and share of the step.")
     out.append("")
-    head = ["ranks", "global batch", "per-rank batch", "samples/s", "speedup", "efficiency", "step ms"] + PHASES
+    shown = shown_phases(runs)
+    head = ["ranks", "global batch", "per-rank batch", "samples/s", "speedup", "efficiency", "step ms"] + shown
     out.append("| " + " | ".join(head) + " |")
     out.append("|" + "|".join(["---:"] * len(head)) + "|")
     for r in runs:
@@ -318,7 +349,7 @@ def markdown(runs, kind, skipped, pred, plots, meta):
         step = ph["step"]["mean_ms"]
         cells = [str(r["world"]), str(r["global_batch"]), str(r["per_rank_batch"]), f"{r['samples_per_s']:.0f}",
                  f"{r['speedup']:.2f}", f"{100 * r['efficiency']:.0f}%", f"{step:.2f}"]
-        cells += [f"{ph[p]['mean_ms']:.2f} ({100 * ph[p]['mean_ms'] / step:.0f}%)" for p in PHASES]
+        cells += [f"{ph[p]['mean_ms']:.2f} ({100 * ph[p]['mean_ms'] / step:.0f}%)" for p in shown]
         out.append("| " + " | ".join(cells) + " |")
     out += ["", "## Main loss of efficiency", ""]
     out.append("Against the baseline scaled to each run's per-rank batch: exposed communication (all-reduce not "
@@ -337,7 +368,7 @@ def markdown(runs, kind, skipped, pred, plots, meta):
     for r in runs:
         n = len(r["intervals"])
         status = "OK" if not r["phase_sum_bad"] else f"FAILED on lines {r['phase_sum_bad']}"
-        out.append(f"- {r['name']}: the six phases add up to `step` within {100 * r['phase_sum_max_error']:.2f}% "
+        out.append(f"- {r['name']}: the phases add up to `step` within {100 * r['phase_sum_max_error']:.2f}% "
                    f"(worst of {n} intervals; tolerance {100 * PHASE_SUM_TOLERANCE:.0f}%): {status}")
     out.append("")
     out.append("All runs: phases add up to the step time within 5%." if not bad
@@ -422,7 +453,7 @@ def plot(runs, kind, pred, out_dir):
     fig, ax = plt.subplots(figsize=(7.5, 4))
     labels = [f"{r['world']} r\nB={r['per_rank_batch']}" for r in runs]
     bottom = [0.0] * len(runs)
-    for p in PHASES:
+    for p in shown_phases(runs):
         vals = [r["phases"][p]["mean_ms"] for r in runs]
         ax.bar(labels, vals, bottom=bottom, label=p)
         bottom = [b + v for b, v in zip(bottom, vals)]

@@ -26,6 +26,70 @@ else()
   set_tests_properties(jobs_shellcheck PROPERTIES LABELS jobs SKIP_REGULAR_EXPRESSION "SKIPPED: shellcheck")
 endif()
 
+# perf/scaling_report.py and the run-directory format versions (jobs/README.md): a sweep whose 1-rank run is
+# version 1 (no `version` in its metrics lines, `input` inside `h2d`) and whose 2-rank run is version 2 (its own
+# `input` phase) gives a report with an `input` column whose phases add up (they do only if `input` counts); a
+# run.json or a metrics.jsonl line of version 99 is refused with one message naming the file and the version.
+function(_jobs_fake_run_dir dir run_version line_version world)
+  if(line_version EQUAL 1)
+    set(_phases "data_wait=1;h2d=2;forward=3;backward=2;allreduce_exposed=1;optimizer=1;step=10")
+    set(_version "")
+  else()
+    set(_phases "data_wait=1;h2d=1;input=1;forward=3;backward=2;allreduce_exposed=1;optimizer=1;step=10")
+    set(_version "\"version\": ${line_version}, ")
+  endif()
+  set(_ph "")
+  foreach(_kv IN LISTS _phases)
+    string(REPLACE "=" ";" _kv "${_kv}")
+    list(GET _kv 0 _name)
+    list(GET _kv 1 _ms)
+    string(APPEND _ph "\"${_name}\": {\"mean_ms\": ${_ms}, \"min_ms\": ${_ms}, \"max_ms\": ${_ms}, \"slowest_rank\": 0}, ")
+  endforeach()
+  string(REGEX REPLACE ", $" "" _ph "${_ph}")
+  math(EXPR _per_rank "64 / ${world}")
+  math(EXPR _sps "6000 * ${world}")
+  set(_lines "")
+  foreach(_first 0 10)
+    set(_warmup false)
+    if(_first EQUAL 0)
+      set(_warmup true)
+    endif()
+    string(APPEND _lines "{${_version}\"epoch\": 0, \"first_step\": ${_first}, \"steps\": 10, "
+                         "\"warmup\": ${_warmup}, \"samples_per_s\": ${_sps}, \"phases\": {${_ph}}, "
+                         "\"allreduce_total_ms\": 1}\n")
+  endforeach()
+  set(_hosts "")
+  foreach(_r RANGE 1 ${world})
+    list(APPEND _hosts "\"fixture\"")
+  endforeach()
+  list(JOIN _hosts ", " _hosts)
+  file(WRITE ${dir}/metrics.jsonl "${_lines}")
+  file(WRITE ${dir}/run.json "{\"format\": \"scaletrain-run\", \"version\": ${run_version}, \"world_size\": ${world}, "
+                             "\"global_batch\": 64, \"per_rank_batch\": ${_per_rank}, \"hosts\": [${_hosts}], "
+                             "\"device\": \"fixture\", \"parameters\": 1000, \"samples_per_s\": ${_sps}}\n")
+endfunction()
+
+set(_jobs_report ${_jobs_py} ${PROJECT_SOURCE_DIR}/perf/scaling_report.py)
+set(_fmt ${CMAKE_CURRENT_BINARY_DIR}/jobs_report_format)
+file(REMOVE_RECURSE ${_fmt})
+_jobs_fake_run_dir(${_fmt}/v1_and_v2/ranks-1 1 1 1)
+_jobs_fake_run_dir(${_fmt}/v1_and_v2/ranks-2 2 2 2)
+_jobs_fake_run_dir(${_fmt}/newer_run_json/ranks-1 99 2 1)
+_jobs_fake_run_dir(${_fmt}/newer_metrics_line/ranks-1 2 99 1)
+add_test(NAME jobs_report_reads_versions_1_and_2 COMMAND ${_jobs_report} ${_fmt}/v1_and_v2 --kind strong --strict)
+set_tests_properties(jobs_report_reads_versions_1_and_2 PROPERTIES
+  PASS_REGULAR_EXPRESSION "\\| h2d \\| input \\| forward \\|.*All runs: phases add up to the step time within 5%")
+add_test(NAME jobs_report_rejects_newer_run_json
+         COMMAND bash ${PROJECT_SOURCE_DIR}/tests/expect_failure.sh 60
+                 "newer_run_json/ranks-1/run.json: run-directory format version 99; this report reads versions 1 and 2"
+                 -- ${_jobs_report} ${_fmt}/newer_run_json --kind strong)
+add_test(NAME jobs_report_rejects_newer_metrics_line
+         COMMAND bash ${PROJECT_SOURCE_DIR}/tests/expect_failure.sh 60
+                 "newer_metrics_line/ranks-1/metrics.jsonl:1: run-directory format version 99; this report reads"
+                 -- ${_jobs_report} ${_fmt}/newer_metrics_line --kind strong)
+set_tests_properties(jobs_report_reads_versions_1_and_2 jobs_report_rejects_newer_run_json
+                     jobs_report_rejects_newer_metrics_line PROPERTIES LABELS jobs TIMEOUT 60)
+
 if(TARGET scaletrain)
   list(JOIN _mpi_flags " " _jobs_mpi_flags)
   set(_jobs_bench none)

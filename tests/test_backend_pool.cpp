@@ -4,36 +4,19 @@
 
 #include <cmath>
 #include <limits>
-#include <random>
+#include <string>
 #include <vector>
 
 #include "scaletrain/backend/backend.hpp"
+#include "support/test_harness.hpp"
 
 namespace scaletrain {
 namespace {
 
-using Vec = std::vector<float>;
-using Ref = std::vector<double>;
-
-Vec random_vec(size_t n, unsigned seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> dist(-1.f, 1.f);
-  Vec v(n);
-  for (auto& x : v) x = dist(gen);
-  return v;
-}
-
-// max |got - ref| <= rtol * max |ref|, naming the first element out of tolerance.
-void expect_close(const Vec& got, const Ref& ref, const std::string& what, double rtol = 1e-4) {
-  ASSERT_EQ(got.size(), ref.size()) << what;
-  double scale = 0;
-  for (double r : ref) scale = std::max(scale, std::abs(r));
-  ASSERT_GT(scale, 0) << what << ": reference is all zeros, the test would prove nothing";
-  for (size_t i = 0; i < ref.size(); ++i) {
-    ASSERT_LE(std::abs(got[i] - ref[i]), rtol * scale)
-        << what << " at element " << i << ": got " << got[i] << ", reference " << ref[i];
-  }
-}
+using testing::expect_close;
+using testing::random_vec;
+using testing::Ref;
+using testing::Vec;
 
 struct PoolReference {
   Ref y, dx;

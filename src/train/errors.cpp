@@ -22,7 +22,9 @@ void collective_check(comm::Communicator& comm, const std::function<void()>& f) 
   if (failed == 0) return;
   if (failed == comm.size()) throw ConsistentError(message);
   if (failure) std::rethrow_exception(failure);
-  // This rank is fine; the failing ranks report their own error and abort the job.
+  // This rank is fine. It waits here, silent, for the failing ranks: they never reach this barrier,
+  // report their own error and call MPI_Abort, which ends this rank too. Throwing here instead would
+  // race their message with a second, less useful one.
   comm.barrier();
 }
 

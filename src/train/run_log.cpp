@@ -81,6 +81,7 @@ void RunLog::interval(const IntervalTimings& t) {
   if (!t.warmup)
     for (int p = 0; p < kPhaseCount; ++p) phase_totals_[static_cast<size_t>(p)] += t.mean[p];
   nlohmann::json j;
+  j["version"] = kRunDirFormatVersion;
   j["epoch"] = t.epoch;
   j["first_step"] = t.first_step;
   j["steps"] = t.steps;
@@ -111,7 +112,7 @@ void RunLog::finish(const RunInfo& info, const TrainResult& r) {
   if (!file_) return;
   nlohmann::json j;
   j["format"] = "scaletrain-run";
-  j["version"] = 1;
+  j["version"] = kRunDirFormatVersion;
   j["config"] = config_json(cfg_);
   j["world_size"] = info.world_size;
   j["global_batch"] = cfg_.batch;

@@ -1,9 +1,10 @@
 #!/usr/bin/python3
 # Checks the run directories of a scaling sweep (jobs/slurm/*.sbatch, jobs/local/sweep.sh) independently of
-# perf/scaling_report.py: run.json parses with the expected world size, the batch is the sweep's (global batch
-# constant for strong, per-rank batch constant for weak), every metrics.jsonl line parses and in every
-# non-warm-up interval the six phases add up to `step` within 5%; with --report also report.md (a table row
-# per rank count) and the PNG plots.
+# perf/scaling_report.py: run.json and every metrics.jsonl line carry the format version this build writes,
+# run.json parses with the expected world size, the batch is the sweep's (global batch constant for strong,
+# per-rank batch constant for weak), every metrics.jsonl line parses and in every non-warm-up interval the
+# phases add up to `step` within 5%; with --report also report.md (a table row per rank count) and the PNG
+# plots.
 """usage: check_run_dirs.py SWEEP_DIR --kind strong|weak --ranks 1,2,4 [--batch N] [--phase-check-ranks 1,2]
                          [--tolerance 0.05] [--report]"""
 import argparse
@@ -11,7 +12,9 @@ import json
 import os
 import sys
 
+FORMAT_VERSION = 2  # the run-directory format version scaletrain writes (jobs/README.md)
 PHASES = ["data_wait", "h2d", "forward", "backward", "allreduce_exposed", "optimizer"]
+OPTIONAL_PHASES = ["input"]  # counted when a line has it (the normalize/augment kernels, split from h2d)
 PLOTS = ["throughput.png", "efficiency.png", "phases.png", "rank_step_time.png"]
 
 
@@ -26,8 +29,9 @@ def check_run(d, ranks, tolerance, errors, phase_check=True):
     except (OSError, json.JSONDecodeError) as e:
         err(f"run.json: {e}")
         return None
-    if info.get("format") != "scaletrain-run" or info.get("version") != 1:
-        err(f"run.json: format/version {info.get('format')!r}/{info.get('version')!r}, expected 'scaletrain-run'/1")
+    if info.get("format") != "scaletrain-run" or info.get("version") != FORMAT_VERSION:
+        err(f"run.json: format/version {info.get('format')!r}/{info.get('version')!r}, "
+            f"expected 'scaletrain-run'/{FORMAT_VERSION}")
     world, gb, prb = info.get("world_size"), info.get("global_batch"), info.get("per_rank_batch")
     if world != ranks:
         err(f"run.json: world_size {world}, expected {ranks}")
@@ -54,12 +58,14 @@ def check_run(d, ranks, tolerance, errors, phase_check=True):
             iv = json.loads(line)
             ph = iv["phases"]
             step = float(ph["step"]["mean_ms"])
-            total = sum(float(ph[p]["mean_ms"]) for p in PHASES)
+            total = sum(float(ph[p]["mean_ms"]) for p in PHASES + [p for p in OPTIONAL_PHASES if p in ph])
             warmup = bool(iv["warmup"])
             int(iv["steps"])
         except (json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
             err(f"{where}: not a complete interval ({type(e).__name__}: {e})")
             continue
+        if iv.get("version") != FORMAT_VERSION:
+            err(f"{where}: version {iv.get('version')!r}, expected {FORMAT_VERSION}")
         if warmup:
             continue
         measured += 1
@@ -67,7 +73,7 @@ def check_run(d, ranks, tolerance, errors, phase_check=True):
             continue
         rel = abs(total - step) / step if step > 0 else float("inf")
         if rel > tolerance:
-            err(f"{where}: the six phases add up to {total:.3f} ms, step is {step:.3f} ms "
+            err(f"{where}: the phases add up to {total:.3f} ms, step is {step:.3f} ms "
                 f"({100 * rel:.1f}% apart, tolerance {100 * tolerance:.0f}%)")
     if measured == 0:
         err("metrics.jsonl: no non-warm-up interval")

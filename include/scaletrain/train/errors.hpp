@@ -15,9 +15,13 @@ class ConsistentError : public std::runtime_error {
   explicit ConsistentError(const std::string& what) : std::runtime_error(what) {}
 };
 
-// Runs f on every rank. If it throws on every rank, throws ConsistentError with rank 0's message
-// (one message, clean exit); if it throws on some ranks only, rethrows there (those ranks report
-// and abort) while the others throw ConsistentError naming the failed rank count.
+// Runs f on every rank and agrees (one all-reduce) on whether it failed anywhere.
+// - Failed on every rank: every rank throws ConsistentError with its own message; rank 0 alone
+//   prints it and every rank exits cleanly (one message, no MPI_Abort).
+// - Failed on some ranks only: those ranks rethrow their exception, which the app reports and
+//   ends with MPI_Abort; the healthy ranks wait at a barrier that the failing ranks never reach,
+//   so they print nothing and the failing rank's message is the one printed; MPI_Abort then ends
+//   them too. The caller must therefore let a rethrown error reach the app's MPI_Abort.
 void collective_check(comm::Communicator& comm, const std::function<void()>& f);
 
 }  // namespace scaletrain::train

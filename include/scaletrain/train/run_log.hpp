@@ -11,6 +11,11 @@
 
 namespace scaletrain::train {
 
+// Format version of the run directory, written as `version` in run.json and in every metrics.jsonl
+// line. New fields are added without changing it; a field removed or renamed, or a meaning changed,
+// bumps it (jobs/README.md, "Run directory format"; perf/scaling_report.py reads versions 1 and 2).
+inline constexpr int kRunDirFormatVersion = 2;
+
 struct RunInfo {
   int world_size = 1;
   int64_t per_rank_batch = 0;
