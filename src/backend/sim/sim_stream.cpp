@@ -40,11 +40,11 @@ uint64_t SimEvent::last_generation() {
 }
 
 void SimEvent::complete(uint64_t generation) {
-  {
-    std::lock_guard lk(mu_);
-    if (generation > completed_) completed_ = generation;
-    time_ = now_seconds();
-  }
+  // Notified under the lock: a host thread may destroy the event as soon as its synchronize() returns,
+  // which it cannot do before this worker has released mu_, so cv_ is no longer in use by then.
+  std::lock_guard lk(mu_);
+  if (generation > completed_) completed_ = generation;
+  time_ = now_seconds();
   cv_.notify_all();
 }
 
