@@ -21,8 +21,9 @@ set_tests_properties(tsan_sim_buckets_np2 tsan_sim_train_equivalence_np2 tsan_de
                      PROPERTIES PROCESSORS 2)
 
 # The batch's host-to-device copy wait removed: the copy stream's memcpy into the device batch and
-# the compute stream's first kernel reading it are unordered, and TSan must say so. The control is
-# the same run with the wait: no report at all. (A removed bucket wait is invisible to TSan: the
+# the compute stream's normalize kernel reading it are unordered, and TSan must say so (in some runs
+# it first reports the loader refilling the host slot that memcpy reads: the host's wait before
+# reusing a slot is the same event). The control is the same run with the wait: no report at all. (A removed bucket wait is invisible to TSan: the
 # all-reduce reads the gradients inside uninstrumented libmpi; device_missing_bucket_wait_is_caught
 # catches it by the losses.)
 set(_tsan_run $<TARGET_FILE:scaletrain> --run.device sim --run.sim_delay_us 200 --train.max_steps 10
