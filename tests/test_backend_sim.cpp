@@ -16,8 +16,10 @@
 #include "scaletrain/core/error.hpp"
 #include "scaletrain/core/timer.hpp"
 #include "scaletrain/kernels/scale.hpp"
+#include "support/test_harness.hpp"
 
 using namespace scaletrain;
+using scaletrain::testing::error_of;
 
 namespace {
 
@@ -28,15 +30,6 @@ std::unique_ptr<Backend> sim(int64_t memory_bytes = 0, int threads = 1, std::str
   o.sim_memory_bytes = memory_bytes;
   o.sim_ignore_events = std::move(ignore);
   return make_backend(o);
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 TEST(SimDevice, QueuedWorkRunsLaterOnTheStreamThread) {

@@ -5,19 +5,12 @@
 #include "scaletrain/nn/conv2d.hpp"
 #include "scaletrain/nn/dense.hpp"
 #include "scaletrain/nn/zoo.hpp"
+#include "support/test_harness.hpp"
 
 using namespace scaletrain;
+using scaletrain::testing::error_of;
 
 namespace {
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 TEST(Zoo, ParameterCounts) {
   EXPECT_EQ(nn::make_zoo_model("fmnist_sepcnn", {28, 28, 1}, 10)->parameter_count(), 2887306);

@@ -1,15 +1,28 @@
-// Test support shared by the backend op tests: reproducible random inputs and the comparison of an
-// op's float output against a double-precision reference loop.
+// Test support shared by the unit tests: reproducible random inputs, the comparison of an op's float
+// output against a double-precision reference loop, and the message of an expected Error.
 #pragma once
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "scaletrain/core/error.hpp"
+
 namespace scaletrain::testing {
+
+// The message of the scaletrain::Error that f throws, or "(no error)".
+inline std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
 
 using Vec = std::vector<float>;   // an op's input or output
 using Ref = std::vector<double>;  // a reference loop's result

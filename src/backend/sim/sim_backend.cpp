@@ -19,9 +19,12 @@ struct SimMemory {
   int64_t capacity = 0;  // 0: unlimited
 };
 
-class SimConvOp final : public ConvOp {
+// Convolution and inner product share one interface shape (forward, backward_data,
+// backward_weights): each call is queued on the op's stream.
+template <class Op>
+class SimWeightedOp final : public Op {
  public:
-  SimConvOp(std::unique_ptr<ConvOp> op, Stream& s) : op_(std::move(op)), s_(s) {}
+  SimWeightedOp(std::unique_ptr<Op> op, Stream& s) : op_(std::move(op)), s_(s) {}
   void forward(const float* x, const float* w, const float* b, float* y) override {
     s_.enqueue([op = op_.get(), x, w, b, y] { op->forward(x, w, b, y); });
   }
@@ -33,25 +36,7 @@ class SimConvOp final : public ConvOp {
   }
 
  private:
-  std::unique_ptr<ConvOp> op_;
-  Stream& s_;
-};
-
-class SimInnerProductOp final : public InnerProductOp {
- public:
-  SimInnerProductOp(std::unique_ptr<InnerProductOp> op, Stream& s) : op_(std::move(op)), s_(s) {}
-  void forward(const float* x, const float* w, const float* b, float* y) override {
-    s_.enqueue([op = op_.get(), x, w, b, y] { op->forward(x, w, b, y); });
-  }
-  void backward_data(const float* dy, const float* w, float* dx) override {
-    s_.enqueue([op = op_.get(), dy, w, dx] { op->backward_data(dy, w, dx); });
-  }
-  void backward_weights(const float* x, const float* dy, float* dw, float* db) override {
-    s_.enqueue([op = op_.get(), x, dy, dw, db] { op->backward_weights(x, dy, dw, db); });
-  }
-
- private:
-  std::unique_ptr<InnerProductOp> op_;
+  std::unique_ptr<Op> op_;
   Stream& s_;
 };
 
@@ -139,10 +124,10 @@ class SimBackend final : public Backend {
   }
 
   std::unique_ptr<ConvOp> make_conv(const ConvShape& shape, Stream* s) override {
-    return std::make_unique<SimConvOp>(host_->make_conv(shape), s ? *s : compute_);
+    return std::make_unique<SimWeightedOp<ConvOp>>(host_->make_conv(shape), s ? *s : compute_);
   }
   std::unique_ptr<InnerProductOp> make_inner_product(const InnerProductShape& shape, Stream* s) override {
-    return std::make_unique<SimInnerProductOp>(host_->make_inner_product(shape), s ? *s : compute_);
+    return std::make_unique<SimWeightedOp<InnerProductOp>>(host_->make_inner_product(shape), s ? *s : compute_);
   }
   std::unique_ptr<PoolOp> make_pool(const PoolShape& shape, Stream* s) override {
     return std::make_unique<SimPoolOp>(host_->make_pool(shape), s ? *s : compute_);
