@@ -61,9 +61,7 @@ LossResult SoftmaxCrossEntropy::forward_and_read(const Tensor& logits, const Ten
 }
 
 LossResult SoftmaxCrossEntropy::read_sums(Backend& backend, const Tensor& sums) {
-  Tensor host({kLossSumsSize}, DType::f64, "loss.sums.host");
-  backend.copy_async(backend.compute_stream(), host, sums);
-  backend.compute_stream().synchronize();
+  const Tensor host = backend.download(sums);
   const double* s = host.data<double>();
   LossResult r;
   r.loss_sum = s[0];

@@ -43,7 +43,7 @@ struct Trainer::Impl {
   Tensor input;      // [local_batch, ...sample_shape] f32, normalized (device)
   Tensor augmented;  // u8 scratch for crop/flip (device)
   Tensor mean, inv_std;
-  Tensor interval_sums, epoch_sums, eval_sums;  // f64 [3] on the device: loss, correct, rows
+  Tensor interval_sums, eval_sums;  // f64 [3] on the device: loss, correct, rows
   std::function<void(const IntervalTimings&)> interval_hook;
   std::unique_ptr<Timeline> timeline;
   PhaseTimers timers;
@@ -193,7 +193,6 @@ void Trainer::Impl::setup_input() {
   backend->copy_async(s, mean, host_mean);
   backend->copy_async(s, inv_std, host_inv_std);
   interval_sums = backend->zeros({nn::kLossSumsSize}, DType::f64, "loss sums (interval)");
-  epoch_sums = backend->zeros({nn::kLossSumsSize}, DType::f64, "loss sums (epoch)");
   eval_sums = backend->zeros({nn::kLossSumsSize}, DType::f64, "loss sums (evaluation)");
 }
 
@@ -224,7 +223,6 @@ void Trainer::Impl::train_step(const data::Batch& b, int64_t step) {
     const Tensor& logits = model->forward(input, true);
     loss.forward(logits, b.device_labels);
     loss.accumulate(interval_sums);
-    loss.accumulate(epoch_sums);
   });
   device_phase(Phase::backward, [&] {
     buckets->begin_step();
@@ -392,6 +390,8 @@ TrainResult Trainer::run() {
   RunTotals totals;
   int64_t step = 0;
   int64_t interval_first = 0;
+  // An epoch always ends with an interval: its sums are the sum of its intervals' reduced sums.
+  nn::LossResult epoch_sums;
   const Stopwatch run_clock;
   Stopwatch interval_clock;
 
@@ -400,6 +400,9 @@ TrainResult Trainer::run() {
     m.clock->flush();
     m.record_copies();
     const nn::LossResult sums = take_sums(*m.backend, m.comm, m.interval_sums);
+    epoch_sums.loss_sum += sums.loss_sum;
+    epoch_sums.correct += sums.correct;
+    epoch_sums.count += sums.count;
     const comm::BucketStats bs = m.buckets->stats();
     m.buckets->reset_stats();
     IntervalTimings it;
@@ -445,7 +448,8 @@ TrainResult Trainer::run() {
       if (step % cfg.log_every == 0 || epoch_over) finish_interval(epoch, ep_steps);
       if (ep_steps == spe) break;
     }
-    const nn::LossResult ep = take_sums(*m.backend, m.comm, m.epoch_sums);
+    const nn::LossResult ep = epoch_sums;
+    epoch_sums = nn::LossResult{};
     EpochReport rep;
     rep.epoch = epoch;
     rep.steps = ep_steps;
