@@ -120,10 +120,10 @@ TEST(Functors, CastsRoundTrip) {
   std::vector<bf16> b(x.size());
   std::vector<f16> h(x.size());
   std::vector<float> xb(x.size()), xh(x.size());
-  launch_host("to_bf16", n, CastF32ToBf16{x.data(), b.data()});
-  launch_host("from_bf16", n, CastBf16ToF32{b.data(), xb.data()});
-  launch_host("to_f16", n, CastF32ToF16{x.data(), h.data()});
-  launch_host("from_f16", n, CastF16ToF32{h.data(), xh.data()});
+  launch_host("to_bf16", n, Cast<float, bf16>{x.data(), b.data()});
+  launch_host("from_bf16", n, Cast<bf16, float>{b.data(), xb.data()});
+  launch_host("to_f16", n, Cast<float, f16>{x.data(), h.data()});
+  launch_host("from_f16", n, Cast<f16, float>{h.data(), xh.data()});
   for (size_t i = 0; i < x.size(); ++i) {
     EXPECT_NEAR(xb[i], x[i], std::fabs(x[i]) / 128.0f) << "bf16 keeps 8 significant bits";
     EXPECT_NEAR(xh[i], x[i], std::fabs(x[i]) / 1024.0f + 1e-7f) << "f16 keeps 11 significant bits";

@@ -1,8 +1,9 @@
-// Fused activations: the kernels/ functors applied after a layer's op.
+// Fused activations: the kernels/ functors applied after a layer's op, in the layer's compute type.
 #include "scaletrain/nn/activation.hpp"
 
 #include "scaletrain/kernels/activation.hpp"
 #include "scaletrain/backend/launch.hpp"
+#include "scaletrain/core/dispatch.hpp"
 
 namespace scaletrain::nn {
 
@@ -22,43 +23,41 @@ std::string activation_name(Activation a) {
   return "?";
 }
 
-void FusedActivation::build(Backend& backend, const Shape& shape, const std::string& layer) {
+void FusedActivation::build(Backend& backend, const Shape& shape, const std::string& layer, DType dtype) {
   stream_ = &backend.compute_stream();
-  pre_ = backend.empty(shape, DType::f32, layer + ".pre");
+  pre_ = backend.empty(shape, dtype, layer + ".pre");
   if (act_ != Activation::none) {
-    post_ = backend.empty(shape, DType::f32, layer + ".post");
-    dpre_ = backend.empty(shape, DType::f32, layer + ".dpre");
+    post_ = backend.empty(shape, dtype, layer + ".post");
+    dpre_ = backend.empty(shape, dtype, layer + ".dpre");
   }
 }
 
 const Tensor& FusedActivation::forward() {
   const int64_t n = pre_.numel();
-  switch (act_) {
-    case Activation::none: return pre_;
-    case Activation::relu:
-      launch(*stream_, "relu_forward", n, kernels::ReluForward{pre_.device_data<float>(), post_.device_data<float>()});
-      return post_;
-    case Activation::selu:
-      launch(*stream_, "selu_forward", n, kernels::SeluForward{pre_.device_data<float>(), post_.device_data<float>()});
-      return post_;
-  }
-  return pre_;
+  if (act_ == Activation::none) return pre_;
+  visit_float_type(pre_.dtype(), [&](auto t) {
+    using T = decltype(t);
+    if (act_ == Activation::relu)
+      launch(*stream_, "relu_forward", n, kernels::ReluForward<T>{pre_.device_data<T>(), post_.device_data<T>()});
+    else
+      launch(*stream_, "selu_forward", n, kernels::SeluForward<T>{pre_.device_data<T>(), post_.device_data<T>()});
+  });
+  return post_;
 }
 
 const Tensor& FusedActivation::backward(const Tensor& dy) {
   const int64_t n = pre_.numel();
-  switch (act_) {
-    case Activation::none: return dy;
-    case Activation::relu:
+  if (act_ == Activation::none) return dy;
+  visit_float_type(pre_.dtype(), [&](auto t) {
+    using T = decltype(t);
+    if (act_ == Activation::relu)
       launch(*stream_, "relu_backward", n,
-             kernels::ReluBackward{pre_.device_data<float>(), dy.device_data<float>(), dpre_.device_data<float>()});
-      return dpre_;
-    case Activation::selu:
+             kernels::ReluBackward<T>{pre_.device_data<T>(), dy.device_data<T>(), dpre_.device_data<T>()});
+    else
       launch(*stream_, "selu_backward", n,
-             kernels::SeluBackward{pre_.device_data<float>(), dy.device_data<float>(), dpre_.device_data<float>()});
-      return dpre_;
-  }
-  return dy;
+             kernels::SeluBackward<T>{pre_.device_data<T>(), dy.device_data<T>(), dpre_.device_data<T>()});
+  });
+  return dpre_;
 }
 
 }  // namespace scaletrain::nn

@@ -42,10 +42,11 @@ Shape Conv2D::configure(const Shape& in) {
 
 void Conv2D::build(Backend& backend, int64_t batch) {
   conv_.batch = batch;
+  conv_.dtype = dtype_;
   op_ = backend.make_conv(conv_);
   Shape out{batch};
   out.insert(out.end(), out_shape_.begin(), out_shape_.end());
-  act_.build(backend, out, name_);
+  act_.build(backend, out, name_, dtype_);
   Shape in{batch};
   in.insert(in.end(), in_shape_.begin(), in_shape_.end());
   dx_ = buffer(in, "dx");
@@ -53,17 +54,17 @@ void Conv2D::build(Backend& backend, int64_t batch) {
 
 const Tensor& Conv2D::forward(const Tensor& x, bool training) {
   x_ = x;
-  op_->forward(x.device_data<float>(), params_[0].value.device_data<float>(),
-               opt_.bias ? params_[1].value.device_data<float>() : nullptr, act_.pre().device_data<float>());
+  op_->forward(x.device_raw(), params_[0].compute_value.device_raw(),
+               opt_.bias ? params_[1].value.device_data<float>() : nullptr, act_.pre().device_raw());
   return act_.forward();
 }
 
 const Tensor& Conv2D::backward(const Tensor& dy, bool need_dx) {
   const Tensor& dz = act_.backward(dy);
-  op_->backward_weights(x_.device_data<float>(), dz.device_data<float>(), params_[0].grad.device_data<float>(),
+  op_->backward_weights(x_.device_raw(), dz.device_raw(), params_[0].grad.device_data<float>(),
                         opt_.bias ? params_[1].grad.device_data<float>() : nullptr);
   if (!need_dx) return no_gradient();
-  op_->backward_data(dz.device_data<float>(), params_[0].value.device_data<float>(), dx_.device_data<float>());
+  op_->backward_data(dz.device_raw(), params_[0].compute_value.device_raw(), dx_.device_raw());
   return dx_;
 }
 

@@ -25,24 +25,25 @@ Shape Dense::configure(const Shape& in) {
 
 void Dense::build(Backend& backend, int64_t batch) {
   ip_.batch = batch;
+  ip_.dtype = dtype_;
   op_ = backend.make_inner_product(ip_);
-  act_.build(backend, {batch, units_}, name_);
+  act_.build(backend, {batch, units_}, name_, dtype_);
   dx_ = buffer({batch, ip_.in_features}, "dx");
 }
 
 const Tensor& Dense::forward(const Tensor& x, bool training) {
   x_ = x;
-  op_->forward(x.device_data<float>(), params_[0].value.device_data<float>(),
-               bias_ ? params_[1].value.device_data<float>() : nullptr, act_.pre().device_data<float>());
+  op_->forward(x.device_raw(), params_[0].compute_value.device_raw(),
+               bias_ ? params_[1].value.device_data<float>() : nullptr, act_.pre().device_raw());
   return act_.forward();
 }
 
 const Tensor& Dense::backward(const Tensor& dy, bool need_dx) {
   const Tensor& dz = act_.backward(dy);
-  op_->backward_weights(x_.device_data<float>(), dz.device_data<float>(), params_[0].grad.device_data<float>(),
+  op_->backward_weights(x_.device_raw(), dz.device_raw(), params_[0].grad.device_data<float>(),
                         bias_ ? params_[1].grad.device_data<float>() : nullptr);
   if (!need_dx) return no_gradient();
-  op_->backward_data(dz.device_data<float>(), params_[0].value.device_data<float>(), dx_.device_data<float>());
+  op_->backward_data(dz.device_raw(), params_[0].compute_value.device_raw(), dx_.device_raw());
   return dx_;
 }
 

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "scaletrain/backend/launch.hpp"
+#include "scaletrain/core/dispatch.hpp"
 #include "scaletrain/kernels/dropout.hpp"
 
 namespace scaletrain::nn {
@@ -20,7 +21,9 @@ Shape ActivationLayer::configure(const Shape& in) {
   return out_shape_;
 }
 
-void ActivationLayer::build(Backend& backend, int64_t batch) { act_.build(backend, with_batch(batch, in_shape_), name_); }
+void ActivationLayer::build(Backend& backend, int64_t batch) {
+  act_.build(backend, with_batch(batch, in_shape_), name_, dtype_);
+}
 
 const Tensor& ActivationLayer::forward(const Tensor& x, bool training) {
   backend_->copy_async(stream(), act_.pre(), x);
@@ -63,18 +66,24 @@ const Tensor& Dropout::forward(const Tensor& x, bool training) {
   if (!last_training_) return x;
   ST_CHECK(sample_index_.numel() == y_.dim(0), "layer '", name_, "': ", sample_index_.numel(),
            " sample indices for a batch of ", y_.dim(0));
-  launch(stream(), "dropout_forward", x.numel(),
-         kernels::DropoutForward{x.device_data<float>(), y_.device_data<float>(), mask_.device_data<uint8_t>(), rate_,
-                                 seed_, step_, sample_index_.device_data<int64_t>(), x.numel() / y_.dim(0)});
+  visit_float_type(dtype_, [&](auto t) {
+    using T = decltype(t);
+    launch(stream(), "dropout_forward", x.numel(),
+           kernels::DropoutForward<T>{x.device_data<T>(), y_.device_data<T>(), mask_.device_data<uint8_t>(), rate_,
+                                      seed_, step_, sample_index_.device_data<int64_t>(), x.numel() / y_.dim(0)});
+  });
   return y_;
 }
 
 const Tensor& Dropout::backward(const Tensor& dy, bool need_dx) {
   if (!need_dx) return no_gradient();
   if (!last_training_) return dy;
-  launch(stream(), "dropout_backward", dy.numel(),
-         kernels::DropoutBackward{dy.device_data<float>(), mask_.device_data<uint8_t>(), dx_.device_data<float>(),
-                                  1.0f / (1.0f - rate_)});
+  visit_float_type(dtype_, [&](auto t) {
+    using T = decltype(t);
+    launch(stream(), "dropout_backward", dy.numel(),
+           kernels::DropoutBackward<T>{dy.device_data<T>(), mask_.device_data<uint8_t>(), dx_.device_data<T>(),
+                                       1.0f / (1.0f - rate_)});
+  });
   return dx_;
 }
 

@@ -61,6 +61,7 @@ void Model::init_parameters(uint64_t seed) {
     }
   }
   if (!flat_params_.on_host()) backend_->copy_async(backend_->compute_stream(), flat_params_, host);
+  refresh_compute_parameters();
 }
 
 }  // namespace scaletrain::nn

@@ -4,6 +4,9 @@
 #include <cctype>
 #include <map>
 
+#include "scaletrain/backend/launch.hpp"
+#include "scaletrain/core/dispatch.hpp"
+#include "scaletrain/kernels/cast.hpp"
 #include "scaletrain/kernels/random.hpp"
 
 namespace scaletrain::nn {
@@ -61,17 +64,32 @@ void Model::configure(const Shape& input_sample) {
 }
 
 void Model::bind_flat_buffers() {
+  const bool low = flat_compute_.defined() && compute_ != DType::f32;
   for (const auto& slot : slots_) {
     Parameter& p = layers_[slot.layer]->parameters()[slot.index];
     p.value = flat_params_.view(slot.offset, p.shape);
     p.grad = flat_grads_.view(slot.offset, p.shape);
+    p.compute_value = low ? flat_compute_.view(slot.offset, p.shape) : p.value;
   }
 }
 
-void Model::build(Backend& backend, int64_t batch) {
+void Model::refresh_compute_parameters() {
+  if (!backend_ || compute_ == DType::f32) return;
+  visit_float_type(compute_, [&](auto t) {
+    using T = decltype(t);
+    launch(backend_->compute_stream(), "round_parameters", flat_params_.numel(),
+           kernels::Cast<float, T>{flat_params_.device_data<float>(), flat_compute_.device_data<T>()});
+  });
+}
+
+void Model::build(Backend& backend, int64_t batch, DType compute) {
   ST_CHECK(configured_, "model '", name_, "': configure() before build()");
   ST_CHECK(batch > 0, "batch size must be positive, got ", batch);
+  ST_CHECK(compute == DType::f32 || compute == DType::bf16 || compute == DType::f16, "model '", name_,
+           "': the compute type must be f32, bf16 or f16, not ", dtype_name(compute));
+  (void)backend.precision_support(compute);  // throws for a type the backend cannot run
   batch_ = batch;
+  compute_ = compute;
   if (backend.device() != flat_params_.device()) {
     Tensor params = backend.empty(flat_params_.shape(), DType::f32, name_ + ".parameters");
     Tensor grads = backend.zeros(flat_grads_.shape(), DType::f32, name_ + ".gradients");
@@ -81,8 +99,19 @@ void Model::build(Backend& backend, int64_t batch) {
     bind_flat_buffers();
   }
   backend_ = &backend;
+  flat_compute_ = flat_params_;
+  if (compute_ != DType::f32) {
+    const std::string type(dtype_name(compute_));
+    flat_compute_ = backend.empty(flat_params_.shape(), compute_, name_ + ".parameters." + type);
+    Shape logits{batch};
+    logits.insert(logits.end(), output_shape_.begin(), output_shape_.end());
+    logits_f32_ = backend.empty(logits, DType::f32, name_ + ".logits.f32");
+    dlogits_low_ = backend.empty(logits, compute_, name_ + ".dlogits." + type);
+  }
+  bind_flat_buffers();
+  refresh_compute_parameters();
   for (auto& l : layers_) {
-    l->attach(backend);
+    l->attach(backend, compute_);
     l->build(backend, batch);
   }
 }
@@ -91,13 +120,31 @@ const Tensor& Model::forward(const Tensor& x, bool training) {
   ST_CHECK(batch_ > 0, "model '", name_, "': build() before forward()");
   ST_CHECK(x.numel() == batch_ * shape_numel(input_shape_), "model '", name_, "' input has shape ",
            shape_string(x.shape()), ", expected ", batch_, " samples of ", shape_string(input_shape_));
+  ST_CHECK(x.dtype() == compute_, "model '", name_, "' computes in ", dtype_name(compute_), " but its input '", x.name(),
+           "' is ", dtype_name(x.dtype()));
   const Tensor* cur = &x;
   for (auto& l : layers_) cur = &l->forward(*cur, training);
-  return *cur;
+  if (compute_ == DType::f32) return *cur;
+  visit_float_type(compute_, [&](auto t) {
+    using T = decltype(t);
+    launch(backend_->compute_stream(), "logits_to_f32", cur->numel(),
+           kernels::Cast<T, float>{cur->device_data<T>(), logits_f32_.device_data<float>()});
+  });
+  return logits_f32_;
 }
 
 void Model::backward(const Tensor& dlogits, const std::function<void(size_t)>& on_layer_done) {
+  ST_CHECK(dlogits.dtype() == DType::f32, "model '", name_, "': the gradient of the logits must be f32, got ",
+           dtype_name(dlogits.dtype()));
   const Tensor* cur = &dlogits;
+  if (compute_ != DType::f32) {
+    visit_float_type(compute_, [&](auto t) {
+      using T = decltype(t);
+      launch(backend_->compute_stream(), "dlogits_to_compute_type", dlogits.numel(),
+             kernels::Cast<float, T>{dlogits.device_data<float>(), dlogits_low_.device_data<T>()});
+    });
+    cur = &dlogits_low_;
+  }
   for (size_t li = layers_.size(); li-- > 0;) {
     cur = &layers_[li]->backward(*cur, li > 0);
     if (on_layer_done) on_layer_done(li);

@@ -30,19 +30,20 @@ Shape Pool2D::configure(const Shape& in) {
 
 void Pool2D::build(Backend& backend, int64_t batch) {
   shape_.batch = batch;
+  shape_.dtype = dtype_;
   op_ = backend.make_pool(shape_);
   y_ = buffer({batch, shape_.out_h(), shape_.out_w(), shape_.channels}, "y");
   dx_ = buffer({batch, in_shape_[0], in_shape_[1], in_shape_[2]}, "dx");
 }
 
 const Tensor& Pool2D::forward(const Tensor& x, bool training) {
-  op_->forward(x.device_data<float>(), y_.device_data<float>(), training);
+  op_->forward(x.device_raw(), y_.device_raw(), training);
   return y_;
 }
 
 const Tensor& Pool2D::backward(const Tensor& dy, bool need_dx) {
   if (!need_dx) return no_gradient();
-  op_->backward(dy.device_data<float>(), dx_.device_data<float>());
+  op_->backward(dy.device_raw(), dx_.device_raw());
   return dx_;
 }
 

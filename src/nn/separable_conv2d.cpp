@@ -46,30 +46,31 @@ Shape SeparableConv2D::configure(const Shape& in) {
 
 void SeparableConv2D::build(Backend& backend, int64_t batch) {
   depthwise_.batch = pointwise_.batch = batch;
+  depthwise_.dtype = pointwise_.dtype = dtype_;
   depthwise_op_ = backend.make_conv(depthwise_);
   pointwise_op_ = backend.make_conv(pointwise_);
   mid_ = buffer({batch, pointwise_.in_h, pointwise_.in_w, pointwise_.in_c}, "mid");
   dmid_ = buffer(mid_.shape(), "dmid");
   dx_ = buffer({batch, in_shape_[0], in_shape_[1], in_shape_[2]}, "dx");
-  act_.build(backend, {batch, out_shape_[0], out_shape_[1], out_shape_[2]}, name_);
+  act_.build(backend, {batch, out_shape_[0], out_shape_[1], out_shape_[2]}, name_, dtype_);
 }
 
 const Tensor& SeparableConv2D::forward(const Tensor& x, bool training) {
   x_ = x;
-  depthwise_op_->forward(x.device_data<float>(), params_[0].value.device_data<float>(), nullptr, mid_.device_data<float>());
-  pointwise_op_->forward(mid_.device_data<float>(), params_[1].value.device_data<float>(), params_[2].value.device_data<float>(),
-                         act_.pre().device_data<float>());
+  depthwise_op_->forward(x.device_raw(), params_[0].compute_value.device_raw(), nullptr, mid_.device_raw());
+  pointwise_op_->forward(mid_.device_raw(), params_[1].compute_value.device_raw(), params_[2].value.device_data<float>(),
+                         act_.pre().device_raw());
   return act_.forward();
 }
 
 const Tensor& SeparableConv2D::backward(const Tensor& dy, bool need_dx) {
   const Tensor& dz = act_.backward(dy);
-  pointwise_op_->backward_weights(mid_.device_data<float>(), dz.device_data<float>(), params_[1].grad.device_data<float>(),
+  pointwise_op_->backward_weights(mid_.device_raw(), dz.device_raw(), params_[1].grad.device_data<float>(),
                                   params_[2].grad.device_data<float>());
-  pointwise_op_->backward_data(dz.device_data<float>(), params_[1].value.device_data<float>(), dmid_.device_data<float>());
-  depthwise_op_->backward_weights(x_.device_data<float>(), dmid_.device_data<float>(), params_[0].grad.device_data<float>(), nullptr);
+  pointwise_op_->backward_data(dz.device_raw(), params_[1].compute_value.device_raw(), dmid_.device_raw());
+  depthwise_op_->backward_weights(x_.device_raw(), dmid_.device_raw(), params_[0].grad.device_data<float>(), nullptr);
   if (!need_dx) return no_gradient();
-  depthwise_op_->backward_data(dmid_.device_data<float>(), params_[0].value.device_data<float>(), dx_.device_data<float>());
+  depthwise_op_->backward_data(dmid_.device_raw(), params_[0].compute_value.device_raw(), dx_.device_raw());
   return dx_;
 }
 

@@ -34,6 +34,14 @@ struct BackendOptions {
   std::string sim_ignore_events;
 };
 
+// How a backend computes in a storage type: natively (kernels in that type, f32 accumulation) or
+// emulated (f32 compute on that storage, rounded to it at every op boundary). `note` is the line
+// the start-up table and run.json show.
+struct PrecisionSupport {
+  bool native = true;
+  std::string note;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -65,8 +73,9 @@ class Backend {
   // the compute stream): the explicit device-to-host read for tests, checkpoints and tools.
   Tensor download(const Tensor& t);
 
-  // Heavy operators, bound to `stream` (null: the compute stream). The shape's dtype must be one
-  // the backend runs (f32 today).
+  // Whether the heavy operators run `dtype` (f32, bf16, f16) natively or emulated; other types throw.
+  virtual PrecisionSupport precision_support(DType dtype) const = 0;
+  // Heavy operators, bound to `stream` (null: the compute stream), in the shape's dtype.
   virtual std::unique_ptr<ConvOp> make_conv(const ConvShape& shape, Stream* stream = nullptr) = 0;
   virtual std::unique_ptr<InnerProductOp> make_inner_product(const InnerProductShape& shape,
                                                              Stream* stream = nullptr) = 0;

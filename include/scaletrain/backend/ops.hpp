@@ -1,9 +1,14 @@
 // Shapes of the heavy operators (convolution, inner product, pooling) and their op interfaces.
 // An op is created once per shape by a Backend, bound to one of its streams, and reused every step:
 // nothing is allocated inside forward or backward. Each call is queued on the op's stream (on the
-// CPU backend it runs at once). A shape names its element type; backends reject types they cannot
-// run (f32 today; bf16 and f16 come with mixed precision). Activations are NHWC; weights are in PyTorch's layout (conv OIHW with
+// CPU backend it runs at once). Activations are NHWC; weights are in PyTorch's layout (conv OIHW with
 // I = C_in / groups, linear [out, in]) and a backend may reorder them internally.
+//
+// Precision: a shape's dtype (f32, bf16, f16) is the storage type of the activations, their
+// gradients and the weights an op reads (x, y, w, dy, dx: `void*` of that type). Biases, weight
+// gradients and bias gradients are always f32 (the master weights' type), so mixed precision
+// needs no gradient cast. Accumulation is f32 in every backend. A backend that has no kernels for
+// a type computes in f32 on that storage (see Backend::precision_support).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -32,11 +37,11 @@ struct ConvShape {
 class ConvOp {
  public:
   virtual ~ConvOp() = default;
-  virtual void forward(const float* x, const float* w, const float* b, float* y) = 0;
+  virtual void forward(const void* x, const void* w, const float* b, void* y) = 0;
   // dx = conv_transpose(dy, w); dx is overwritten.
-  virtual void backward_data(const float* dy, const float* w, float* dx) = 0;
+  virtual void backward_data(const void* dy, const void* w, void* dx) = 0;
   // dw, db (db may be null when the op has no bias) are overwritten, not accumulated.
-  virtual void backward_weights(const float* x, const float* dy, float* dw, float* db) = 0;
+  virtual void backward_weights(const void* x, const void* dy, float* dw, float* db) = 0;
 };
 
 struct InnerProductShape {
@@ -52,9 +57,9 @@ struct InnerProductShape {
 class InnerProductOp {
  public:
   virtual ~InnerProductOp() = default;
-  virtual void forward(const float* x, const float* w, const float* b, float* y) = 0;
-  virtual void backward_data(const float* dy, const float* w, float* dx) = 0;
-  virtual void backward_weights(const float* x, const float* dy, float* dw, float* db) = 0;
+  virtual void forward(const void* x, const void* w, const float* b, void* y) = 0;
+  virtual void backward_data(const void* dy, const void* w, void* dx) = 0;
+  virtual void backward_weights(const void* x, const void* dy, float* dw, float* db) = 0;
 };
 
 enum class PoolKind { max, average };
@@ -79,8 +84,8 @@ struct PoolShape {
 class PoolOp {
  public:
   virtual ~PoolOp() = default;
-  virtual void forward(const float* x, float* y, bool training) = 0;
-  virtual void backward(const float* dy, float* dx) = 0;
+  virtual void forward(const void* x, void* y, bool training) = 0;
+  virtual void backward(const void* dy, void* dx) = 0;
 };
 
 }  // namespace scaletrain

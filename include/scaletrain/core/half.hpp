@@ -1,4 +1,5 @@
-// bf16 and f16 storage types with round-to-nearest-even conversions, usable on host and device.
+// bf16 and f16 storage types with round-to-nearest-even conversions, usable on host and device,
+// and to_float / from_float<T> for functors templated over the storage type.
 // Kokkos 3.4 in Debian has no bhalf_t and its half_t is a float, so these are scaletrain's own.
 #pragma once
 #include <cstdint>
@@ -101,6 +102,30 @@ SCALETRAIN_INLINE float f16_to_float(f16 h) {
   }
   if (e == 31) return bits_float(sign | 0x7f800000u | (m << 13));
   return bits_float(sign | ((e + 112u) << 23) | (m << 13));
+}
+
+// Storage-generic loads and stores for the kernels/ functors: compute in float, store as T.
+SCALETRAIN_INLINE float to_float(float x) { return x; }
+SCALETRAIN_INLINE float to_float(bf16 x) { return bf16_to_float(x); }
+SCALETRAIN_INLINE float to_float(f16 x) { return f16_to_float(x); }
+
+template <class T>
+struct FromFloat;
+template <>
+struct FromFloat<float> {
+  SCALETRAIN_INLINE static float convert(float f) { return f; }
+};
+template <>
+struct FromFloat<bf16> {
+  SCALETRAIN_INLINE static bf16 convert(float f) { return float_to_bf16(f); }
+};
+template <>
+struct FromFloat<f16> {
+  SCALETRAIN_INLINE static f16 convert(float f) { return float_to_f16(f); }
+};
+template <class T>
+SCALETRAIN_INLINE T from_float(float f) {
+  return FromFloat<T>::convert(f);
 }
 
 }  // namespace scaletrain

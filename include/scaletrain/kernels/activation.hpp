@@ -1,4 +1,5 @@
-// Activation functors: ReLU and SELU forward and backward (index i over all elements).
+// Activation functors: ReLU and SELU forward and backward (index i over all elements), templated
+// over the storage type (float, bf16, f16) with float arithmetic.
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -30,37 +31,47 @@ SCALETRAIN_INLINE float exp_nonpositive(float x) {
   return x <= -87.0f ? 0.0f : p * bits_float(scale_bits);
 }
 
+// T is the storage type (float, bf16, f16); the arithmetic is float.
+template <class T>
 struct ReluForward {
-  const float* x;
-  float* y;
-  SCALETRAIN_HOST_DEVICE void operator()(int64_t i) const { y[i] = x[i] > 0.0f ? x[i] : 0.0f; }
-};
-
-struct ReluBackward {
-  const float* x;
-  const float* dy;
-  float* dx;
-  SCALETRAIN_HOST_DEVICE void operator()(int64_t i) const { dx[i] = x[i] > 0.0f ? dy[i] : 0.0f; }
-};
-
-struct SeluForward {
-  const float* x;
-  float* y;
+  const T* x;
+  T* y;
   SCALETRAIN_HOST_DEVICE void operator()(int64_t i) const {
-    const float v = x[i];
-    const float neg = kSeluScale * kSeluAlpha * (exp_nonpositive(v) - 1.0f);
-    y[i] = v > 0.0f ? kSeluScale * v : neg;
+    const float v = to_float(x[i]);
+    y[i] = from_float<T>(v > 0.0f ? v : 0.0f);
   }
 };
 
-struct SeluBackward {
-  const float* x;
-  const float* dy;
-  float* dx;
+template <class T>
+struct ReluBackward {
+  const T* x;
+  const T* dy;
+  T* dx;
   SCALETRAIN_HOST_DEVICE void operator()(int64_t i) const {
-    const float v = x[i];
+    dx[i] = from_float<T>(to_float(x[i]) > 0.0f ? to_float(dy[i]) : 0.0f);
+  }
+};
+
+template <class T>
+struct SeluForward {
+  const T* x;
+  T* y;
+  SCALETRAIN_HOST_DEVICE void operator()(int64_t i) const {
+    const float v = to_float(x[i]);
+    const float neg = kSeluScale * kSeluAlpha * (exp_nonpositive(v) - 1.0f);
+    y[i] = from_float<T>(v > 0.0f ? kSeluScale * v : neg);
+  }
+};
+
+template <class T>
+struct SeluBackward {
+  const T* x;
+  const T* dy;
+  T* dx;
+  SCALETRAIN_HOST_DEVICE void operator()(int64_t i) const {
+    const float v = to_float(x[i]);
     const float slope = v > 0.0f ? kSeluScale : kSeluScale * kSeluAlpha * exp_nonpositive(v);
-    dx[i] = slope * dy[i];
+    dx[i] = from_float<T>(slope * to_float(dy[i]));
   }
 };
 

@@ -1,4 +1,6 @@
-// Precision casts between float32 and bf16 / f16 storage (i over elements).
+// Precision casts between storage types (float, bf16, f16), i over elements: y = x / divisor,
+// computed in float and rounded to nearest even. The divisor folds the gradient mean (or the
+// pre-division of an fp16 all-reduce) into the cast; 1 leaves the value as it is.
 #pragma once
 #include <cstdint>
 
@@ -6,25 +8,12 @@
 
 namespace scaletrain::kernels {
 
-struct CastF32ToBf16 {
-  const float* x;
-  bf16* y;
-  SCALETRAIN_HOST_DEVICE void operator()(int64_t i) const { y[i] = float_to_bf16(x[i]); }
-};
-struct CastBf16ToF32 {
-  const bf16* x;
-  float* y;
-  SCALETRAIN_HOST_DEVICE void operator()(int64_t i) const { y[i] = bf16_to_float(x[i]); }
-};
-struct CastF32ToF16 {
-  const float* x;
-  f16* y;
-  SCALETRAIN_HOST_DEVICE void operator()(int64_t i) const { y[i] = float_to_f16(x[i]); }
-};
-struct CastF16ToF32 {
-  const f16* x;
-  float* y;
-  SCALETRAIN_HOST_DEVICE void operator()(int64_t i) const { y[i] = f16_to_float(x[i]); }
+template <class From, class To>
+struct Cast {
+  const From* x;
+  To* y;
+  float divisor = 1.0f;
+  SCALETRAIN_HOST_DEVICE void operator()(int64_t i) const { y[i] = from_float<To>(to_float(x[i]) / divisor); }
 };
 
 }  // namespace scaletrain::kernels

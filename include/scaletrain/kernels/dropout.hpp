@@ -1,19 +1,20 @@
 // Inverted dropout: keep with probability 1 - rate and scale by 1 / (1 - rate); the mask comes
 // from the counter-based generator keyed on (seed, step, global sample index, element within the
 // sample), so a sample gets the same mask whichever rank and batch row it lands in: N ranks train
-// the same model as one rank.
+// the same model as one rank. T is the storage type (float, bf16, f16).
 #pragma once
 #include <cstdint>
 
-#include "scaletrain/core/macros.hpp"
+#include "scaletrain/core/half.hpp"
 #include "scaletrain/kernels/random.hpp"
 
 namespace scaletrain::kernels {
 
 // i over elements; row i / per_sample holds the sample sample_index[row] of the data set.
+template <class T>
 struct DropoutForward {
-  const float* x;
-  float* y;
+  const T* x;
+  T* y;
   uint8_t* mask;
   float rate;
   uint64_t seed;  // the run's seed mixed with the layer's position
@@ -26,16 +27,17 @@ struct DropoutForward {
                          static_cast<uint64_t>(i - row * per_sample);
     const bool keep = uniform01(seed, step, key) >= rate;
     mask[i] = keep ? 1 : 0;
-    y[i] = keep ? x[i] / (1.0f - rate) : 0.0f;
+    y[i] = from_float<T>(keep ? to_float(x[i]) / (1.0f - rate) : 0.0f);
   }
 };
 
+template <class T>
 struct DropoutBackward {
-  const float* dy;
+  const T* dy;
   const uint8_t* mask;
-  float* dx;
+  T* dx;
   float scale;  // 1 / (1 - rate)
-  SCALETRAIN_HOST_DEVICE void operator()(int64_t i) const { dx[i] = mask[i] ? dy[i] * scale : 0.0f; }
+  SCALETRAIN_HOST_DEVICE void operator()(int64_t i) const { dx[i] = from_float<T>(mask[i] ? to_float(dy[i]) * scale : 0.0f); }
 };
 
 }  // namespace scaletrain::kernels

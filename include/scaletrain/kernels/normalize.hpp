@@ -4,23 +4,24 @@
 #pragma once
 #include <cstdint>
 
-#include "scaletrain/core/macros.hpp"
+#include "scaletrain/core/half.hpp"
 #include "scaletrain/kernels/random.hpp"
 
 namespace scaletrain::kernels {
 
 // i over pixels (elements / channels): y = (x - mean[c]) * inv_std[c] for each channel c of the
-// pixel, mean and std in the units of the stored values. Indexing by pixel avoids an integer
+// pixel, mean and std in the units of the stored values, y stored as T (the compute precision). Indexing by pixel avoids an integer
 // modulo per element, which cost more than the arithmetic (measured on the mlp step).
+template <class T>
 struct NormalizeU8 {
   const uint8_t* x;
-  float* y;
+  T* y;
   const float* mean;
   const float* inv_std;
   int64_t channels;
   SCALETRAIN_HOST_DEVICE void operator()(int64_t i) const {
     const int64_t base = i * channels;
-    for (int64_t c = 0; c < channels; ++c) y[base + c] = (static_cast<float>(x[base + c]) - mean[c]) * inv_std[c];
+    for (int64_t c = 0; c < channels; ++c) y[base + c] = from_float<T>((static_cast<float>(x[base + c]) - mean[c]) * inv_std[c]);
   }
 };
 

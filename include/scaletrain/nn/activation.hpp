@@ -17,8 +17,8 @@ class FusedActivation {
   explicit FusedActivation(Activation a = Activation::none) : act_(a) {}
   Activation kind() const { return act_; }
   // Allocates the pre-activation buffer, and the post-activation and gradient buffers (not for
-  // none), on the backend, named after the layer; work goes to its compute stream.
-  void build(Backend& backend, const Shape& shape, const std::string& layer);
+  // none), in `dtype` on the backend, named after the layer; work goes to its compute stream.
+  void build(Backend& backend, const Shape& shape, const std::string& layer, DType dtype = DType::f32);
   // The tensor the layer's op writes its pre-activation output into.
   Tensor& pre() { return pre_; }
   // Applies the activation to pre() and returns the layer's output.

@@ -3,6 +3,8 @@
 // buffers, so gradient buckets need no copy), then built for a batch size on a backend (ops and
 // device buffers created once), and then runs forward and backward any number of times. All of its
 // work is queued on the backend's compute stream; a layer never touches device memory itself.
+// Mixed precision: activations and the weights the ops read are in the compute type (f32, bf16,
+// f16); master weights, biases and all parameter gradients are f32.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -22,8 +24,9 @@ struct Parameter {
   Shape shape;       // PyTorch layout
   Init init = Init::zeros;
   int64_t fan_in = 0, fan_out = 0;
-  Tensor value;  // bound by the Model: a view into its flat parameter buffer
-  Tensor grad;   // bound by the Model: a view into its flat gradient buffer
+  Tensor value;          // bound by the Model: f32 master weights, a view into its flat parameter buffer
+  Tensor grad;           // bound by the Model: f32, a view into its flat gradient buffer
+  Tensor compute_value;  // bound by the Model: the weights in the compute type (value itself in f32)
 };
 
 class Layer {
@@ -54,8 +57,13 @@ class Layer {
   // random draws do not depend on the rank or row it lands in.
   virtual void set_random_state(uint64_t seed, uint64_t step, const Tensor& sample_index) {}
 
-  // Called by Model::build before build(): the backend whose memory and compute stream it uses.
-  void attach(Backend& backend) { backend_ = &backend; }
+  // Called by Model::build before build(): the backend whose memory and compute stream it uses,
+  // and the compute type of its activations, their gradients and the weights its ops read.
+  void attach(Backend& backend, DType compute = DType::f32) {
+    backend_ = &backend;
+    dtype_ = compute;
+  }
+  DType compute_dtype() const { return dtype_; }
 
   std::vector<Parameter>& parameters() { return params_; }
   const std::vector<Parameter>& parameters() const { return params_; }
@@ -67,11 +75,14 @@ class Layer {
   Parameter& declare(std::string name, Shape shape, Init init, int64_t fan_in, int64_t fan_out);
   // Layer-named shape error.
   [[noreturn]] void shape_error(const std::string& what) const;
-  // A device buffer named "<layer>.<what>", and the stream the layer's work goes to.
-  Tensor buffer(const Shape& shape, const std::string& what, DType dtype = DType::f32);
+  // A device buffer named "<layer>.<what>" (activations: in the compute type), and the stream the
+  // layer's work goes to.
+  Tensor buffer(const Shape& shape, const std::string& what) { return buffer(shape, what, dtype_); }
+  Tensor buffer(const Shape& shape, const std::string& what, DType dtype);
   Stream& stream() { return backend_->compute_stream(); }
 
   Backend* backend_ = nullptr;
+  DType dtype_ = DType::f32;
 
   std::string name_;
   std::vector<Parameter> params_;

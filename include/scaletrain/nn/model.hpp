@@ -3,6 +3,10 @@
 // order, the order backward finishes them, so gradient buckets are contiguous), initialization and
 // the Keras-style summary. configure() lays the flat buffers out in host memory; build() moves them
 // to the backend's device when its memory is not the host's.
+// Mixed precision: build() takes the compute type. In bf16 or f16 the model keeps a flat copy of
+// the parameters in that type (what the layers' ops read), refreshed from the f32 master weights by
+// refresh_compute_parameters() after every update; the input must be in the compute type, the
+// logits come out in f32 and backward takes f32 gradients of the logits.
 #pragma once
 #include <functional>
 #include <string>
@@ -35,8 +39,11 @@ class Model {
   // Checks the chain for the per-sample input shape, lays out and binds the flat buffers.
   void configure(const Shape& input_sample);
   // Creates every layer's ops and buffers for `batch` samples on the backend (the flat buffers move
-  // to its device, keeping their values).
-  void build(Backend& backend, int64_t batch);
+  // to its device, keeping their values), computing in `compute` (f32, bf16 or f16).
+  void build(Backend& backend, int64_t batch, DType compute = DType::f32);
+  DType compute_dtype() const { return compute_; }
+  // Queues the rounding of the f32 master weights into the compute-type copy (nothing in f32).
+  void refresh_compute_parameters();
   // Deterministic initialization from a seed (identical on every rank). After build() on a device
   // the values are copied there on the compute stream.
   void init_parameters(uint64_t seed);
@@ -57,6 +64,8 @@ class Model {
   Tensor& flat_parameters() { return flat_params_; }
   Tensor& flat_gradients() { return flat_grads_; }
   const Tensor& flat_parameters() const { return flat_params_; }
+  // The parameters in the compute type (flat_parameters() itself in f32).
+  const Tensor& flat_compute_parameters() const { return flat_compute_; }
 
   const Shape& input_shape() const { return input_shape_; }
   const Shape& output_shape() const { return output_shape_; }
@@ -75,6 +84,9 @@ class Model {
   void bind_flat_buffers();
 
   Tensor flat_params_, flat_grads_;
+  Tensor flat_compute_;             // the compute-type copy (= flat_params_ in f32)
+  Tensor logits_f32_, dlogits_low_;  // low precision only: f32 logits, compute-type logit gradients
+  DType compute_ = DType::f32;
   Backend* backend_ = nullptr;  // set by build()
   Shape input_shape_, output_shape_;
   int64_t batch_ = 0;

@@ -1,5 +1,6 @@
 // Convolution (grouped and depthwise included) forward, backward-data and backward-weights with
-// oneDNN primitives created once per shape; activations NHWC, weights OIHW / GOIHW at the user side.
+// oneDNN primitives created once per shape; activations NHWC, weights OIHW / GOIHW at the user side,
+// in f32 or bf16 (f32 bias, weight and bias gradients; f32 accumulation).
 #include "scaletrain/backend/cpu/onednn_ops.hpp"
 #include "scaletrain/core/check_dnnl.hpp"
 
@@ -34,15 +35,15 @@ class OneDnnConv final : public ConvOp {
     }
   }
 
-  void forward(const float* x, const float* w, const float* b, float* y) override {
+  void forward(const void* x, const void* w, const float* b, void* y) override {
     prims_.forward(ctx_->stream, x, w, b, y);
   }
 
-  void backward_data(const float* dy, const float* w, float* dx) override {
+  void backward_data(const void* dy, const void* w, void* dx) override {
     prims_.backward_data(ctx_->stream, dy, w, dx);
   }
 
-  void backward_weights(const float* x, const float* dy, float* dw, float* db) override {
+  void backward_weights(const void* x, const void* dy, float* dw, float* db) override {
     ST_CHECK(!s_.bias || db != nullptr, "convolution ", s_.to_string(),
              " has a bias but no bias gradient buffer was given");
     prims_.backward_weights(ctx_->stream, x, dy, dw, db);
@@ -65,8 +66,10 @@ class OneDnnConv final : public ConvOp {
       w = {s.groups, s.out_c / s.groups, s.in_c / s.groups, s.kernel_h, s.kernel_w};
       wtag = tag::goihw;
     }
-    const memory::desc src_md(src, dt::f32, tag::nhwc), dst_md(dst, dt::f32, tag::nhwc);
-    const memory::desc w_user(w, dt::f32, wtag), w_any(w, dt::f32, tag::any);
+    const dt type = onednn_type(s.dtype);
+    const memory::desc src_md(src, type, tag::nhwc), dst_md(dst, type, tag::nhwc);
+    const memory::desc w_user(w, type, wtag), w_any(w, type, tag::any);
+    const memory::desc dw_user(w, dt::f32, wtag), dw_any(w, dt::f32, tag::any);
     const memory::desc b_md = s.bias ? memory::desc({s.out_c}, dt::f32, tag::x) : memory::desc();
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
@@ -79,10 +82,10 @@ class OneDnnConv final : public ConvOp {
     dnnl::convolution_backward_data::desc bd(algorithm::convolution_direct, src_md, w_any, dst_md, strides, pad_l,
                                              pad_r);
     dnnl::convolution_backward_data::primitive_desc bwd_data_pd(bd, attr, eng, fwd_pd);
-    dnnl::convolution_backward_weights::desc wd(algorithm::convolution_direct, src_md, w_any, b_md, dst_md, strides,
+    dnnl::convolution_backward_weights::desc wd(algorithm::convolution_direct, src_md, dw_any, b_md, dst_md, strides,
                                                 pad_l, pad_r);
     dnnl::convolution_backward_weights::primitive_desc bwd_w_pd(wd, attr, eng, fwd_pd);
-    prims_ = WeightedPrimitives(eng, src_md, dst_md, w_user, b_md, fwd_pd, bwd_data_pd, bwd_w_pd);
+    prims_ = WeightedPrimitives(eng, src_md, dst_md, w_user, dw_user, b_md, fwd_pd, bwd_data_pd, bwd_w_pd);
   }
 
   OneDnnContextPtr ctx_;

@@ -1,7 +1,8 @@
 // The CPU backend: one oneDNN engine and stream, OpenMP threads set to the cores this process is
 // bound to (its affinity mask) unless a thread count is given, host memory as device memory,
-// inline streams, and the op factories (oneDNN primitives, or sgemm and direct loops where those
-// are faster, unless onednn_only).
+// inline streams, and the op factories (oneDNN primitives, or sgemm, bf16 matmul and direct loops
+// where those are faster, unless onednn_only). bf16 runs on oneDNN's bf16 kernels where the CPU has
+// AVX512-BF16; f16, and bf16 elsewhere, run emulated (f32 ops on low-precision storage).
 #include <omp.h>
 #include <sched.h>
 
@@ -62,6 +63,10 @@ class CpuBackend final : public Backend {
     // Before any primitive exists: oneDNN sizes its parallel work from omp_get_max_threads().
     omp_set_num_threads(threads_);
     ST_DNNL_CHECK(ctx_ = std::make_shared<cpu::OneDnnContext>());
+    const dnnl::cpu_isa isa = dnnl::get_effective_cpu_isa();
+    const auto bf16_bits = static_cast<unsigned>(dnnl::cpu_isa::avx512_core_bf16);
+    native_bf16_ = (static_cast<unsigned>(isa) & bf16_bits) == bf16_bits;
+    isa_ = isa_name(isa);
     const dnnl_version_t* v = dnnl_version();
     description_ =
         detail::concat("cpu (oneDNN ", v->major, ".", v->minor, ".", v->patch, ", ", threads_,
@@ -87,18 +92,33 @@ class CpuBackend final : public Backend {
     return std::make_unique<cpu::InlineEvent>(std::move(label));
   }
 
+  PrecisionSupport precision_support(DType t) const override {
+    switch (t) {
+      case DType::f32: return {true, "f32"};
+      case DType::bf16:
+        if (native_bf16_) return {true, "bf16 on oneDNN's bf16 kernels (ISA " + isa_ + "), f32 accumulation"};
+        return {false, "bf16 emulated: f32 compute on bf16 storage (oneDNN's ISA here is " + isa_ +
+                           ", without AVX512-BF16 instructions)"};
+      case DType::f16:
+        return {false, "f16 emulated: storage only on the CPU, f32 compute rounded to f16 at layer boundaries"};
+      default: break;
+    }
+    ST_FAIL("the cpu backend computes in f32, bf16 or f16, not ", dtype_name(t));
+  }
+
   std::unique_ptr<ConvOp> make_conv(const ConvShape& shape, Stream* = nullptr) override {
-    check_f32(shape.dtype, shape.to_string());
-    if (cpu::is_pointwise(shape) && !onednn_only_) return cpu::make_pointwise_conv(shape);
+    if (emulated(shape.dtype)) return cpu::make_emulated_conv(make_conv(as_f32(shape)), shape);
+    if (cpu::is_pointwise(shape) && !onednn_only_) return cpu::make_pointwise_conv(ctx_, shape);
     return cpu::make_onednn_conv(ctx_, shape);
   }
   std::unique_ptr<InnerProductOp> make_inner_product(const InnerProductShape& shape, Stream* = nullptr) override {
-    check_f32(shape.dtype, shape.to_string());
+    if (emulated(shape.dtype)) return cpu::make_emulated_inner_product(make_inner_product(as_f32(shape)), shape);
     if (onednn_only_) return cpu::make_onednn_inner_product(ctx_, shape);
+    if (shape.dtype == DType::bf16) return cpu::make_matmul_inner_product(ctx_, shape);
     return cpu::make_gemm_inner_product(shape);
   }
   std::unique_ptr<PoolOp> make_pool(const PoolShape& shape, Stream* = nullptr) override {
-    check_f32(shape.dtype, shape.to_string());
+    if (emulated(shape.dtype)) return cpu::make_emulated_pool(make_pool(as_f32(shape)), shape);
     if (shape.kind == PoolKind::max && shape.channels % 16 != 0 && !onednn_only_)
       return cpu::make_direct_max_pool(shape);
     return cpu::make_onednn_pool(ctx_, shape);
@@ -107,9 +127,15 @@ class CpuBackend final : public Backend {
   void synchronize() override { ST_DNNL_CHECK(ctx_->stream.wait()); }
 
  private:
-  static void check_f32(DType t, const std::string& shape) {
-    ST_CHECK(t == DType::f32, "the cpu backend runs f32 operators; ", shape, " asks for ", dtype_name(t));
+  // Whether ops of this storage type run as f32 ops on that storage (throws for non-float types).
+  bool emulated(DType t) const { return !precision_support(t).native; }
+  template <class Shape>
+  static Shape as_f32(Shape s) {
+    s.dtype = DType::f32;
+    return s;
   }
+  bool native_bf16_ = false;
+  std::string isa_;
   // onednn_only (run.cpu_onednn_only) runs inner products, pointwise convolutions and max pooling
   // on oneDNN's primitives instead of sgemm on plain layouts and the direct max pooling of channel
   // counts that are not a multiple of 16 (for comparisons; see perf/README.md).

@@ -18,9 +18,13 @@ class GemmInnerProduct final : public InnerProductOp {
   explicit GemmInnerProduct(const InnerProductShape& s)
       : rows_(s.batch), in_(s.in_features), out_(s.out_features), s_(s) {
     ST_CHECK(rows_ > 0 && in_ > 0 && out_ > 0, "inner product needs positive sizes: ", s.to_string());
+    ST_CHECK(s.dtype == DType::f32, "the sgemm inner product runs f32, not ", dtype_name(s.dtype), ": ", s.to_string());
   }
   // y[rows, out] = x[rows, in] * w[out, in]^T + b
-  void forward(const float* x, const float* w, const float* b, float* y) override {
+  void forward(const void* xv, const void* wv, const float* b, void* yv) override {
+    const float* x = static_cast<const float*>(xv);
+    const float* w = static_cast<const float*>(wv);
+    float* y = static_cast<float*>(yv);
     float beta = 0.0f;
     if (b && s_.bias) {
       for (int64_t r = 0; r < rows_; ++r) std::copy(b, b + out_, y + r * out_);
@@ -29,11 +33,15 @@ class GemmInnerProduct final : public InnerProductOp {
     check(dnnl_sgemm('N', 'T', rows_, out_, in_, 1.0f, x, in_, w, in_, beta, y, out_), "forward");
   }
   // dx[rows, in] = dy[rows, out] * w[out, in]
-  void backward_data(const float* dy, const float* w, float* dx) override {
-    check(dnnl_sgemm('N', 'N', rows_, in_, out_, 1.0f, dy, out_, w, in_, 0.0f, dx, in_), "backward_data");
+  void backward_data(const void* dy, const void* w, void* dx) override {
+    check(dnnl_sgemm('N', 'N', rows_, in_, out_, 1.0f, static_cast<const float*>(dy), out_,
+                     static_cast<const float*>(w), in_, 0.0f, static_cast<float*>(dx), in_),
+          "backward_data");
   }
   // dw[out, in] = dy^T[out, rows] * x[rows, in]; db[out] = column sums of dy.
-  void backward_weights(const float* x, const float* dy, float* dw, float* db) override {
+  void backward_weights(const void* xv, const void* dyv, float* dw, float* db) override {
+    const float* x = static_cast<const float*>(xv);
+    const float* dy = static_cast<const float*>(dyv);
     check(dnnl_sgemm('T', 'N', out_, in_, rows_, 1.0f, dy, out_, x, in_, 0.0f, dw, in_), "backward_weights");
     if (!db || !s_.bias) return;
     std::fill(db, db + out_, 0.0f);

@@ -1,5 +1,6 @@
 // Inner product (fully connected) forward, backward-data and backward-weights with oneDNN
-// primitives created once per shape; activations `nc`, weights [out, in] (`oi`) at the user side.
+// primitives created once per shape; activations `nc`, weights [out, in] (`oi`) at the user side,
+// in f32 or bf16 (f32 bias and gradients of weights and bias).
 #include "scaletrain/backend/cpu/onednn_ops.hpp"
 #include "scaletrain/core/check_dnnl.hpp"
 
@@ -22,15 +23,15 @@ class OneDnnInnerProduct final : public InnerProductOp {
     }
   }
 
-  void forward(const float* x, const float* w, const float* b, float* y) override {
+  void forward(const void* x, const void* w, const float* b, void* y) override {
     prims_.forward(ctx_->stream, x, w, b, y);
   }
 
-  void backward_data(const float* dy, const float* w, float* dx) override {
+  void backward_data(const void* dy, const void* w, void* dx) override {
     prims_.backward_data(ctx_->stream, dy, w, dx);
   }
 
-  void backward_weights(const float* x, const float* dy, float* dw, float* db) override {
+  void backward_weights(const void* x, const void* dy, float* dw, float* db) override {
     ST_CHECK(!s_.bias || db != nullptr, "inner product ", s_.to_string(),
              " has a bias but no bias gradient buffer was given");
     prims_.backward_weights(ctx_->stream, x, dy, dw, db);
@@ -40,10 +41,13 @@ class OneDnnInnerProduct final : public InnerProductOp {
   void build() {
     const InnerProductShape& s = s_;
     auto& eng = ctx_->engine;
-    const memory::desc src_md({s.batch, s.in_features}, dt::f32, tag::nc);
-    const memory::desc dst_md({s.batch, s.out_features}, dt::f32, tag::nc);
-    const memory::desc w_user({s.out_features, s.in_features}, dt::f32, tag::oi);
-    const memory::desc w_any({s.out_features, s.in_features}, dt::f32, tag::any);
+    const dt type = onednn_type(s.dtype);
+    const memory::desc src_md({s.batch, s.in_features}, type, tag::nc);
+    const memory::desc dst_md({s.batch, s.out_features}, type, tag::nc);
+    const memory::desc w_user({s.out_features, s.in_features}, type, tag::oi);
+    const memory::desc w_any({s.out_features, s.in_features}, type, tag::any);
+    const memory::desc dw_user({s.out_features, s.in_features}, dt::f32, tag::oi);
+    const memory::desc dw_any({s.out_features, s.in_features}, dt::f32, tag::any);
     const memory::desc b_md = s.bias ? memory::desc({s.out_features}, dt::f32, tag::x) : memory::desc();
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
@@ -53,9 +57,9 @@ class OneDnnInnerProduct final : public InnerProductOp {
     dnnl::inner_product_forward::primitive_desc fwd_pd(fd, attr, eng);
     dnnl::inner_product_backward_data::desc bd(src_md, w_any, dst_md);
     dnnl::inner_product_backward_data::primitive_desc bwd_data_pd(bd, attr, eng, fwd_pd);
-    dnnl::inner_product_backward_weights::desc wd(src_md, w_any, b_md, dst_md);
+    dnnl::inner_product_backward_weights::desc wd(src_md, dw_any, b_md, dst_md);
     dnnl::inner_product_backward_weights::primitive_desc bwd_w_pd(wd, attr, eng, fwd_pd);
-    prims_ = WeightedPrimitives(eng, src_md, dst_md, w_user, b_md, fwd_pd, bwd_data_pd, bwd_w_pd);
+    prims_ = WeightedPrimitives(eng, src_md, dst_md, w_user, dw_user, b_md, fwd_pd, bwd_data_pd, bwd_w_pd);
   }
 
   OneDnnContextPtr ctx_;

@@ -22,6 +22,16 @@ Tensor host_bytes(size_t bytes) {
   return Tensor({static_cast<int64_t>(bytes + 3) / 4 + 1}, DType::f32, "onednn.scratchpad");
 }
 
+dnnl::memory::data_type onednn_type(DType t) {
+  switch (t) {
+    case DType::f32: return dnnl::memory::data_type::f32;
+    case DType::bf16: return dnnl::memory::data_type::bf16;
+    case DType::f16: return dnnl::memory::data_type::f16;
+    default: break;
+  }
+  ST_FAIL("oneDNN operators take f32, bf16 or f16 data, not ", dtype_name(t));
+}
+
 PrimitiveCall::PrimitiveCall(dnnl::primitive primitive, const std::unordered_map<int, dnnl::memory>& args)
     : primitive_(std::move(primitive)) {
   memories_.reserve(args.size());
@@ -53,8 +63,8 @@ LayoutBridge::LayoutBridge(const dnnl::memory::desc& user, const dnnl::memory::d
   to_user_ = PrimitiveCall(dnnl::reorder(internal_, user_), {{DNNL_ARG_FROM, internal_}, {DNNL_ARG_TO, user_}});
 }
 
-void LayoutBridge::to_internal(dnnl::stream& s, const float* user) {
-  user_.set_data_handle(const_cast<float*>(user));
+void LayoutBridge::to_internal(dnnl::stream& s, const void* user) {
+  user_.set_data_handle(const_cast<void*>(user));
   if (!needed_) return;
   to_internal_.run(s);
 }
@@ -66,12 +76,13 @@ void LayoutBridge::to_user(dnnl::stream& s) {
 
 WeightedPrimitives::WeightedPrimitives(const dnnl::engine& eng, const dnnl::memory::desc& src_md,
                                        const dnnl::memory::desc& dst_md, const dnnl::memory::desc& w_user,
-                                       const dnnl::memory::desc& b_md, const dnnl::primitive_desc& fwd_pd,
+                                       const dnnl::memory::desc& dw_user, const dnnl::memory::desc& b_md,
+                                       const dnnl::primitive_desc& fwd_pd,
                                        const dnnl::primitive_desc& bwd_data_pd, const dnnl::primitive_desc& bwd_w_pd)
     : bias_(!b_md.is_zero()) {
   w_fwd_ = LayoutBridge(w_user, fwd_pd.weights_desc(), eng);
   w_bwd_data_ = LayoutBridge(w_user, bwd_data_pd.weights_desc(), eng);
-  dw_ = LayoutBridge(w_user, bwd_w_pd.diff_weights_desc(), eng);
+  dw_ = LayoutBridge(dw_user, bwd_w_pd.diff_weights_desc(), eng);
   src_ = unbound_memory(src_md, eng);
   dst_ = unbound_memory(dst_md, eng);
   if (bias_) b_ = unbound_memory(b_md, eng);
@@ -103,8 +114,8 @@ WeightedPrimitives::WeightedPrimitives(const dnnl::engine& eng, const dnnl::memo
   bwd_w_call_ = PrimitiveCall(dnnl::primitive(bwd_w_pd), bwd_w_args);
 }
 
-void WeightedPrimitives::forward(dnnl::stream& s, const float* x, const float* w, const float* b, float* y) {
-  src_.set_data_handle(const_cast<float*>(x));
+void WeightedPrimitives::forward(dnnl::stream& s, const void* x, const void* w, const float* b, void* y) {
+  src_.set_data_handle(const_cast<void*>(x));
   dst_.set_data_handle(y);
   if (bias_) b_.set_data_handle(const_cast<float*>(b));
   w_fwd_.to_internal(s, w);
@@ -112,17 +123,17 @@ void WeightedPrimitives::forward(dnnl::stream& s, const float* x, const float* w
   s.wait();
 }
 
-void WeightedPrimitives::backward_data(dnnl::stream& s, const float* dy, const float* w, float* dx) {
-  dst_.set_data_handle(const_cast<float*>(dy));
+void WeightedPrimitives::backward_data(dnnl::stream& s, const void* dy, const void* w, void* dx) {
+  dst_.set_data_handle(const_cast<void*>(dy));
   src_.set_data_handle(dx);
   w_bwd_data_.to_internal(s, w);
   bwd_data_call_.run(s);
   s.wait();
 }
 
-void WeightedPrimitives::backward_weights(dnnl::stream& s, const float* x, const float* dy, float* dw, float* db) {
-  src_.set_data_handle(const_cast<float*>(x));
-  dst_.set_data_handle(const_cast<float*>(dy));
+void WeightedPrimitives::backward_weights(dnnl::stream& s, const void* x, const void* dy, float* dw, float* db) {
+  src_.set_data_handle(const_cast<void*>(x));
+  dst_.set_data_handle(const_cast<void*>(dy));
   if (bias_) b_.set_data_handle(db);
   dw_.bind_user(dw);
   bwd_w_call_.run(s);

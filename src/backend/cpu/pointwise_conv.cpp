@@ -1,7 +1,7 @@
 // Pointwise (1x1, stride 1, unpadded, ungrouped) convolution as an inner product over the
 // N*H*W pixels of an NHWC tensor: y[NHW, OC] = x[NHW, IC] * w[OC, IC]^T + b. The activations are
 // already in that layout and OIHW weights with H = W = 1 are exactly [OC, IC], so nothing is
-// copied. Measured with ONEDNN_VERBOSE on fmnist_sepcnn (batch 64, one core): oneDNN 2.6's jit_1x1
+// copied (bf16: the matmul inner product). Measured with ONEDNN_VERBOSE on fmnist_sepcnn (batch 64, one core): oneDNN 2.6's jit_1x1
 // convolution spends about 300 ms per step on the weight gradient of the 512->512 layer at 7x7,
 // which is a 1.6 GFLOP GEMM; as a plain sgemm it takes a few milliseconds.
 #include "scaletrain/backend/cpu/onednn_ops.hpp"
@@ -12,17 +12,18 @@ namespace {
 
 class PointwiseConv final : public ConvOp {
  public:
-  explicit PointwiseConv(const ConvShape& s) {
+  PointwiseConv(OneDnnContextPtr ctx, const ConvShape& s) {
     InnerProductShape ip;
+    ip.dtype = s.dtype;
     ip.batch = s.batch * s.in_h * s.in_w;
     ip.in_features = s.in_c;
     ip.out_features = s.out_c;
     ip.bias = s.bias;
-    ip_ = make_gemm_inner_product(ip);
+    ip_ = s.dtype == DType::f32 ? make_gemm_inner_product(ip) : make_matmul_inner_product(std::move(ctx), ip);
   }
-  void forward(const float* x, const float* w, const float* b, float* y) override { ip_->forward(x, w, b, y); }
-  void backward_data(const float* dy, const float* w, float* dx) override { ip_->backward_data(dy, w, dx); }
-  void backward_weights(const float* x, const float* dy, float* dw, float* db) override {
+  void forward(const void* x, const void* w, const float* b, void* y) override { ip_->forward(x, w, b, y); }
+  void backward_data(const void* dy, const void* w, void* dx) override { ip_->backward_data(dy, w, dx); }
+  void backward_weights(const void* x, const void* dy, float* dw, float* db) override {
     ip_->backward_weights(x, dy, dw, db);
   }
 
@@ -37,9 +38,9 @@ bool is_pointwise(const ConvShape& s) {
          s.pad_left == 0 && s.pad_bottom == 0 && s.pad_right == 0 && s.groups == 1;
 }
 
-std::unique_ptr<ConvOp> make_pointwise_conv(const ConvShape& s) {
+std::unique_ptr<ConvOp> make_pointwise_conv(OneDnnContextPtr ctx, const ConvShape& s) {
   ST_CHECK(is_pointwise(s), "not a pointwise convolution: ", s.to_string());
-  return std::make_unique<PointwiseConv>(s);
+  return std::make_unique<PointwiseConv>(std::move(ctx), s);
 }
 
 }  // namespace scaletrain::cpu

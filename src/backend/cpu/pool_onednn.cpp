@@ -1,5 +1,5 @@
 // Max and average pooling (padding excluded from the average's divisor) with oneDNN primitives
-// created once per shape, NHWC; max pooling keeps its argmax workspace inside the op for backward.
+// created once per shape, NHWC, f32 or bf16; max pooling keeps its argmax workspace inside the op for backward.
 #include <algorithm>
 #include <unordered_map>
 
@@ -38,8 +38,8 @@ class OneDnnPool final : public PoolOp {
     }
   }
 
-  void forward(const float* x, float* y, bool training) override {
-    src_.set_data_handle(const_cast<float*>(x));
+  void forward(const void* x, void* y, bool training) override {
+    src_.set_data_handle(const_cast<void*>(x));
     dst_.set_data_handle(y);
     if (training) {
       fwd_train_call_.run(ctx_->stream);
@@ -50,10 +50,10 @@ class OneDnnPool final : public PoolOp {
     ctx_->stream.wait();
   }
 
-  void backward(const float* dy, float* dx) override {
+  void backward(const void* dy, void* dx) override {
     ST_CHECK(have_workspace_ || s_.kind != PoolKind::max, "max pooling ", s_.to_string(),
              ": backward called before a forward with training = true");
-    dst_.set_data_handle(const_cast<float*>(dy));
+    dst_.set_data_handle(const_cast<void*>(dy));
     src_.set_data_handle(dx);
     bwd_call_.run(ctx_->stream);
     ctx_->stream.wait();
@@ -63,8 +63,9 @@ class OneDnnPool final : public PoolOp {
   void build() {
     const PoolShape& s = s_;
     auto& eng = ctx_->engine;
-    const memory::desc src_md({s.batch, s.channels, s.in_h, s.in_w}, dt::f32, tag::nhwc);
-    const memory::desc dst_md({s.batch, s.channels, s.out_h(), s.out_w()}, dt::f32, tag::nhwc);
+    const dt type = onednn_type(s.dtype);
+    const memory::desc src_md({s.batch, s.channels, s.in_h, s.in_w}, type, tag::nhwc);
+    const memory::desc dst_md({s.batch, s.channels, s.out_h(), s.out_w()}, type, tag::nhwc);
     const memory::dims strides{s.stride_h, s.stride_w}, kernel{s.kernel_h, s.kernel_w};
     const memory::dims pad_l{s.pad_top, s.pad_left}, pad_r{s.pad_bottom, s.pad_right};
     const auto alg =

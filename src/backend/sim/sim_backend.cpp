@@ -25,13 +25,13 @@ template <class Op>
 class SimWeightedOp final : public Op {
  public:
   SimWeightedOp(std::unique_ptr<Op> op, Stream& s) : op_(std::move(op)), s_(s) {}
-  void forward(const float* x, const float* w, const float* b, float* y) override {
+  void forward(const void* x, const void* w, const float* b, void* y) override {
     s_.enqueue([op = op_.get(), x, w, b, y] { op->forward(x, w, b, y); });
   }
-  void backward_data(const float* dy, const float* w, float* dx) override {
+  void backward_data(const void* dy, const void* w, void* dx) override {
     s_.enqueue([op = op_.get(), dy, w, dx] { op->backward_data(dy, w, dx); });
   }
-  void backward_weights(const float* x, const float* dy, float* dw, float* db) override {
+  void backward_weights(const void* x, const void* dy, float* dw, float* db) override {
     s_.enqueue([op = op_.get(), x, dy, dw, db] { op->backward_weights(x, dy, dw, db); });
   }
 
@@ -43,10 +43,10 @@ class SimWeightedOp final : public Op {
 class SimPoolOp final : public PoolOp {
  public:
   SimPoolOp(std::unique_ptr<PoolOp> op, Stream& s) : op_(std::move(op)), s_(s) {}
-  void forward(const float* x, float* y, bool training) override {
+  void forward(const void* x, void* y, bool training) override {
     s_.enqueue([op = op_.get(), x, y, training] { op->forward(x, y, training); });
   }
-  void backward(const float* dy, float* dx) override {
+  void backward(const void* dy, void* dx) override {
     s_.enqueue([op = op_.get(), dy, dx] { op->backward(dy, dx); });
   }
 
@@ -123,6 +123,7 @@ class SimBackend final : public Backend {
     return std::make_unique<sim::SimEvent>(std::move(label), ignored);
   }
 
+  PrecisionSupport precision_support(DType t) const override { return host_->precision_support(t); }
   std::unique_ptr<ConvOp> make_conv(const ConvShape& shape, Stream* s) override {
     return std::make_unique<SimWeightedOp<ConvOp>>(host_->make_conv(shape), s ? *s : compute_);
   }

@@ -27,6 +27,9 @@ dnnl::memory unbound_memory(const dnnl::memory::desc& md, const dnnl::engine& en
 // Host storage of `bytes` bytes (64-byte aligned) that lives as long as the op owning it.
 Tensor host_bytes(size_t bytes);
 
+// oneDNN's data type for a storage type (f32, bf16, f16); throws for others.
+dnnl::memory::data_type onednn_type(DType t);
+
 // A primitive with its arguments bound once: memories in the argument list keep their identity,
 // so callers rebind storage with set_data_handle() and run() executes through oneDNN's C API
 // without building an argument map (no allocation per call).
@@ -53,9 +56,9 @@ class LayoutBridge {
   // reorder is needed (then its handle follows the last bind_user()).
   const dnnl::memory& internal() const { return needed_ ? internal_ : user_; }
   // user -> internal (queued on the stream; a no-op besides binding when no reorder is needed).
-  void to_internal(dnnl::stream& s, const float* user);
+  void to_internal(dnnl::stream& s, const void* user);
   // Binds the user's buffer, for an output written through internal() and copied by to_user().
-  void bind_user(float* user) { user_.set_data_handle(user); }
+  void bind_user(void* user) { user_.set_data_handle(user); }
   // internal -> the bound user buffer (after a primitive wrote internal()).
   void to_user(dnnl::stream& s);
 
@@ -73,17 +76,18 @@ class LayoutBridge {
 class WeightedPrimitives {
  public:
   WeightedPrimitives() = default;
-  // src_md/dst_md: activations in the user's layout; w_user: weights in the user's layout; b_md: a
-  // zero memory::desc when there is no bias. The primitive descs were created with a user-mode
+  // src_md/dst_md: activations in the user's layout; w_user: weights in the user's layout and the
+  // compute type, dw_user: the weight gradient in the user's layout (f32); b_md: f32, or a zero
+  // memory::desc when there is no bias. The primitive descs were created with a user-mode
   // scratchpad.
   WeightedPrimitives(const dnnl::engine& eng, const dnnl::memory::desc& src_md, const dnnl::memory::desc& dst_md,
-                     const dnnl::memory::desc& w_user, const dnnl::memory::desc& b_md,
-                     const dnnl::primitive_desc& fwd_pd, const dnnl::primitive_desc& bwd_data_pd,
-                     const dnnl::primitive_desc& bwd_w_pd);
-  void forward(dnnl::stream& s, const float* x, const float* w, const float* b, float* y);
-  void backward_data(dnnl::stream& s, const float* dy, const float* w, float* dx);
+                     const dnnl::memory::desc& w_user, const dnnl::memory::desc& dw_user,
+                     const dnnl::memory::desc& b_md, const dnnl::primitive_desc& fwd_pd,
+                     const dnnl::primitive_desc& bwd_data_pd, const dnnl::primitive_desc& bwd_w_pd);
+  void forward(dnnl::stream& s, const void* x, const void* w, const float* b, void* y);
+  void backward_data(dnnl::stream& s, const void* dy, const void* w, void* dx);
   // db must be given exactly when the layer has a bias (checked by the caller, which names it).
-  void backward_weights(dnnl::stream& s, const float* x, const float* dy, float* dw, float* db);
+  void backward_weights(dnnl::stream& s, const void* x, const void* dy, float* dw, float* db);
 
  private:
   bool bias_ = false;

@@ -14,13 +14,22 @@ std::unique_ptr<PoolOp> make_onednn_pool(OneDnnContextPtr ctx, const PoolShape& 
 // Throws scaletrain::Error naming the shape when no pooling can run it (pool_onednn.cpp).
 void validate_pool_shape(const PoolShape& s);
 // Max pooling as plain loops with a saved argmax, for channel counts that are not a multiple of 16
-// (max_pool_direct.cpp).
+// (max_pool_direct.cpp), in any storage type.
 std::unique_ptr<PoolOp> make_direct_max_pool(const PoolShape& s);
 
-// Inner product as oneDNN sgemm on plain layouts (no per-step weight reorders).
+// Inner product as oneDNN sgemm on plain layouts (no per-step weight reorders), f32.
 std::unique_ptr<InnerProductOp> make_gemm_inner_product(const InnerProductShape& s);
-// 1x1, stride 1, unpadded, ungrouped: a GEMM over N*H*W rows (pointwise_conv.cpp).
+// The bf16 counterpart: oneDNN's matmul primitive on plain layouts (matmul_inner_product.cpp).
+std::unique_ptr<InnerProductOp> make_matmul_inner_product(OneDnnContextPtr ctx, const InnerProductShape& s);
+// 1x1, stride 1, unpadded, ungrouped: a GEMM over N*H*W rows (pointwise_conv.cpp), sgemm for f32,
+// matmul for bf16.
 bool is_pointwise(const ConvShape& s);
-std::unique_ptr<ConvOp> make_pointwise_conv(const ConvShape& s);
+std::unique_ptr<ConvOp> make_pointwise_conv(OneDnnContextPtr ctx, const ConvShape& s);
+
+// f32 operators on bf16 or f16 storage: inputs widened to f32, outputs rounded back (emulated_ops.cpp).
+std::unique_ptr<ConvOp> make_emulated_conv(std::unique_ptr<ConvOp> f32_op, const ConvShape& s);
+std::unique_ptr<InnerProductOp> make_emulated_inner_product(std::unique_ptr<InnerProductOp> f32_op,
+                                                            const InnerProductShape& s);
+std::unique_ptr<PoolOp> make_emulated_pool(std::unique_ptr<PoolOp> f32_op, const PoolShape& s);
 
 }  // namespace scaletrain::cpu
