@@ -1,14 +1,18 @@
 #!/usr/bin/python3
 # Training-step throughput of the zoo (mlp, lenet, fmnist_sepcnn on 28x28x1) beside PyTorch 1.13 on
 # the same model, global batch and cores, all measured in this one invocation, with this machine's
-# measured fp32 peak (perf/bench_peak_flops). scaletrain runs its real app (synthetic data through
-# the real loader, real MPI ranks); PyTorch runs perf/pytorch_anchor.py.
+# measured fp32 and bf16 peaks (perf/bench_peak_flops). scaletrain runs its real app (synthetic data
+# through the real loader, real MPI ranks); PyTorch runs perf/pytorch_anchor.py. Each precision is
+# compared with PyTorch in the same precision: fp32 with fp32, bf16 with PyTorch's bf16 autocast.
 """usage: /usr/bin/python3 perf/bench_train_step.py [--build build/cpu] [--models ...] [--steps-scale 1.0]
-                                                 [--json FILE]
+                                                 [--precisions fp32 bf16] [--json FILE]
 
 Configurations (2 cores): 2x1 = 2 ranks x 1 thread (scaletrain: mpirun, one rank per core; PyTorch:
-DDP with gloo), 1x2 = 1 process x 2 threads. The ratio column compares scaletrain's best with
-PyTorch's best configuration. Training FLOPs are 3x the forward FLOPs the model summary counts.
+DDP with gloo), 1x2 = 1 process x 2 threads. Precisions: fp32, and bf16 (scaletrain
+--train.precision bf16; PyTorch forward and loss under torch.autocast("cpu", dtype=torch.bfloat16)).
+The ratio column compares each scaletrain configuration with PyTorch's best configuration of the
+same precision. Training FLOPs are 3x the forward FLOPs the model summary counts; % peak is against
+the fp32 peak for fp32 rows and against the bf16 (vdpbf16ps) peak for bf16 rows.
 """
 import argparse
 import json
@@ -21,6 +25,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 BATCH = {"mlp": 256, "lenet": 256, "fmnist_sepcnn": 128}
 STEPS = {"mlp": 300, "lenet": 200, "fmnist_sepcnn": 30}
+PRECISIONS = ["fp32", "bf16"]
+# scaletrain's flags per precision: fp32 is the default and needs none.
+PRECISION_FLAGS = {"fp32": [], "bf16": ["--train.precision", "bf16"]}
 
 
 def mpirun_flags():
@@ -44,9 +51,31 @@ def run_scaletrain(build, model, ranks, threads, steps, workdir, extra=()):
         sys.exit(f"bench_train_step: scaletrain failed ({' '.join(cmd)}):\n{out.stdout}\n{out.stderr}")
     with open(os.path.join(run_dir, "run.json")) as f:
         run = json.load(f)
+    precision = run.get("precision")
     return {"images_per_s": run["samples_per_s"], "flops": 3 * run["forward_flops_per_sample"],
             "exposed_allreduce": run.get("phase_share", {}).get("allreduce_exposed", 0.0),
-            "total_allreduce": run.get("allreduce_total_share", 0.0)}
+            "total_allreduce": run.get("allreduce_total_share", 0.0),
+            "compute": precision.get("compute") if isinstance(precision, dict) else None}
+
+
+def peak_line(peak):
+    fp32 = (f"measured fp32 peak: {peak['peak_gflops']:.0f} GFLOP/s on {peak['cores']} cores "
+            f"({peak['peak_gflops_1core']:.0f} on one; {peak['isa']} FMA chains)")
+    if "bf16_peak_gflops" not in peak:
+        return fp32 + "\nmeasured bf16 peak: not measured (this bench_peak_flops predates it: rebuild it)"
+    if peak["bf16_peak_gflops"] is None:
+        return fp32 + "\nmeasured bf16 peak: unavailable (the CPU lacks AVX512-BF16)"
+    return fp32 + (f"\nmeasured bf16 peak: {peak['bf16_peak_gflops']:.0f} GFLOP/s on {peak['cores']} cores "
+                   f"({peak['bf16_peak_gflops_1core']:.0f} on one; {peak.get('bf16_isa', 'avx512bf16')} "
+                   "vdpbf16ps chains)")
+
+
+def fraction(gflops, peak_gflops):
+    return gflops / peak_gflops if peak_gflops else None
+
+
+def percent(v, width):
+    return f"{100 * v:{width - 1}.1f}%" if v is not None else f"{'n/a':>{width}s}"
 
 
 def main():
@@ -55,50 +84,65 @@ def main():
     p.add_argument("--models", nargs="+", default=list(BATCH), choices=list(BATCH))
     p.add_argument("--steps-scale", type=float, default=1.0, help="scale the timed step counts")
     p.add_argument("--seconds", type=float, default=4.0, help="timed seconds per PyTorch config")
+    p.add_argument("--precisions", nargs="+", default=PRECISIONS, choices=PRECISIONS,
+                   help="fp32 and/or bf16 (scaletrain --train.precision bf16, PyTorch bf16 autocast)")
     p.add_argument("--json", default="", help="write all figures to this file")
     a = p.parse_args()
 
     peak = json.loads(subprocess.run([os.path.join(a.build, "perf/bench_peak_flops"), "--json"], check=True,
                                      capture_output=True, text=True).stdout)
-    print(f"measured fp32 peak: {peak['peak_gflops']:.0f} GFLOP/s on {peak['cores']} cores "
-          f"({peak['peak_gflops_1core']:.0f} on one; {peak['isa']} FMA chains)\n", flush=True)
+    peak_gflops = {"fp32": peak["peak_gflops"], "bf16": peak.get("bf16_peak_gflops")}  # None: no bf16 peak
+    print(peak_line(peak) + "\n", flush=True)
     rows = []
     with tempfile.TemporaryDirectory(prefix="st-bench-") as work:
         for model in a.models:
             steps = max(5, int(STEPS[model] * a.steps_scale))
-            ours = {cfg: run_scaletrain(a.build, model, r, t, steps, work) for cfg, (r, t) in
-                    {"2x1": (2, 1), "1x2": (1, 2)}.items()}
-            anchor = subprocess.run(["/usr/bin/python3", os.path.join(HERE, "pytorch_anchor.py"), "--json",
-                                     "--models", model, "--batch", str(BATCH[model]), "--seconds", str(a.seconds)],
-                                    check=True, capture_output=True, text=True, timeout=600).stdout
-            torch = {"2x1": 0.0, "1x2": 0.0}  # each the better of PyTorch's NCHW and channels_last runs
-            for line in anchor.splitlines():
-                r = json.loads(line)
-                cfg = "2x1" if r["config"].startswith("ddp") else "1x2"
-                torch[cfg] = max(torch[cfg], r["images_per_s"])
-            best_torch = max(torch.values())
-            for cfg in ("2x1", "1x2"):
-                o = ours[cfg]
-                gflops = o["images_per_s"] * o["flops"] / 1e9
-                rows.append({"model": model, "config": cfg, "global_batch": BATCH[model],
-                             "scaletrain_images_per_s": o["images_per_s"], "pytorch_images_per_s": torch[cfg],
-                             "ratio_vs_pytorch_best": o["images_per_s"] / best_torch, "gflops": gflops,
-                             "fraction_of_peak": gflops / peak["peak_gflops"],
-                             "pytorch_fraction_of_peak": torch[cfg] * o["flops"] / 1e9 / peak["peak_gflops"],
-                             "exposed_allreduce_share": o["exposed_allreduce"]})
-            print(f"{model}: done", file=sys.stderr, flush=True)
+            for precision in a.precisions:
+                ours = {cfg: run_scaletrain(a.build, model, r, t, steps, work, PRECISION_FLAGS[precision])
+                        for cfg, (r, t) in {"2x1": (2, 1), "1x2": (1, 2)}.items()}
+                anchor = subprocess.run(["/usr/bin/python3", os.path.join(HERE, "pytorch_anchor.py"), "--json",
+                                         "--models", model, "--batch", str(BATCH[model]), "--seconds",
+                                         str(a.seconds), "--dtype", precision],
+                                        check=True, capture_output=True, text=True, timeout=600).stdout
+                torch = {"2x1": 0.0, "1x2": 0.0}  # each the better of PyTorch's NCHW and channels_last runs
+                for line in anchor.splitlines():
+                    r = json.loads(line)
+                    cfg = "2x1" if r["config"].startswith("ddp") else "1x2"
+                    torch[cfg] = max(torch[cfg], r["images_per_s"])
+                best_torch = max(torch.values())  # PyTorch's best configuration in this precision
+                for cfg in ("2x1", "1x2"):
+                    o = ours[cfg]
+                    gflops = o["images_per_s"] * o["flops"] / 1e9
+                    rows.append({"model": model, "config": cfg, "precision": precision,
+                                 "scaletrain_compute": o["compute"], "global_batch": BATCH[model],
+                                 "scaletrain_images_per_s": o["images_per_s"], "pytorch_images_per_s": torch[cfg],
+                                 "ratio_vs_pytorch_best": o["images_per_s"] / best_torch, "gflops": gflops,
+                                 "peak_gflops": peak_gflops[precision],
+                                 "fraction_of_peak": fraction(gflops, peak_gflops[precision]),
+                                 "pytorch_fraction_of_peak": fraction(torch[cfg] * o["flops"] / 1e9,
+                                                                      peak_gflops[precision]),
+                                 "exposed_allreduce_share": o["exposed_allreduce"]})
+                compute = ours["2x1"]["compute"]
+                print(f"{model} {precision}: done" + (f" (scaletrain run.json: compute {compute})" if compute else ""),
+                      file=sys.stderr, flush=True)
 
-    hdr = (f"{'model':14s} {'config':6s} {'batch':>5s} {'scaletrain img/s':>17s} {'PyTorch img/s':>14s} "
-           f"{'x PyTorch best':>15s} {'GFLOP/s':>8s} {'% peak':>7s} {'PyTorch % peak':>15s}")
+    hdr = (f"{'model':14s} {'config':6s} {'precision':9s} {'batch':>5s} {'scaletrain img/s':>17s} "
+           f"{'PyTorch img/s':>14s} {'x PyTorch best':>15s} {'GFLOP/s':>8s} {'% peak':>7s} {'PyTorch % peak':>15s}")
     print(hdr)
     print("-" * len(hdr))
     for r in rows:
-        print(f"{r['model']:14s} {r['config']:6s} {r['global_batch']:5d} {r['scaletrain_images_per_s']:17.0f} "
-              f"{r['pytorch_images_per_s']:14.0f} {r['ratio_vs_pytorch_best']:15.2f} {r['gflops']:8.1f} "
-              f"{100 * r['fraction_of_peak']:6.1f}% {100 * r['pytorch_fraction_of_peak']:14.1f}%")
+        print(f"{r['model']:14s} {r['config']:6s} {r['precision']:9s} {r['global_batch']:5d} "
+              f"{r['scaletrain_images_per_s']:17.0f} {r['pytorch_images_per_s']:14.0f} "
+              f"{r['ratio_vs_pytorch_best']:15.2f} {r['gflops']:8.1f} {percent(r['fraction_of_peak'], 7)} "
+              f"{percent(r['pytorch_fraction_of_peak'], 15)}")
     print("\n2x1: 2 ranks x 1 thread (scaletrain mpirun / PyTorch DDP gloo); 1x2: 1 process x 2 threads.\n"
           "PyTorch img/s: the better of NCHW and channels_last (convolutional models), OpenBLAS for Linear.\n"
-          "x PyTorch best: scaletrain img/s over the better of PyTorch's two configurations.")
+          "x PyTorch best: scaletrain img/s over the better of PyTorch's two configurations in the same precision\n"
+          "  (bf16 rows: PyTorch's best bf16 autocast configuration).")
+    if "bf16" in a.precisions:
+        print("bf16: scaletrain --train.precision bf16; PyTorch forward and loss under torch.autocast(\"cpu\", "
+              "bfloat16).\n% peak: fp32 rows against the fp32 FMA peak, bf16 rows against the bf16 vdpbf16ps peak"
+              + (" (n/a: none measured)." if not peak_gflops["bf16"] else "."))
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"peak": peak, "rows": rows}, f, indent=1)

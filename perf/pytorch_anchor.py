@@ -2,7 +2,9 @@
 # layer for layer in PyTorch, timed on the same training step (SGD momentum 0.9, cross-entropy) and
 # global batch, as one process with 2 threads and as DDP with 2 processes x 1 thread (gloo), the
 # convolutional models both in PyTorch's default NCHW layout and channels_last (oneDNN's NHWC path,
-# 1.2-1.5x faster here), so that the caller can take PyTorch's best configuration.
+# 1.2-1.5x faster here), so that the caller can take PyTorch's best configuration. --dtype bf16 runs
+# the same step in mixed precision: forward and loss under torch.autocast("cpu", dtype=torch.bfloat16),
+# backward and the SGD update outside it (PyTorch's recipe), parameters and gradients kept in fp32.
 # PyTorch's Linear layers call the system BLAS: Debian's torch is built with BLAS_INFO=generic, so
 # without OpenBLAS (libopenblas0-openmp, installed by scripts/install-deps.sh) they run on the
 # reference BLAS, up to 30x slower; the script refuses to run in that state.
@@ -13,8 +15,11 @@ Prints one JSON line per (model, config) with --json, else a small table. Config
   ddp2x1  torch DDP, 2 processes x 1 thread (each pinned to one core when it can be), gloo on
           127.0.0.1, per-rank batch = global / 2
   a "-cl" suffix: model and input in torch.channels_last (convolutional models only)
+--dtype fp32 (default) or bf16 (autocast to bfloat16 for the forward and the loss); every line
+states its dtype.
 """
 import argparse
+import contextlib
 import json
 import os
 import socket
@@ -66,14 +71,26 @@ def check_parameter_counts(models):
                              f"scaletrain's zoo has {EXPECTED_PARAMS[name]:,}: the models differ")
 
 
-def time_training(model, optimizer, x, y, warmup, seconds, sync=None):
+DTYPES = ["fp32", "bf16"]
+
+
+def precision_scope(dtype):
+    # PyTorch 1.13's CPU autocast accepts only bfloat16 (and warns, then raises, on float32): fp32 runs
+    # outside any autocast region.
+    return torch.autocast("cpu", dtype=torch.bfloat16) if dtype == "bf16" else contextlib.nullcontext()
+
+
+def time_training(model, optimizer, x, y, warmup, seconds, dtype, sync=None):
     """Times training steps after `warmup` untimed ones; the step count comes from the warm-up
-    speed (agreed across ranks through `sync`, which takes a float and returns the max)."""
+    speed (agreed across ranks through `sync`, which takes a float and returns the max). With dtype
+    "bf16" the forward and the loss run under CPU autocast to bfloat16; backward runs outside it,
+    as PyTorch recommends (its ops follow the dtypes autocast chose for the forward)."""
     loss_fn = nn.CrossEntropyLoss()
 
     def step():
         optimizer.zero_grad(set_to_none=True)
-        loss = loss_fn(model(x), y)
+        with precision_scope(dtype):
+            loss = loss_fn(model(x), y)
         loss.backward()
         optimizer.step()
 
@@ -103,8 +120,8 @@ def synthetic_batch(batch, classes, seed):
     return x, y
 
 
-def result_line(name, config, batch, steps, elapsed, threads, ranks):
-    return {"framework": "pytorch", "torch": torch.__version__, "model": name, "config": config,
+def result_line(name, config, dtype, batch, steps, elapsed, threads, ranks):
+    return {"framework": "pytorch", "torch": torch.__version__, "model": name, "config": config, "dtype": dtype,
             "ranks": ranks, "threads_per_rank": threads, "global_batch": batch,
             "params": EXPECTED_PARAMS[name], "steps": steps, "seconds": elapsed,
             "ms_per_step": 1e3 * elapsed / steps, "images_per_s": batch * steps / elapsed}
@@ -124,17 +141,18 @@ def check_blas():
                          "(scripts/install-deps.sh does)")
 
 
-def run_single(name, batch, threads, warmup, seconds, channels_last):
+def run_single(name, batch, threads, warmup, seconds, channels_last, dtype):
     torch.set_num_threads(threads)
     torch.manual_seed(1)
     x, y = synthetic_batch(batch, 10, 2)
     model, x = in_format(make_model(name), x, channels_last)
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-    steps, elapsed = time_training(model, opt, x, y, warmup, seconds)
-    return result_line(name, f"1x{threads}" + ("-cl" if channels_last else ""), batch, steps, elapsed, threads, 1)
+    steps, elapsed = time_training(model, opt, x, y, warmup, seconds, dtype)
+    return result_line(name, f"1x{threads}" + ("-cl" if channels_last else ""), dtype, batch, steps, elapsed,
+                       threads, 1)
 
 
-def ddp_worker(rank, world, port, name, batch, warmup, seconds, channels_last, queue):
+def ddp_worker(rank, world, port, name, batch, warmup, seconds, channels_last, dtype, queue):
     torch.set_num_threads(1)
     cores = sorted(os.sched_getaffinity(0))
     if len(cores) >= world:
@@ -151,10 +169,10 @@ def ddp_worker(rank, world, port, name, batch, warmup, seconds, channels_last, q
         dist.all_reduce(t, op=dist.ReduceOp.MAX)
         return float(t.item())
 
-    steps, elapsed = time_training(model, opt, x, y, warmup, seconds, sync=sync_max)
+    steps, elapsed = time_training(model, opt, x, y, warmup, seconds, dtype, sync=sync_max)
     if rank == 0:
-        queue.put(result_line(name, f"ddp{world}x1" + ("-cl" if channels_last else ""), batch, steps, elapsed, 1,
-                              world))
+        queue.put(result_line(name, f"ddp{world}x1" + ("-cl" if channels_last else ""), dtype, batch, steps,
+                              elapsed, 1, world))
     # Tear down in order, together: with DDP's reducer still alive when the process group goes, a
     # rank could hang in gloo's destructor after its peer had exited (seen about 1 run in 4).
     dist.barrier()
@@ -168,12 +186,13 @@ def free_port():
         return s.getsockname()[1]
 
 
-def run_ddp(name, batch, world, warmup, seconds, channels_last):
+def run_ddp(name, batch, world, warmup, seconds, channels_last, dtype):
     if batch % world:
         raise SystemExit(f"pytorch_anchor.py: global batch {batch} of {name} is not divisible by {world} ranks")
     ctx = mp.get_context("spawn")
     queue = ctx.SimpleQueue()
-    mp.spawn(ddp_worker, args=(world, free_port(), name, batch, warmup, seconds, channels_last, queue), nprocs=world, join=True)
+    mp.spawn(ddp_worker, args=(world, free_port(), name, batch, warmup, seconds, channels_last, dtype, queue),
+             nprocs=world, join=True)
     return queue.get()
 
 
@@ -188,6 +207,8 @@ def main():
     p.add_argument("--configs", nargs="+", default=["single", "ddp"], choices=["single", "ddp"])
     p.add_argument("--formats", nargs="+", default=["nchw", "channels_last"], choices=["nchw", "channels_last"],
                    help="memory formats of the convolutional models (mlp always runs plain)")
+    p.add_argument("--dtype", default="fp32", choices=DTYPES,
+                   help="fp32, or bf16: forward and loss under torch.autocast('cpu', dtype=torch.bfloat16)")
     p.add_argument("--json", action="store_true", help="one JSON line per result")
     p.add_argument("--out", default="", help="also append the JSON lines to this file")
     a = p.parse_args()
@@ -199,16 +220,17 @@ def main():
         batch = a.batch or DEFAULT_BATCH[name]
         if not a.json:
             print(f"# {name}: {parameter_count(make_model(name)):,} parameters (scaletrain: "
-                  f"{EXPECTED_PARAMS[name]:,}), global batch {batch}", flush=True)
+                  f"{EXPECTED_PARAMS[name]:,}), global batch {batch}, {a.dtype}"
+                  + (" (autocast to bfloat16: forward and loss)" if a.dtype == "bf16" else ""), flush=True)
         formats = [False] if name == "mlp" else [f == "channels_last" for f in a.formats]
         for config, channels_last in ((c, f) for c in a.configs for f in formats):
-            r = (run_single(name, batch, a.threads, a.warmup, a.seconds, channels_last) if config == "single"
-                 else run_ddp(name, batch, a.ranks, a.warmup, a.seconds, channels_last))
+            r = (run_single(name, batch, a.threads, a.warmup, a.seconds, channels_last, a.dtype) if config == "single"
+                 else run_ddp(name, batch, a.ranks, a.warmup, a.seconds, channels_last, a.dtype))
             results.append(r)
             if a.json:
                 print(json.dumps(r), flush=True)
             else:
-                print(f"{name:14s} {r['config']:10s} batch {batch:4d}  {r['images_per_s']:9.1f} img/s  "
+                print(f"{name:14s} {r['config']:10s} {r['dtype']:4s} batch {batch:4d}  {r['images_per_s']:9.1f} img/s  "
                       f"{r['ms_per_step']:8.2f} ms/step  ({r['steps']} steps)", flush=True)
             if a.out:
                 with open(a.out, "a") as f:
