@@ -15,6 +15,14 @@ if(TARGET scaletrain)
                            PROPERTIES PROCESSORS ${np} LABELS "device;mpi" TIMEOUT 300)
     endforeach()
   endforeach()
+  # Mixed precision on the simulated device: bf16 compute with bf16 gradients on the wire, fp16 with
+  # its loss scaler (a device-side check read back every step) and fp16 on the wire.
+  foreach(prec bf16 fp16)
+    add_test(NAME device_cpu_vs_sim_${prec}_lenet_np2
+             COMMAND ${_eq} ${_dev}/${prec}_lenet_np2 lenet 2 --delays 200 --precision ${prec})
+    set_tests_properties(device_cpu_vs_sim_${prec}_lenet_np2 PROPERTIES PROCESSORS 2 LABELS "device;mpi;precision"
+                         TIMEOUT 300)
+  endforeach()
   # A wait removed: the batch's copy event, and (2 ranks) a bucket's gradients-ready event.
   add_test(NAME device_missing_copy_wait_is_caught
            COMMAND ${_eq} ${_dev}/missing_copy_wait lenet 1 --delays 200 --expect-mismatch

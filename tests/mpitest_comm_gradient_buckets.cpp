@@ -3,6 +3,8 @@
 // device (with random delays, so a bucket reduced before its gradients are written is caught),
 // rank-dependent ready order, repeated steps, statistics, and the errors a training loop can make.
 #include <gtest/gtest.h>
+
+#include <cmath>
 #include <mpi.h>
 
 #include <algorithm>
@@ -78,7 +80,10 @@ class BucketsTest : public ::testing::TestWithParam<Mode> {
 
   // Runs `steps` steps, marking slices ready in a rank-dependent random order (polling between
   // marks, as the training loop does between layers), and checks every element after each step.
-  void run(const Case& c, int steps) {
+  // wire: the gradients' type on the wire. bf16 carries these small integers and their sums
+  // exactly (the mean is divided in f32), so it must match bitwise; f16 is divided by the world
+  // size before rounding, so it matches within f16 rounding.
+  void run(const Case& c, int steps, DType wire = DType::f32) {
     const auto slices = layout(c.counts);
     const int64_t total = std::accumulate(c.counts.begin(), c.counts.end(), int64_t{0});
     std::vector<float> grads(static_cast<size_t>(kPrefix + total + 2), kSentinel);
@@ -89,7 +94,7 @@ class BucketsTest : public ::testing::TestWithParam<Mode> {
     backend_->copy_async(compute, device, host);
     compute.synchronize();
     GradientBuckets buckets(*comm_, *backend_, device, slices, c.bucket_bytes,
-                            comm::parse_comm_progress(GetParam().progress));
+                            comm::parse_comm_progress(GetParam().progress), wire);
     ASSERT_EQ(buckets.bucket_count(), c.expected_buckets);
     const int n = comm_->size(), r = comm_->rank();
     std::mt19937 rng(1234u + static_cast<unsigned>(r));
@@ -110,8 +115,10 @@ class BucketsTest : public ::testing::TestWithParam<Mode> {
       const Tensor result = backend_->download(device);
       std::copy(result.data<float>(), result.data<float>() + result.numel(), grads.begin());
       int64_t wrong = 0, first_wrong = -1;
+      const float tol = wire == DType::f16 ? 2e-3f : 0.0f;  // relative
       for (int64_t i = 0; i < total; ++i)
-        if (grads[static_cast<size_t>(kPrefix + i)] != expected_mean(n, i, step)) {
+        if (std::fabs(grads[static_cast<size_t>(kPrefix + i)] - expected_mean(n, i, step)) >
+            tol * std::fabs(expected_mean(n, i, step))) {
           if (first_wrong < 0) first_wrong = i;
           ++wrong;
         }
@@ -123,7 +130,7 @@ class BucketsTest : public ::testing::TestWithParam<Mode> {
     const comm::BucketStats st = buckets.stats();
     const int64_t reduced = n > 1 ? steps : 0;  // one rank: no all-reduce at all
     EXPECT_EQ(st.buckets, reduced * c.expected_buckets);
-    EXPECT_EQ(st.bytes, reduced * total * 4);
+    EXPECT_EQ(st.bytes, reduced * total * static_cast<int64_t>(dtype_size(wire)));
     EXPECT_EQ(static_cast<int64_t>(buckets.last_step_events().size()), n > 1 ? c.expected_buckets : 0);
     EXPECT_GE(st.allreduce_seconds, 0.0);
     EXPECT_GE(st.exposed_seconds, 0.0);
@@ -154,6 +161,16 @@ TEST_P(BucketsTest, UnevenBucketsCloseBeforeOverflowing) {
 TEST_P(BucketsTest, ParameterLargerThanABucketGetsItsOwn) { run({{2, 300000, 2, 2}, 1024, 3}, 2); }
 
 TEST_P(BucketsTest, SingleParameter) { run({{(1 << 20) + 1}, 25 * 1024 * 1024, 1}, 2); }
+
+TEST_P(BucketsTest, Bf16OnTheWire) {
+  run({kMixed, 24 * 1024, 6}, 3, DType::bf16);
+  run({kMixed, 4, static_cast<int64_t>(kMixed.size())}, 2, DType::bf16);
+}
+
+TEST_P(BucketsTest, Fp16OnTheWireIsDividedBeforeTheSum) {
+  run({kMixed, 24 * 1024, 6}, 3, DType::f16);
+  run({{(1 << 20) + 1}, 25 * 1024 * 1024, 1}, 2, DType::f16);
+}
 
 INSTANTIATE_TEST_SUITE_P(Progress, BucketsTest,
                          ::testing::Values(Mode{"thread", "cpu"}, Mode{"test", "cpu"}, Mode{"thread", "sim"},

@@ -106,13 +106,18 @@ std::vector<std::string> gather_hosts(comm::Communicator& comm) {
   return hosts;
 }
 
-void print_header(comm::Communicator& comm, const RunConfig& cfg, const std::string& device) {
+void print_header(comm::Communicator& comm, const RunConfig& cfg, const std::string& device,
+                  const PrecisionReport& p) {
   const std::string table = rank_table(comm, device);
   if (comm.rank() != 0) return;
   std::printf("scaletrain | %d ranks | model %s | global batch %lld (%lld per rank) | data %s\n", comm.size(),
               cfg.model.c_str(), static_cast<long long>(cfg.batch), static_cast<long long>(cfg.batch / comm.size()),
               cfg.data_path.c_str());
   std::printf("%s", table.c_str());
+  char scaling[64] = "off";
+  if (p.loss_scaling) std::snprintf(scaling, sizeof scaling, "dynamic, initial scale %g", p.loss_scale_init);
+  std::printf("precision: compute %s (%s) | gradients on the wire %s | loss scaling %s\n", p.train.c_str(),
+              p.compute.c_str(), p.comm.c_str(), scaling);
   std::printf("configuration:\n%s\n", config_to_toml(cfg).c_str());
 }
 
@@ -142,7 +147,7 @@ int main(int argc, char** argv) {
           if (rank == 0) std::printf("%s", model->summary().c_str());
         } else {
           Trainer trainer(cfg, *comm);
-          print_header(*comm, cfg, trainer.device_description());
+          print_header(*comm, cfg, trainer.device_description(), trainer.precision());
           RunLog log(rank == 0, cfg.run_dir, cfg);
           trainer.on_interval([&log](const IntervalTimings& t) { log.interval(t); });
           const TrainResult result = trainer.run();
@@ -154,6 +159,7 @@ int main(int argc, char** argv) {
           info.device = trainer.device_description();
           info.parameters = trainer.model().parameter_count();
           info.flops_per_sample = trainer.model().flops_per_sample();
+          info.precision = trainer.precision();
           log.finish(info, result);
           if (rank == 0 && log.enabled()) std::printf("run directory: %s\n", cfg.run_dir.c_str());
         }

@@ -10,6 +10,8 @@
 #include "scaletrain/backend/launch.hpp"
 #include "scaletrain/core/error.hpp"
 #include "scaletrain/core/timer.hpp"
+#include "scaletrain/core/dispatch.hpp"
+#include "scaletrain/kernels/cast.hpp"
 #include "scaletrain/kernels/scale.hpp"
 
 namespace scaletrain::comm {
@@ -29,8 +31,16 @@ CommProgress parse_comm_progress(const std::string& name) {
 std::string comm_progress_name(CommProgress p) { return p == CommProgress::test ? "test" : "thread"; }
 
 GradientBuckets::GradientBuckets(Communicator& comm, Backend& backend, Tensor flat_grads,
-                                 std::vector<GradientSlice> slices, int64_t bucket_bytes, CommProgress progress)
-    : comm_(comm), backend_(backend), grads_(std::move(flat_grads)), slices_(std::move(slices)), progress_(progress) {
+                                 std::vector<GradientSlice> slices, int64_t bucket_bytes, CommProgress progress,
+                                 DType wire)
+    : comm_(comm),
+      backend_(backend),
+      grads_(std::move(flat_grads)),
+      wire_dtype_(wire),
+      slices_(std::move(slices)),
+      progress_(progress) {
+  ST_CHECK(wire == DType::f32 || wire == DType::bf16 || wire == DType::f16,
+           "GradientBuckets: gradients travel as f32, bf16 or f16, not ", dtype_name(wire));
   ST_CHECK(bucket_bytes > 0, "GradientBuckets: bucket_bytes must be positive, got ", bucket_bytes);
   ST_CHECK(slices_.empty() || grads_.defined(), "GradientBuckets: flat gradient buffer is undefined");
   ST_CHECK(!grads_.defined() || grads_.dtype() == DType::f32, "GradientBuckets: gradients '", grads_.name(),
@@ -59,6 +69,8 @@ GradientBuckets::GradientBuckets(Communicator& comm, Backend& backend, Tensor fl
     slice_bucket_.push_back(buckets_.size() - 1);
   }
   slice_ready_.assign(slices_.size(), 0);
+  if (rounds_to_wire() && grads_.defined())
+    wire_ = backend_.empty(grads_.shape(), wire_dtype_, "gradients." + std::string(dtype_name(wire_dtype_)));
   for (Bucket& b : buckets_) b.pending = b.slices;
   events_.reserve(buckets_.size());
   for (size_t b = 0; b < buckets_.size(); ++b) ready_.push_back(backend_.make_event("bucket ready " + std::to_string(b)));
@@ -107,7 +119,8 @@ void GradientBuckets::mark_ready(size_t slice_index) {
   Bucket& b = buckets_[bi];
   --b.pending;
   if (b.pending == 0) {
-    // Behind the queued backward work that writes this bucket's gradients.
+    // Behind the queued backward work that writes this bucket's gradients (and its rounding).
+    if (rounds_to_wire()) round_to_wire(bi);
     backend_.compute_stream().record(*ready_[bi]);
     start_ready_buckets(false);
   }
@@ -141,7 +154,48 @@ void GradientBuckets::launch(size_t b) {
   }
   const double start = now_seconds();
   in_flight_.push_back(
-      InFlight{b, start, comm_.allreduce_async(bucket_data(b), buckets_[b].count, DType::f32, ReduceOp::sum)});
+      InFlight{b, start, comm_.allreduce_async(bucket_data(b), buckets_[b].count, wire_dtype_, ReduceOp::sum)});
+}
+
+void* GradientBuckets::bucket_data(size_t b) const {
+  const Tensor& t = rounds_to_wire() ? wire_ : grads_;
+  return static_cast<char*>(t.device_raw()) + buckets_[b].offset * static_cast<int64_t>(dtype_size(t.dtype()));
+}
+
+int64_t GradientBuckets::bucket_bytes(size_t b) const {
+  return buckets_[b].count * static_cast<int64_t>(dtype_size(rounds_to_wire() ? wire_dtype_ : DType::f32));
+}
+
+void GradientBuckets::round_to_wire(size_t b) {
+  const Bucket& k = buckets_[b];
+  // fp16 is divided by the world size before the sum (its range is 65504); bf16 has f32's range.
+  const float divisor = wire_dtype_ == DType::f16 ? static_cast<float>(comm_.size()) : 1.0f;
+  visit_float_type(wire_dtype_, [&](auto t) {
+    using T = decltype(t);
+    scaletrain::launch(backend_.compute_stream(), "gradients_to_wire", k.count,
+                       kernels::Cast<float, T>{grads_.device_data<float>() + k.offset,
+                                               wire_.device_data<T>() + k.offset, divisor});
+  });
+}
+
+void GradientBuckets::widen_and_average() {
+  if (buckets_.empty() || (comm_.size() == 1 && !rounds_to_wire())) return;
+  const int64_t first = buckets_.front().offset;
+  const int64_t span = buckets_.back().offset + buckets_.back().count - first;
+  const float world = static_cast<float>(comm_.size());
+  Stream& s = backend_.compute_stream();
+  if (!rounds_to_wire()) {
+    // The mean: one division over the bucketed span, in order before the optimizer.
+    scaletrain::launch(s, "gradient_mean", span, kernels::DivideBy{grads_.device_data<float>() + first, world});
+    return;
+  }
+  const float divisor = wire_dtype_ == DType::f16 ? 1.0f : world;
+  visit_float_type(wire_dtype_, [&](auto t) {
+    using T = decltype(t);
+    scaletrain::launch(s, "gradients_from_wire", span,
+                       kernels::Cast<T, float>{wire_.device_data<T>() + first, grads_.device_data<float>() + first,
+                                               divisor});
+  });
 }
 
 bool GradientBuckets::drive(InFlight& f) {
@@ -151,13 +205,13 @@ bool GradientBuckets::drive(InFlight& f) {
 }
 
 void GradientBuckets::finish(size_t b, double start) {
-  const Bucket& k = buckets_[b];
+  const int64_t bytes = bucket_bytes(b);
   const double end = now_seconds();
   std::lock_guard<std::mutex> lk(mutex_);
   stats_.allreduce_seconds += end - start;
   stats_.buckets += 1;
-  stats_.bytes += k.count * static_cast<int64_t>(sizeof(float));
-  events_.push_back(BucketEvent{static_cast<int64_t>(b), k.count * static_cast<int64_t>(sizeof(float)), start, end});
+  stats_.bytes += bytes;
+  events_.push_back(BucketEvent{static_cast<int64_t>(b), bytes, start, end});
   ++completed_;
 }
 
@@ -210,12 +264,7 @@ ExposedWait GradientBuckets::wait_all() {
       in_flight_.pop_front();
     }
   }
-  // The mean: one division over the bucketed span, in order before the optimizer.
-  if (comm_.size() > 1 && !buckets_.empty()) {
-    const int64_t span = buckets_.back().offset + buckets_.back().count - buckets_.front().offset;
-    scaletrain::launch(backend_.compute_stream(), "gradient_mean", span,
-           kernels::DivideBy{bucket_data(0), static_cast<float>(comm_.size())});
-  }
+  widen_and_average();
   const double t1 = now_seconds();
   {
     std::lock_guard<std::mutex> lk(mutex_);
@@ -253,7 +302,7 @@ void GradientBuckets::comm_thread_main() {
         ready_[b]->synchronize();  // backward has written this bucket's gradients
         const double start = now_seconds();
         mine.push_back(
-            InFlight{b, start, comm_.allreduce_async(bucket_data(b), buckets_[b].count, DType::f32, ReduceOp::sum)});
+            InFlight{b, start, comm_.allreduce_async(bucket_data(b), buckets_[b].count, wire_dtype_, ReduceOp::sum)});
       }
       bool any = false;
       for (auto it = mine.begin(); it != mine.end();) {

@@ -154,6 +154,9 @@ const std::vector<ConfigKey>& config_keys() {
       key_of("train.warmup_log_steps", &RunConfig::warmup_log_steps, "first steps excluded from samples/s"),
       key_of("train.evaluate", &RunConfig::evaluate, "evaluate on train.eval_split after every epoch"),
       key_of("train.eval_split", &RunConfig::eval_split, "split used for evaluation (test or val)"),
+      enum_key("train.precision", &RunConfig::precision, parse_precision, precision_name,
+               "compute type of the layers: fp32, bf16 or fp16 (fp32 master weights, optimizer state, loss and "
+               "accumulation; fp16 adds a dynamic loss scaler)"),
       enum_key("optimizer.name", &RunConfig::optimizer, optim::parse_optimizer_kind, optim::optimizer_kind_name,
                "sgd or adamw"),
       key_of("optimizer.lr", &RunConfig::lr, "base learning rate"),
@@ -174,10 +177,20 @@ const std::vector<ConfigKey>& config_keys() {
       key_of("optimizer.scale_lr", &RunConfig::scale_lr, "linear scaling rule: lr x batch / reference_batch"),
       key_of("optimizer.reference_batch", &RunConfig::reference_batch,
              "batch size the base learning rate is tuned for"),
+      key_of("optimizer.loss_scale_init", &RunConfig::loss_scale_init, "fp16: initial loss scale"),
+      key_of("optimizer.loss_scale_growth", &RunConfig::loss_scale_growth,
+             "fp16: factor the loss scale grows by after loss_scale_interval clean steps"),
+      key_of("optimizer.loss_scale_backoff", &RunConfig::loss_scale_backoff,
+             "fp16: factor the loss scale shrinks by on a step with inf/NaN gradients (the step is skipped)"),
+      key_of("optimizer.loss_scale_interval", &RunConfig::loss_scale_interval,
+             "fp16: clean steps in a row before the loss scale grows"),
       key_of("comm.bucket_mb", &RunConfig::bucket_mb, "gradient bucket size in MB"),
       enum_key("comm.progress", &RunConfig::progress, comm::parse_comm_progress, comm::comm_progress_name,
              "all-reduce progress during backward: test (MPI_Test polls between layers) or thread (a communication "
              "thread)"),
+      enum_key("comm.dtype", &RunConfig::comm_dtype, parse_precision, precision_name,
+               "gradient type on the wire: fp32, bf16 or fp16 (half the bytes; fp16 is divided by the world size "
+               "before the sum)"),
       key_of("run.dir", &RunConfig::run_dir, "run directory for metrics.jsonl and run.json (empty: none)"),
       key_of("run.timeline", &RunConfig::timeline,
              "write run.dir/timeline.json: every rank's phases and all-reduces (chrome://tracing, Perfetto)"),
@@ -191,6 +204,10 @@ const std::vector<ConfigKey>& config_keys() {
              "sim: random delay of up to this many microseconds before every op on every stream (tests)"),
       key_of("run.sim_ignore_events", &RunConfig::sim_ignore_events,
              "sim, tests only: events whose label contains this never make anyone wait (shows a test catches it)"),
+      key_of("run.inject_overflow_rank", &RunConfig::inject_overflow_rank,
+             "tests only: this rank's local fp16 overflow flag is set at run.inject_overflow_step (-1: off)"),
+      key_of("run.inject_overflow_step", &RunConfig::inject_overflow_step,
+             "tests only: the step at which run.inject_overflow_rank reports an overflow"),
   };
   return keys;
 }
@@ -263,6 +280,8 @@ void validate_config(const RunConfig& c) {
   ST_CHECK(c.sim_memory_mb >= 0, "run.sim_memory_mb must be >= 0, got ", c.sim_memory_mb);
   ST_CHECK(c.sim_delay_us >= 0, "run.sim_delay_us must be >= 0, got ", c.sim_delay_us);
   ST_CHECK(!c.timeline || !c.run_dir.empty(), "run.timeline = true needs run.dir");
+  ST_CHECK(c.inject_overflow_rank < 0 || c.precision == Precision::fp16,
+           "run.inject_overflow_rank needs train.precision = fp16 (only fp16 runs a loss scaler)");
 }
 
 BackendOptions backend_options(const RunConfig& c) {

@@ -92,6 +92,8 @@ void RunLog::interval(const IntervalTimings& t) {
   j["loss"] = t.loss;
   j["accuracy"] = t.accuracy;
   j["lr"] = t.lr;
+  j["loss_scale"] = t.loss_scale;
+  j["skipped_steps"] = t.skipped_steps;
   nlohmann::json phases;
   const double steps = static_cast<double>(std::max<int64_t>(t.steps, 1));
   for (int p = 0; p < kPhaseCount; ++p) {
@@ -122,6 +124,12 @@ void RunLog::finish(const RunInfo& info, const TrainResult& r) {
   j["device"] = info.device;
   j["parameters"] = info.parameters;
   j["forward_flops_per_sample"] = info.flops_per_sample;
+  const PrecisionReport& p = info.precision;
+  j["precision"] = {{"train", p.train},       {"compute", p.compute},
+                    {"native", p.native},     {"emulated", !p.native},
+                    {"comm", p.comm},         {"loss_scaling", p.loss_scaling},
+                    {"loss_scale_init", p.loss_scale_init}, {"final_loss_scale", r.final_loss_scale},
+                    {"skipped_steps", r.skipped_steps}};
   for (const auto& [k, v] : build_versions()) j["versions"][k] = v;
   j["steps"] = r.steps;
   j["seconds"] = r.seconds;

@@ -16,6 +16,8 @@
 #include "scaletrain/kernels/normalize.hpp"
 #include "scaletrain/nn/softmax_cross_entropy.hpp"
 #include "scaletrain/nn/zoo.hpp"
+#include "scaletrain/core/dispatch.hpp"
+#include "scaletrain/optim/loss_scaler.hpp"
 #include "scaletrain/optim/lr_schedule.hpp"
 #include "scaletrain/optim/optimizer.hpp"
 #include "scaletrain/train/errors.hpp"
@@ -38,9 +40,12 @@ struct Trainer::Impl {
   std::unique_ptr<optim::Optimizer> optimizer;
   std::unique_ptr<optim::LrSchedule> schedule;
   std::unique_ptr<comm::GradientBuckets> buckets;
+  std::unique_ptr<optim::LossScaler> scaler;
+  Tensor nonfinite_counts;  // the scaler's per-block scratch
   int64_t local_batch = 0;
   int64_t classes = 0;
-  Tensor input;      // [local_batch, ...sample_shape] f32, normalized (device)
+  DType compute = DType::f32;
+  Tensor input;      // [local_batch, ...sample_shape] in the compute type, normalized (device)
   Tensor augmented;  // u8 scratch for crop/flip (device)
   Tensor mean, inv_std;
   Tensor interval_sums, eval_sums;  // f64 [3] on the device: loss, correct, rows
@@ -58,6 +63,8 @@ struct Trainer::Impl {
   void setup_input();
   void prepare_input(const data::Batch& b, int64_t step, bool training);
   void train_step(const data::Batch& b, int64_t step);
+  void apply_update(int64_t step);
+  bool gradients_overflowed(int64_t step);
   // Runs host work as a host-timed phase.
   template <class F>
   void host_phase(Phase p, F&& f) {
@@ -127,7 +134,8 @@ void Trainer::Impl::setup_model() {
   const data::DatasetInfo& info = train_loader->info();
   collective_check(comm, [&] {
     model = nn::make_zoo_model(cfg.model, info.sample_shape, classes);
-    model->build(*backend, local_batch);
+    compute = precision_dtype(cfg.precision);
+    model->build(*backend, local_batch, compute);
     loss.build(*backend, local_batch, classes);
   });
   model->init_parameters(cfg.seed);
@@ -135,6 +143,7 @@ void Trainer::Impl::setup_model() {
   // device buffer once the copy that put the weights there has completed).
   backend->synchronize();
   comm.broadcast(model->flat_parameters().device_raw(), static_cast<int64_t>(model->flat_parameters().bytes()), 0);
+  model->refresh_compute_parameters();
 }
 
 void Trainer::Impl::setup_optimizer() {
@@ -170,14 +179,22 @@ void Trainer::Impl::setup_optimizer() {
   std::vector<comm::GradientSlice> slices;
   for (const auto& s : model->slots()) slices.push_back(comm::GradientSlice{s.offset, s.count});
   buckets = std::make_unique<comm::GradientBuckets>(comm, *backend, model->flat_gradients(), slices,
-                                                    static_cast<int64_t>(cfg.bucket_mb * 1024 * 1024), cfg.progress);
+                                                    static_cast<int64_t>(cfg.bucket_mb * 1024 * 1024), cfg.progress,
+                                                    precision_dtype(cfg.comm_dtype));
+  optim::LossScalerOptions lo;
+  lo.enabled = cfg.precision == Precision::fp16;
+  lo.init = cfg.loss_scale_init;
+  lo.growth = cfg.loss_scale_growth;
+  lo.backoff = cfg.loss_scale_backoff;
+  lo.interval = cfg.loss_scale_interval;
+  collective_check(comm, [&] { scaler = std::make_unique<optim::LossScaler>(lo); });
 }
 
 void Trainer::Impl::setup_input() {
   const data::DatasetInfo& info = train_loader->info();
   Shape in{local_batch};
   in.insert(in.end(), info.sample_shape.begin(), info.sample_shape.end());
-  input = backend->empty(in, DType::f32, "input");
+  input = backend->empty(in, compute, "input");
   augmented = backend->empty(in, DType::u8, "input.augmented");
   const int64_t channels = info.sample_shape.back();
   Tensor host_mean({channels}, DType::f32, "input.mean"), host_inv_std({channels}, DType::f32, "input.inv_std");
@@ -211,9 +228,12 @@ void Trainer::Impl::prepare_input(const data::Batch& b, int64_t step, bool train
                                       static_cast<uint64_t>(step), b.device_indices.device_data<int64_t>()});
     src = augmented.device_data<uint8_t>();
   }
-  launch(s, "normalize_u8", input.numel() / info.sample_shape.back(),
-         kernels::NormalizeU8{src, input.device_data<float>(), mean.device_data<float>(), inv_std.device_data<float>(),
-                              info.sample_shape.back()});
+  visit_float_type(compute, [&](auto t) {
+    using T = decltype(t);
+    launch(s, "normalize_u8", input.numel() / info.sample_shape.back(),
+           kernels::NormalizeU8<T>{src, input.device_data<T>(), mean.device_data<float>(),
+                                   inv_std.device_data<float>(), info.sample_shape.back()});
+  });
 }
 
 void Trainer::Impl::train_step(const data::Batch& b, int64_t step) {
@@ -226,7 +246,8 @@ void Trainer::Impl::train_step(const data::Batch& b, int64_t step) {
   });
   device_phase(Phase::backward, [&] {
     buckets->begin_step();
-    const Tensor& dlogits = loss.backward(1.0f / static_cast<float>(local_batch));
+    // fp16: the loss scale multiplies the gradient of the mean loss.
+    const Tensor& dlogits = loss.backward(scaler->scale() / static_cast<float>(local_batch));
     model->backward(dlogits, [&](size_t layer) {
       const size_t first = model->first_slot(layer);
       const size_t n = model->layers()[layer]->parameters().size();
@@ -240,9 +261,27 @@ void Trainer::Impl::train_step(const data::Batch& b, int64_t step) {
   const comm::ExposedWait w = buckets->wait_all();
   clock->add_host(Phase::allreduce_exposed, w.start, w.end);
   record_bucket_events(step);
-  device_phase(Phase::optimizer, [&] {
-    optimizer->step(model->flat_parameters(), model->flat_gradients(), schedule->lr(step));
-  });
+  device_phase(Phase::optimizer, [&] { apply_update(step); });
+}
+
+// The optimizer step on the reduced gradients, then the compute-type copy of the weights. With
+// fp16 loss scaling the gradients are unscaled and checked first; a step with an inf or NaN on any
+// rank is skipped by every rank.
+void Trainer::Impl::apply_update(int64_t step) {
+  if (scaler->enabled() && !scaler->update(gradients_overflowed(step))) return;
+  optimizer->step(model->flat_parameters(), model->flat_gradients(), schedule->lr(step));
+  model->refresh_compute_parameters();
+}
+
+// Whether any rank's unscaled, reduced gradients hold an inf or NaN. The reduced gradients agree on
+// every rank, but the flag is all-reduced with MAX all the same: the decision to skip must be
+// identical everywhere or the replicas diverge (run.inject_overflow_* shows it in the tests).
+bool Trainer::Impl::gradients_overflowed(int64_t step) {
+  int32_t flag =
+      optim::unscale_and_find_nonfinite(*backend, model->flat_gradients(), scaler->scale(), nonfinite_counts) ? 1 : 0;
+  if (comm.rank() == cfg.inject_overflow_rank && step == cfg.inject_overflow_step) flag = 1;
+  comm.allreduce(&flag, 1, DType::i32, comm::ReduceOp::max);
+  return flag != 0;
 }
 
 void Trainer::Impl::record_bucket_events(int64_t step) {
@@ -306,7 +345,23 @@ Trainer::~Trainer() {
 
 nn::Model& Trainer::model() { return *impl_->model; }
 Backend& Trainer::backend() { return *impl_->backend; }
-std::string Trainer::device_description() const { return impl_->backend->description(); }
+std::string Trainer::device_description() const {
+  const std::string d = impl_->backend->description();
+  if (impl_->compute == DType::f32) return d;
+  return d + "; " + impl_->backend->precision_support(impl_->compute).note;
+}
+PrecisionReport Trainer::precision() const {
+  const RunConfig& c = impl_->cfg;
+  const PrecisionSupport ps = impl_->backend->precision_support(impl_->compute);
+  PrecisionReport r;
+  r.train = precision_name(c.precision);
+  r.compute = ps.note;
+  r.native = ps.native;
+  r.comm = precision_name(c.comm_dtype);
+  r.loss_scaling = impl_->scaler->enabled();
+  r.loss_scale_init = impl_->scaler->scale();
+  return r;
+}
 int64_t Trainer::per_rank_batch() const { return impl_->local_batch; }
 int64_t Trainer::steps_per_epoch() const { return impl_->train_loader->steps_per_epoch(); }
 void Trainer::on_interval(std::function<void(const IntervalTimings&)> f) { impl_->interval_hook = std::move(f); }
@@ -418,6 +473,8 @@ TrainResult Trainer::run() {
     it.loss = ratio(sums.loss_sum, static_cast<double>(sums.count));
     it.accuracy = ratio(static_cast<double>(sums.correct), static_cast<double>(sums.count));
     it.lr = m.schedule->lr(std::max<int64_t>(step - 1, 0));
+    it.loss_scale = m.scaler->scale();
+    it.skipped_steps = m.scaler->skipped_steps();
     totals.add(it);
     progress.interval(epoch, ep_steps, step, it.loss, it.accuracy, it.lr, it.samples_per_second,
                       1e3 * wall / static_cast<double>(it.steps), it.elapsed_seconds);
@@ -475,6 +532,8 @@ TrainResult Trainer::run() {
   const double step_total = totals.phase_sums[static_cast<int>(Phase::step)];
   result.exposed_allreduce_share = ratio(totals.phase_sums[static_cast<int>(Phase::allreduce_exposed)], step_total);
   result.allreduce_total_share = ratio(totals.allreduce_total, step_total);
+  result.final_loss_scale = m.scaler->scale();
+  result.skipped_steps = m.scaler->skipped_steps();
   if (!result.epochs.empty()) {
     result.final_eval_accuracy = result.epochs.back().eval_accuracy;
     result.final_eval_loss = result.epochs.back().eval_loss;
@@ -485,7 +544,7 @@ TrainResult Trainer::run() {
 }
 
 std::string rank_table(comm::Communicator& comm, const std::string& device_description) {
-  constexpr size_t kRow = 160;
+  constexpr size_t kRow = 320;
   char mine[kRow] = {};
   std::snprintf(mine, kRow, "%6d %6d  %-24.24s %-8d %s", comm.rank(), comm.local_rank(), comm.host().c_str(),
                 static_cast<int>(getpid()), device_description.c_str());

@@ -5,7 +5,7 @@
 # run completes and the sim run's losses differ: used with run.sim_ignore_events to show that a
 # missing wait is caught.
 # usage: device_equivalence.sh SCALETRAIN MPIRUN_PREFIX... -- OUTDIR MODEL RANKS [--delays US]
-#                              [--expect-mismatch] [-- extra sim flags...]
+#                              [--expect-mismatch] [--precision fp32|bf16|fp16] [-- extra sim flags...]
 set -euo pipefail
 st=$1; shift
 mpirun=()
@@ -17,6 +17,7 @@ while [ $# -gt 0 ] && [ "$1" != "--" ]; do
   case $1 in
     --delays) delays=$2; shift 2 ;;
     --expect-mismatch) expect=mismatch; shift ;;
+    --precision) precision=$2; shift 2 ;;
     *) echo "device_equivalence.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -29,6 +30,8 @@ mkdir -p "$out"
 common=(--model.name "$model" --data.synthetic_samples 2048 --train.batch $((16 * ranks)) --train.epochs 1
         --train.max_steps 50 --optimizer.lr 0.002 --train.log_every 1 --train.warmup_log_steps 0 --train.evaluate false
         --comm.bucket_mb 0.05 --run.threads 1 --data.augment true)
+# --precision P: both runs compute in P with P gradients on the wire.
+[ -n "${precision:-}" ] && common+=(--train.precision "$precision" --comm.dtype "$precision")
 run() {
   local name=$1; shift
   "${mpirun[@]}" -np "$ranks" "$st" "${common[@]}" --run.dir "$out/$name" "$@" > "$out/$name.log" 2>&1 || {

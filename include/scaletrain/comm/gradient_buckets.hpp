@@ -4,6 +4,11 @@
 // work that writes it; the bucket's all-reduce starts once that event has completed (never
 // before), overlapping the rest of backward. wait_all() queues the division by the world size on
 // the compute stream, so the optimizer that follows sees the mean.
+// A wire type of bf16 or f16 halves the bytes: a completed bucket is rounded into a wire buffer on
+// the compute stream (f16 divided by the world size first, so the sum cannot overflow), reduced in
+// that type, and widened back into the f32 gradients in wait_all() (bf16 divided by the world size
+// there). One rank rounds too (as a DDP compression hook does), so that 1 rank and N ranks train
+// the same model; it only skips the all-reduce.
 #pragma once
 #include <condition_variable>
 #include <cstdint>
@@ -57,8 +62,11 @@ class GradientBuckets {
  public:
   // flat_grads: f32 on the backend's device. The communicator reads and writes it in place (on the
   // CPU and simulated devices the memory is the host's; a CUDA build uses NCCL or CUDA-aware MPI).
+  // bucket_bytes counts f32 gradient bytes, whatever the wire type.
   GradientBuckets(Communicator& comm, Backend& backend, Tensor flat_grads,
-                  std::vector<GradientSlice> slices_in_ready_order, int64_t bucket_bytes, CommProgress progress);
+                  std::vector<GradientSlice> slices_in_ready_order, int64_t bucket_bytes, CommProgress progress,
+                  DType wire = DType::f32);
+  DType wire_dtype() const { return wire_dtype_; }
   ~GradientBuckets();
   GradientBuckets(const GradientBuckets&) = delete;
   GradientBuckets& operator=(const GradientBuckets&) = delete;
@@ -99,11 +107,18 @@ class GradientBuckets {
   void finish(size_t b, double start);  // averaging + stats of a completed bucket
   void comm_thread_main();
 
-  float* bucket_data(size_t b) const { return static_cast<float*>(grads_.device_raw()) + buckets_[b].offset; }
+  // The bucket's all-reduce buffer: its span of the wire buffer (or of the f32 gradients).
+  void* bucket_data(size_t b) const;
+  int64_t bucket_bytes(size_t b) const;
+  bool rounds_to_wire() const { return wire_dtype_ != DType::f32; }
+  void round_to_wire(size_t b);  // queues bucket b's f32 -> wire rounding on the compute stream
+  void widen_and_average();      // queues wire -> f32 (or the f32 division) for every bucket
 
   Communicator& comm_;
   Backend& backend_;
   Tensor grads_;
+  DType wire_dtype_ = DType::f32;
+  Tensor wire_;  // the gradients in the wire type (bf16/f16)
   std::vector<GradientSlice> slices_;
   std::vector<size_t> slice_bucket_;
   std::vector<char> slice_ready_;

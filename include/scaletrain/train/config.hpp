@@ -10,6 +10,7 @@
 
 #include "scaletrain/backend/backend.hpp"
 #include "scaletrain/comm/gradient_buckets.hpp"
+#include "scaletrain/core/precision.hpp"
 #include "scaletrain/data/loader.hpp"
 #include "scaletrain/optim/lr_schedule.hpp"
 #include "scaletrain/optim/optimizer.hpp"
@@ -37,6 +38,8 @@ struct RunConfig {
   int64_t warmup_log_steps = 5;  // steps excluded from throughput averages
   bool evaluate = true;
   std::string eval_split = "test";
+  // Compute type of layers (fp32 accumulation; master weights, optimizer state, loss in fp32).
+  Precision precision = Precision::fp32;
   // [optimizer]
   optim::OptimizerKind optimizer = optim::OptimizerKind::sgd;
   double lr = 0.05;
@@ -51,12 +54,19 @@ struct RunConfig {
   double min_lr = 0.0;
   bool scale_lr = false;  // linear scaling rule: lr * batch / reference_batch
   int64_t reference_batch = 128;
+  // Dynamic loss scaling (fp16 only), torch.cuda.amp.GradScaler's defaults.
+  double loss_scale_init = 65536.0;
+  double loss_scale_growth = 2.0;
+  double loss_scale_backoff = 0.5;
+  int64_t loss_scale_interval = 2000;
   // [comm]
   double bucket_mb = 25.0;
   // test: MPI_Test polls between backward layers; thread: a communication thread. On CPU ranks the
   // polls hid as much or more (perf/bench_rank_scaling.py: lenet 2 ranks, exposed all-reduce 1.7-4.5%
   // of the step against 5.4-6.5% with the thread, which competes with compute for the rank's core).
   comm::CommProgress progress = comm::CommProgress::test;
+  // Type of the gradients on the wire: bf16 and fp16 halve the all-reduce bytes.
+  Precision comm_dtype = Precision::fp32;
   // [run]
   std::string run_dir = "";  // empty: no files written
   bool timeline = false;     // write <run_dir>/timeline.json (Chrome trace)
@@ -66,6 +76,10 @@ struct RunConfig {
   int64_t sim_memory_mb = 0;     // sim device capacity (0: unlimited)
   int64_t sim_delay_us = 0;      // sim: random delay of up to this before every op on every stream
   std::string sim_ignore_events;  // sim, tests only: events whose label contains this never wait
+  // Tests only: this rank's local overflow flag is set at this step (-1: off), to show that every
+  // rank skips the step together.
+  int64_t inject_overflow_rank = -1;
+  int64_t inject_overflow_step = -1;
 };
 
 // The backend a run asks for.

@@ -24,6 +24,7 @@ struct RunInfo {
   std::string device;                // backend description of rank 0
   int64_t parameters = 0;
   int64_t flops_per_sample = 0;      // forward
+  PrecisionReport precision;
 };
 
 class RunLog {

@@ -41,6 +41,18 @@ struct IntervalTimings {
   double mean[kPhaseCount] = {}, min[kPhaseCount] = {}, max[kPhaseCount] = {};
   int slowest_rank[kPhaseCount] = {};
   double allreduce_total_mean = 0;  // all-reduce time including the part hidden behind backward
+  double loss_scale = 1;            // at the end of the interval (fp16; 1 otherwise)
+  int64_t skipped_steps = 0;        // steps skipped for inf/NaN gradients since the start (fp16)
+};
+
+// The precision a run computes and communicates in, as the start-up table and run.json show it.
+struct PrecisionReport {
+  std::string train = "fp32";  // train.precision
+  std::string compute;         // the backend's note: native kernels, or emulated
+  bool native = true;
+  std::string comm = "fp32";   // comm.dtype
+  bool loss_scaling = false;   // fp16: dynamic loss scaler
+  double loss_scale_init = 1;
 };
 
 struct TrainResult {
@@ -51,6 +63,8 @@ struct TrainResult {
   double final_eval_accuracy = 0, final_eval_loss = 0;
   double exposed_allreduce_share = 0;  // of step time
   double allreduce_total_share = 0;
+  double final_loss_scale = 1;  // fp16's dynamic loss scale at the end (1 without loss scaling)
+  int64_t skipped_steps = 0;    // steps skipped for inf/NaN gradients (identical on every rank)
 };
 
 class Trainer {
@@ -65,8 +79,9 @@ class Trainer {
 
   nn::Model& model();
   Backend& backend();
-  // "cpu (oneDNN ..., N threads, ...)"
+  // "cpu (oneDNN ..., N threads, ...)", and in bf16/fp16 how the backend computes in that type
   std::string device_description() const;
+  PrecisionReport precision() const;
   int64_t per_rank_batch() const;
   int64_t steps_per_epoch() const;
   // Called on rank 0 after each logging interval (the timing log of the scaling issue hooks here).

@@ -1,0 +1,47 @@
+// LossScaler: dynamic loss scaling for fp16 training, with torch.cuda.amp.GradScaler's rules and
+// defaults. The loss (its gradient) is multiplied by scale() before backward; after the gradients
+// are reduced, unscaled and checked, update() is told whether any rank found an inf or NaN. A step
+// with one is skipped and the scale backs off; after `interval` clean steps in a row the scale grows.
+// Every rank must pass update() the same flag (the trainer all-reduces it with MAX), so every
+// replica skips the same steps and holds the same scale.
+#pragma once
+#include <cstdint>
+
+#include "scaletrain/backend/backend.hpp"
+
+namespace scaletrain::optim {
+
+struct LossScalerOptions {
+  bool enabled = true;      // false: scale() is 1 and update() never skips
+  double init = 65536.0;    // 2^16, GradScaler's init_scale
+  double growth = 2.0;      // growth_factor
+  double backoff = 0.5;     // backoff_factor
+  int64_t interval = 2000;  // growth_interval
+};
+
+class LossScaler {
+ public:
+  // Throws Error naming the key on invalid options (init <= 0, growth <= 1, backoff outside (0, 1),
+  // interval < 1).
+  explicit LossScaler(const LossScalerOptions& options);
+
+  bool enabled() const { return o_.enabled; }
+  float scale() const { return o_.enabled ? static_cast<float>(scale_) : 1.0f; }
+  // Applies the outcome of one step's check; returns true when the step's update should be applied.
+  bool update(bool found_nonfinite);
+  int64_t skipped_steps() const { return skipped_; }
+  int64_t clean_steps_in_a_row() const { return tracker_; }
+
+ private:
+  LossScalerOptions o_;
+  double scale_;
+  int64_t tracker_ = 0;
+  int64_t skipped_ = 0;
+};
+
+// Queues grads *= 1 / scale (f32, on the compute stream) and counts the non-finite values of the
+// result; returns whether there were any on this rank (synchronizes the compute stream). `scratch`
+// holds per-block counts between calls (allocated on first use).
+bool unscale_and_find_nonfinite(Backend& backend, const Tensor& grads, float scale, Tensor& scratch);
+
+}  // namespace scaletrain::optim

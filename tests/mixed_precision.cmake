@@ -1,0 +1,20 @@
+# Mixed precision end to end: which oneDNN kernels a bf16 run executes (ONEDNN_VERBOSE): bf16
+# convolutions, pooling and inner products on a CPU with AVX512-BF16 (skipped elsewhere), through
+# the fast paths (bf16 matmul) and oneDNN's primitives only; and the fallback under
+# ONEDNN_MAX_CPU_ISA=AVX512_CORE: f32 kernels, with the start-up table and run.json saying so.
+if(TARGET scaletrain)
+  set(_chk /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/support/check_precision_kernels.py)
+  set(_mp ${CMAKE_CURRENT_BINARY_DIR}/mixed_precision)
+  set(_run $<TARGET_FILE:scaletrain> --model.name lenet --train.precision bf16 --train.max_steps 2
+           --train.batch 32 --train.evaluate false)
+  add_test(NAME precision_bf16_kernels_fast_paths
+           COMMAND ${_chk} --expect native --run-dir ${_mp}/fast --primitives convolution,pooling,matmul -- ${_run})
+  add_test(NAME precision_bf16_kernels_onednn_only
+           COMMAND ${_chk} --expect native --run-dir ${_mp}/onednn --primitives convolution,pooling,inner_product
+                   -- ${_run} --run.cpu_onednn_only true)
+  add_test(NAME precision_bf16_emulated_without_avx512_bf16
+           COMMAND ${_chk} --expect emulated --run-dir ${_mp}/emulated --primitives convolution,pooling -- ${_run})
+  set_tests_properties(precision_bf16_kernels_fast_paths precision_bf16_kernels_onednn_only
+                       precision_bf16_emulated_without_avx512_bf16
+                       PROPERTIES LABELS "precision" TIMEOUT 120 SKIP_RETURN_CODE 77)
+endif()

@@ -1,0 +1,196 @@
+// The CPU backend's heavy operators in bf16 and f16 storage (oneDNN bf16 kernels, the bf16 matmul
+// inner product, and the emulated f32-on-low-precision ops) against its f32 operators on the same
+// inputs rounded to that type (the f32 operators are checked against double-precision loops in
+// test_backend_{conv,inner_product,pool}.cpp). Outputs are rounded to the storage type, so the
+// tolerance is that type's rounding; weight and bias gradients are f32.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "scaletrain/backend/backend.hpp"
+#include "scaletrain/core/half.hpp"
+#include "support/test_harness.hpp"
+
+namespace scaletrain {
+namespace {
+
+using testing::random_vec;
+using testing::Vec;
+
+// A vector stored as `t` (f32, bf16 or f16): the bits an op reads and writes.
+struct Stored {
+  DType t;
+  std::vector<uint16_t> half;
+  Vec full;
+  Stored(DType type, const Vec& v) : t(type) {
+    if (t == DType::f32) {
+      full = v;
+      return;
+    }
+    half.resize(v.size());
+    for (size_t i = 0; i < v.size(); ++i)
+      half[i] = t == DType::bf16 ? float_to_bf16(v[i]).bits : float_to_f16(v[i]).bits;
+  }
+  Stored(DType type, size_t n) : Stored(type, Vec(n, 0.0f)) {}
+  void* data() { return t == DType::f32 ? static_cast<void*>(full.data()) : static_cast<void*>(half.data()); }
+  Vec values() const {
+    if (t == DType::f32) return full;
+    Vec v(half.size());
+    for (size_t i = 0; i < half.size(); ++i) v[i] = t == DType::bf16 ? bf16_to_float(bf16{half[i]}) : f16_to_float(f16{half[i]});
+    return v;
+  }
+};
+
+// The value each element has once stored as `t`.
+Vec rounded(DType t, const Vec& v) { return Stored(t, v).values(); }
+
+// max |got - want| <= rtol * max |want|.
+void expect_near_all(const Vec& got, const Vec& want, double rtol, const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  double scale = 0;
+  for (float w : want) scale = std::max(scale, static_cast<double>(std::fabs(w)));
+  ASSERT_GT(scale, 0) << what << ": the reference is all zeros";
+  for (size_t i = 0; i < want.size(); ++i)
+    ASSERT_LE(std::fabs(got[i] - want[i]), rtol * scale) << what << " at " << i << ": " << got[i] << " vs " << want[i];
+}
+
+double tolerance(DType t) { return t == DType::bf16 ? 2e-2 : 2e-3; }
+
+struct WeightedResult {
+  Vec y, dx, dw, db;
+};
+
+// Runs forward, backward_data and backward_weights of an op made by `make` in dtype t on inputs
+// that are already representable in t.
+template <class Op, class Make>
+WeightedResult run_weighted(DType t, Make make, const Vec& x, const Vec& w, const Vec& b, const Vec& dy,
+                            size_t y_size) {
+  std::unique_ptr<Op> op = make(t);
+  Stored xs(t, x), ws(t, w), dys(t, dy), ys(t, y_size), dxs(t, x.size());
+  WeightedResult r;
+  r.dw.assign(w.size(), 0.0f);
+  r.db.assign(b.size(), 0.0f);
+  op->forward(xs.data(), ws.data(), b.data(), ys.data());
+  op->backward_data(dys.data(), ws.data(), dxs.data());
+  op->backward_weights(xs.data(), dys.data(), r.dw.data(), r.db.data());
+  r.y = ys.values();
+  r.dx = dxs.values();
+  return r;
+}
+
+template <class Op, class Make>
+void check_weighted(DType t, Make make, size_t nx, size_t nw, size_t nb, size_t ny, const std::string& what) {
+  const Vec x = rounded(t, random_vec(nx, 1)), w = rounded(t, random_vec(nw, 2)), dy = rounded(t, random_vec(ny, 3));
+  const Vec b = random_vec(nb, 4);
+  const WeightedResult low = run_weighted<Op>(t, make, x, w, b, dy, ny);
+  const WeightedResult ref = run_weighted<Op>(DType::f32, make, x, w, b, dy, ny);
+  const std::string name = what + " in " + std::string(dtype_name(t));
+  expect_near_all(low.y, ref.y, tolerance(t), name + " forward");
+  expect_near_all(low.dx, ref.dx, tolerance(t), name + " backward_data");
+  expect_near_all(low.dw, ref.dw, 1e-3, name + " backward_weights (f32 dw)");
+  if (nb > 0) expect_near_all(low.db, ref.db, 1e-3, name + " backward_weights (f32 db)");
+}
+
+ConvShape conv_shape(int64_t c_in, int64_t c_out, int64_t k, int64_t stride, int64_t pad, int64_t groups, bool bias) {
+  ConvShape s;
+  s.batch = 3;
+  s.in_h = s.in_w = 9;
+  s.in_c = c_in;
+  s.out_c = c_out;
+  s.kernel_h = s.kernel_w = k;
+  s.stride_h = s.stride_w = stride;
+  s.pad_top = s.pad_left = s.pad_bottom = s.pad_right = pad;
+  s.groups = groups;
+  s.bias = bias;
+  return s;
+}
+
+void check_conv(Backend& be, ConvShape s, const std::string& what) {
+  const size_t nx = s.batch * s.in_h * s.in_w * s.in_c, ny = s.batch * s.out_h() * s.out_w() * s.out_c;
+  const size_t nw = s.out_c * (s.in_c / s.groups) * s.kernel_h * s.kernel_w, nb = s.bias ? s.out_c : 0;
+  for (DType t : {DType::bf16, DType::f16}) {
+    auto make = [&](DType d) {
+      ConvShape c = s;
+      c.dtype = d;
+      return be.make_conv(c);
+    };
+    check_weighted<ConvOp>(t, make, nx, nw, nb, ny, what);
+  }
+}
+
+class LowPrecisionOps : public ::testing::TestWithParam<bool> {
+ protected:
+  std::unique_ptr<Backend> be = make_cpu_backend(1, GetParam());
+};
+
+TEST_P(LowPrecisionOps, Convolution3x3Strided) { check_conv(*be, conv_shape(5, 8, 3, 2, 1, 1, true), "conv 3x3/2"); }
+TEST_P(LowPrecisionOps, ConvolutionDepthwise) { check_conv(*be, conv_shape(16, 16, 3, 1, 1, 16, false), "depthwise"); }
+TEST_P(LowPrecisionOps, ConvolutionPointwise) { check_conv(*be, conv_shape(24, 40, 1, 1, 0, 1, true), "pointwise"); }
+
+TEST_P(LowPrecisionOps, InnerProduct) {
+  for (bool bias : {true, false}) {
+    InnerProductShape s;
+    s.batch = 7;
+    s.in_features = 50;
+    s.out_features = 19;
+    s.bias = bias;
+    for (DType t : {DType::bf16, DType::f16}) {
+      auto make = [&](DType d) {
+        InnerProductShape c = s;
+        c.dtype = d;
+        return be->make_inner_product(c);
+      };
+      check_weighted<InnerProductOp>(t, make, 7 * 50, 19 * 50, bias ? 19 : 0, 7 * 19,
+                                     bias ? "inner product" : "inner product without bias");
+    }
+  }
+}
+
+TEST_P(LowPrecisionOps, Pooling) {
+  // Channels 6: the direct max pooling (unless oneDNN only); 16: oneDNN's.
+  for (PoolKind kind : {PoolKind::max, PoolKind::average})
+    for (int64_t channels : {6, 16})
+      for (DType t : {DType::bf16, DType::f16}) {
+        PoolShape s;
+        s.kind = kind;
+        s.batch = 2;
+        s.in_h = s.in_w = 8;
+        s.channels = channels;
+        const size_t nx = 2 * 8 * 8 * channels, ny = 2 * 4 * 4 * channels;
+        const Vec x = rounded(t, random_vec(nx, 5)), dy = rounded(t, random_vec(ny, 6));
+        auto run = [&](DType d) {
+          PoolShape c = s;
+          c.dtype = d;
+          auto op = be->make_pool(c);
+          Stored xs(d, x), ys(d, ny), dys(d, dy), dxs(d, nx);
+          op->forward(xs.data(), ys.data(), true);
+          op->backward(dys.data(), dxs.data());
+          return std::make_pair(ys.values(), dxs.values());
+        };
+        const auto low = run(t), ref = run(DType::f32);
+        const std::string what = std::string(kind == PoolKind::max ? "max" : "average") + " pooling of " +
+                                 std::to_string(channels) + " channels in " + std::string(dtype_name(t));
+        expect_near_all(low.first, ref.first, tolerance(t), what + " forward");
+        expect_near_all(low.second, ref.second, tolerance(t), what + " backward");
+      }
+}
+
+TEST_P(LowPrecisionOps, ReportsHowEachTypeRuns) {
+  EXPECT_TRUE(be->precision_support(DType::f32).native);
+  const PrecisionSupport f16 = be->precision_support(DType::f16);
+  EXPECT_FALSE(f16.native);
+  EXPECT_NE(f16.note.find("emulated"), std::string::npos) << f16.note;
+  const PrecisionSupport bf = be->precision_support(DType::bf16);
+  EXPECT_EQ(bf.native, bf.note.find("emulated") == std::string::npos) << bf.note;
+  EXPECT_NE(testing::error_of([&] { (void)be->precision_support(DType::u8); }).find("f32, bf16 or f16"),
+            std::string::npos);
+}
+
+INSTANTIATE_TEST_SUITE_P(Cpu, LowPrecisionOps, ::testing::Values(false, true),
+                         [](const auto& info) { return info.param ? "onednn_only" : "fast_paths"; });
+
+}  // namespace
+}  // namespace scaletrain

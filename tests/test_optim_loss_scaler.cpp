@@ -1,0 +1,142 @@
+// The dynamic loss scaler's state machine (GradScaler's rules: growth after `interval` clean steps,
+// backoff and skip on inf/NaN, never growing to inf) and the unscale-and-check of gradients on the
+// cpu and simulated devices.
+#include <gtest/gtest.h>
+
+#include <cfloat>
+#include <cmath>
+#include <limits>
+
+#include "scaletrain/optim/loss_scaler.hpp"
+#include "support/test_harness.hpp"
+
+namespace scaletrain::optim {
+namespace {
+
+LossScalerOptions opts(double init, int64_t interval) {
+  LossScalerOptions o;
+  o.init = init;
+  o.interval = interval;
+  return o;
+}
+
+TEST(LossScaler, DefaultsAreGradScalers) {
+  const LossScalerOptions o;
+  EXPECT_EQ(o.init, 65536.0);
+  EXPECT_EQ(o.growth, 2.0);
+  EXPECT_EQ(o.backoff, 0.5);
+  EXPECT_EQ(o.interval, 2000);
+  EXPECT_EQ(LossScaler(o).scale(), 65536.0f);
+}
+
+TEST(LossScaler, GrowsAfterIntervalCleanStepsInARow) {
+  LossScaler s(opts(1024, 3));
+  EXPECT_TRUE(s.update(false));
+  EXPECT_TRUE(s.update(false));
+  EXPECT_EQ(s.scale(), 1024.0f);
+  EXPECT_EQ(s.clean_steps_in_a_row(), 2);
+  EXPECT_TRUE(s.update(false));
+  EXPECT_EQ(s.scale(), 2048.0f);
+  EXPECT_EQ(s.clean_steps_in_a_row(), 0);
+  for (int i = 0; i < 3; ++i) s.update(false);
+  EXPECT_EQ(s.scale(), 4096.0f);
+  EXPECT_EQ(s.skipped_steps(), 0);
+}
+
+TEST(LossScaler, OverflowSkipsTheStepBacksOffAndRestartsTheCount) {
+  LossScaler s(opts(1024, 3));
+  s.update(false);
+  s.update(false);
+  EXPECT_FALSE(s.update(true));  // skip
+  EXPECT_EQ(s.scale(), 512.0f);
+  EXPECT_EQ(s.skipped_steps(), 1);
+  EXPECT_EQ(s.clean_steps_in_a_row(), 0);
+  s.update(false);
+  s.update(false);
+  EXPECT_EQ(s.scale(), 512.0f);  // two clean steps since the skip: not yet
+  s.update(false);
+  EXPECT_EQ(s.scale(), 1024.0f);
+  EXPECT_FALSE(s.update(true));
+  EXPECT_FALSE(s.update(true));
+  EXPECT_EQ(s.scale(), 256.0f);
+  EXPECT_EQ(s.skipped_steps(), 3);
+}
+
+TEST(LossScaler, NeverGrowsToInfinity) {
+  LossScaler s(opts(static_cast<double>(FLT_MAX) / 1.5, 1));
+  s.update(false);
+  EXPECT_TRUE(std::isfinite(s.scale()));
+  EXPECT_EQ(s.scale(), static_cast<float>(static_cast<double>(FLT_MAX) / 1.5));
+}
+
+TEST(LossScaler, DisabledScalesByOneAndNeverSkips) {
+  LossScalerOptions o;
+  o.enabled = false;
+  LossScaler s(o);
+  EXPECT_EQ(s.scale(), 1.0f);
+  EXPECT_TRUE(s.update(true));
+  EXPECT_EQ(s.skipped_steps(), 0);
+}
+
+TEST(LossScaler, RejectsInvalidOptionsNamingTheKey) {
+  auto err = [](LossScalerOptions o) { return testing::error_of([&] { LossScaler s(o); }); };
+  LossScalerOptions o;
+  o.init = 0;
+  EXPECT_NE(err(o).find("optimizer.loss_scale_init"), std::string::npos);
+  o = {};
+  o.growth = 1.0;
+  EXPECT_NE(err(o).find("optimizer.loss_scale_growth"), std::string::npos);
+  o = {};
+  o.backoff = 1.0;
+  EXPECT_NE(err(o).find("optimizer.loss_scale_backoff"), std::string::npos);
+  o = {};
+  o.interval = 0;
+  EXPECT_NE(err(o).find("optimizer.loss_scale_interval"), std::string::npos);
+}
+
+// Gradients on the backend's device: the unscaled values, and whether any is inf or NaN.
+class UnscaleAndCheck : public ::testing::TestWithParam<DeviceKind> {
+ protected:
+  std::unique_ptr<Backend> be = [] {
+    BackendOptions o;
+    o.kind = GetParam();
+    o.threads = 1;
+    return make_backend(o);
+  }();
+  Tensor scratch;
+
+  // n gradients of value 3 * scale (two blocks of counts and a partial third), one of them `bad`.
+  bool check(float scale, float bad, int64_t at, Tensor* unscaled = nullptr) {
+    const int64_t n = (1 << 17) + 5;
+    Tensor host({n}, DType::f32, "grads.host");
+    for (int64_t i = 0; i < n; ++i) host.data<float>()[i] = 3.0f * scale;
+    if (at >= 0) host.data<float>()[at] = bad;
+    Tensor grads = be->empty({n}, DType::f32, "grads");
+    be->copy_async(be->compute_stream(), grads, host);
+    const bool found = unscale_and_find_nonfinite(*be, grads, scale, scratch);
+    if (unscaled) *unscaled = be->download(grads);
+    return found;
+  }
+};
+
+TEST_P(UnscaleAndCheck, FiniteGradientsAreUnscaledInF32) {
+  Tensor g;
+  EXPECT_FALSE(check(1024.0f, 0.0f, -1, &g));
+  for (int64_t i = 0; i < g.numel(); i += 997) ASSERT_EQ(g.data<float>()[i], 3.0f) << i;
+}
+
+TEST_P(UnscaleAndCheck, FindsNaN) { EXPECT_TRUE(check(1024.0f, std::numeric_limits<float>::quiet_NaN(), 70000)); }
+TEST_P(UnscaleAndCheck, FindsInf) { EXPECT_TRUE(check(1024.0f, std::numeric_limits<float>::infinity(), 0)); }
+TEST_P(UnscaleAndCheck, FindsNegativeInfInThePartialLastBlock) {
+  EXPECT_TRUE(check(8.0f, -std::numeric_limits<float>::infinity(), (1 << 17) + 4));
+}
+TEST_P(UnscaleAndCheck, ALargeFiniteGradientIsNoOverflow) {
+  // FLT_MAX is finite; its unscaled value is too. The check is on the values after unscaling.
+  EXPECT_FALSE(check(2.0f, FLT_MAX, 3));
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, UnscaleAndCheck, ::testing::Values(DeviceKind::cpu, DeviceKind::sim),
+                         [](const auto& info) { return device_kind_name(info.param); });
+
+}  // namespace
+}  // namespace scaletrain::optim
