@@ -1,23 +1,109 @@
-// bench_layers: where a training step of a zoo model spends its time, layer by layer: forward and
-// backward milliseconds per step, GFLOP/s (backward counted as 2x the forward FLOPs), and the share
-// of the step. Single process; --threads compute threads (default 1: one core, as one rank).
+// bench_layers: where a training step of a zoo model spends its time, layer by layer, in fp32 and
+// in bf16: forward + backward milliseconds per step, GFLOP/s (backward counted as 2x the forward
+// FLOPs), and each precision's share of its measured peak (bench_peak_flops --json, run from the
+// same directory: fp32 FMA chains and bf16 vdpbf16ps chains on `threads` cores).
+// Single process; --threads compute threads (default 1: one core, as one rank).
 //   bench_layers --model fmnist_sepcnn --batch 64 --steps 10
 #include <mpi.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
 #include <vector>
 
 #include "scaletrain/backend/backend.hpp"
+#include "scaletrain/backend/launch.hpp"
+#include "scaletrain/core/dispatch.hpp"
 #include "scaletrain/core/timer.hpp"
+#include "scaletrain/kernels/cast.hpp"
 #include "scaletrain/kernels/launch.hpp"
 #include "scaletrain/nn/zoo.hpp"
 
 using namespace scaletrain;
 
+namespace {
+
+struct LayerTimes {
+  std::vector<std::string> names;
+  std::vector<double> flops;    // forward FLOPs per step
+  std::vector<double> seconds;  // forward + backward per step
+  double total = 0;
+};
+
+LayerTimes time_layers(Backend& backend, const std::string& model_name, int64_t batch, int64_t steps, int64_t warmup,
+                       DType dtype) {
+  auto model = nn::make_zoo_model(model_name, Shape{28, 28, 1}, 10);
+  model->build(backend, batch, dtype);
+  model->init_parameters(1);
+  Tensor x32({batch, 28, 28, 1});
+  for (int64_t i = 0; i < x32.numel(); ++i) x32.data<float>()[i] = static_cast<float>((i * 37) % 255) / 255.0f - 0.5f;
+  Tensor x({batch, 28, 28, 1}, dtype, "input");
+  visit_float_type(dtype, [&](auto t) {
+    using T = decltype(t);
+    launch(backend.compute_stream(), "input", x.numel(), kernels::Cast<float, T>{x32.data<float>(), x.data<T>()});
+  });
+  auto& layers = model->layers();
+  const size_t n = layers.size();
+  LayerTimes r;
+  r.seconds.assign(n, 0);
+  std::vector<const Tensor*> outs(n);
+  for (int64_t s = 0; s < warmup + steps; ++s) {
+    const Tensor* cur = &x;
+    for (size_t i = 0; i < n; ++i) {
+      const double t0 = now_seconds();
+      cur = &layers[i]->forward(*cur, true);
+      if (s >= warmup) r.seconds[i] += now_seconds() - t0;
+      outs[i] = cur;
+    }
+    Tensor dy = outs[n - 1]->clone();  // any gradient of the right shape and type
+    const Tensor* g = &dy;
+    for (size_t k = n; k-- > 0;) {
+      const double t0 = now_seconds();
+      g = &layers[k]->backward(*g, k > 0);
+      if (s >= warmup) r.seconds[k] += now_seconds() - t0;
+    }
+  }
+  for (size_t i = 0; i < n; ++i) {
+    r.seconds[i] /= static_cast<double>(steps);
+    r.total += r.seconds[i];
+    r.names.push_back(layers[i]->name() + " (" + layers[i]->type() + ")");
+    r.flops.push_back(static_cast<double>(layers[i]->flops_per_sample()) * static_cast<double>(batch));
+  }
+  return r;
+}
+
+// GFLOP/s peaks per core, {fp32, bf16}, from bench_peak_flops next to this binary (0: not measured).
+std::pair<double, double> peaks_per_core(const char* argv0) {
+  const std::string exe = (std::filesystem::path(argv0).parent_path() / "bench_peak_flops").string();
+  FILE* p = popen((exe + " --json 2>/dev/null").c_str(), "r");
+  if (!p) return {0, 0};
+  std::string out;
+  char buf[512];
+  while (std::fgets(buf, sizeof buf, p)) out += buf;
+  pclose(p);
+  try {
+    const auto j = nlohmann::json::parse(out);
+    const double bf = j.value("bf16_peak_gflops_1core", nlohmann::json()).is_number() ? j["bf16_peak_gflops_1core"].get<double>() : 0.0;
+    return {j.value("peak_gflops_1core", 0.0), bf};
+  } catch (...) {
+    return {0, 0};
+  }
+}
+
+std::string share(double gflops, double peak) {
+  if (peak <= 0) return "n/a";
+  char b[32];
+  std::snprintf(b, sizeof b, "%.1f%%", 100 * gflops / peak);
+  return b;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
-  CLI::App app{"Per-layer forward/backward time of a zoo model's training step"};
+  CLI::App app{"Per-layer fp32 and bf16 forward+backward time of a zoo model's training step"};
   std::string model_name = "fmnist_sepcnn";
   int64_t batch = 64, steps = 10, warmup = 3;
   int threads = 1;
@@ -28,44 +114,28 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   {
     kernels::KokkosScope kokkos;
+    const auto [peak32_core, peak16_core] = peaks_per_core(argv[0]);
+    const double peak32 = peak32_core * threads, peak16 = peak16_core * threads;
     auto backend = make_cpu_backend(threads);
-    auto model = nn::make_zoo_model(model_name, Shape{28, 28, 1}, 10);
-    model->build(*backend, batch);
-    model->init_parameters(1);
-    Tensor x({batch, 28, 28, 1});
-    for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = static_cast<float>((i * 37) % 255) / 255.0f - 0.5f;
-    auto& layers = model->layers();
-    const size_t n = layers.size();
-    std::vector<double> fwd(n, 0), bwd(n, 0);
-    std::vector<const Tensor*> outs(n);
-    for (int64_t s = 0; s < warmup + steps; ++s) {
-      const Tensor* cur = &x;
-      for (size_t i = 0; i < n; ++i) {
-        const double t0 = now_seconds();
-        cur = &layers[i]->forward(*cur, true);
-        if (s >= warmup) fwd[i] += now_seconds() - t0;
-        outs[i] = cur;
-      }
-      Tensor dy = outs[n - 1]->clone();  // any gradient of the right shape
-      const Tensor* g = &dy;
-      for (size_t k = n; k-- > 0;) {
-        const double t0 = now_seconds();
-        g = &layers[k]->backward(*g, k > 0);
-        if (s >= warmup) bwd[k] += now_seconds() - t0;
-      }
+    const LayerTimes f = time_layers(*backend, model_name, batch, steps, warmup, DType::f32);
+    const LayerTimes b = time_layers(*backend, model_name, batch, steps, warmup, DType::bf16);
+    std::printf("%s, batch %lld, %d thread(s), %lld timed steps; %s\n", model_name.c_str(),
+                static_cast<long long>(batch), threads, static_cast<long long>(steps), backend->description().c_str());
+    std::printf("bf16: %s\n", backend->precision_support(DType::bf16).note.c_str());
+    std::printf("measured peak on %d core(s): fp32 %.0f GFLOP/s, bf16 %.0f GFLOP/s\n", threads, peak32, peak16);
+    std::printf("layers per step: fp32 %.1f ms, bf16 %.1f ms (bf16 %.2fx faster)\n\n", 1e3 * f.total, 1e3 * b.total,
+                f.total / b.total);
+    std::printf("%-34s %9s %9s %9s %8s %9s %9s %8s\n", "layer (fwd+bwd)", "fp32 ms", "GF/s", "% peak", "bf16 ms",
+                "GF/s", "% bf16pk", "speedup");
+    for (size_t i = 0; i < f.names.size(); ++i) {
+      const double g32 = f.seconds[i] > 0 ? 3 * f.flops[i] / f.seconds[i] / 1e9 : 0;
+      const double g16 = b.seconds[i] > 0 ? 3 * b.flops[i] / b.seconds[i] / 1e9 : 0;
+      std::printf("%-34s %9.3f %9.1f %9s %8.3f %9.1f %9s %7.2fx\n", f.names[i].c_str(), 1e3 * f.seconds[i], g32,
+                  share(g32, peak32).c_str(), 1e3 * b.seconds[i], g16, share(g16, peak16).c_str(),
+                  b.seconds[i] > 0 ? f.seconds[i] / b.seconds[i] : 0.0);
     }
-    double total = 0;
-    for (size_t i = 0; i < n; ++i) total += fwd[i] + bwd[i];
-    std::printf("%s, batch %lld, %d thread(s), %lld timed steps: %.1f ms per step in layers\n\n", model_name.c_str(),
-                static_cast<long long>(batch), threads, static_cast<long long>(steps), 1e3 * total / steps);
-    std::printf("%-34s %10s %10s %10s %10s %7s\n", "layer", "fwd ms", "bwd ms", "fwd GF/s", "bwd GF/s", "share");
-    for (size_t i = 0; i < n; ++i) {
-      const double f = fwd[i] / steps, b = bwd[i] / steps;
-      const double flops = static_cast<double>(layers[i]->flops_per_sample()) * static_cast<double>(batch);
-      const std::string name = layers[i]->name() + " (" + layers[i]->type() + ")";
-      std::printf("%-34s %10.2f %10.2f %10.1f %10.1f %6.1f%%\n", name.c_str(), 1e3 * f, 1e3 * b,
-                  f > 0 ? flops / f / 1e9 : 0.0, b > 0 ? 2 * flops / b / 1e9 : 0.0, 100 * (fwd[i] + bwd[i]) / total);
-    }
+    std::printf("\nGF/s counts forward + backward as 3x the forward FLOPs; %% peak is against the measured peak of\n"
+                "the same precision (bench_peak_flops): fp32 FMA chains, bf16 vdpbf16ps chains.\n");
   }
   MPI_Finalize();
   return 0;
