@@ -11,20 +11,11 @@
 
 #include "scaletrain/comm/mpi_communicator.hpp"
 #include "scaletrain/train/trainer.hpp"
+#include "support/shared_temp_dir.hpp"
 
 using namespace scaletrain;
 
 namespace {
-
-std::string shared_temp_dir(comm::Communicator& comm) {
-  char buf[256] = {};
-  if (comm.rank() == 0) {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "scaletrain-equiv-XXXXXX").string();
-    std::snprintf(buf, sizeof buf, "%s", mkdtemp(tmpl.data()));
-  }
-  comm.broadcast(buf, sizeof buf, 0);
-  return buf;
-}
 
 struct Case {
   std::string device, progress, model;
@@ -75,7 +66,7 @@ class Equivalence : public ::testing::TestWithParam<Case> {};
 TEST_P(Equivalence, WRanksMatchOneRankWithTheSameGlobalBatch) {
   auto world = comm::make_mpi_communicator(MPI_COMM_WORLD);
   if (60 % world->size() != 0) GTEST_SKIP() << "global batch 60 does not divide by " << world->size() << " ranks";
-  const std::string dir = shared_temp_dir(*world);
+  const std::string dir = scaletrain::testing::shared_temp_dir(*world, "scaletrain-equiv");
   train::RunConfig cfg = small_run(dir, GetParam());
 
   train::Trainer distributed(cfg, *world);

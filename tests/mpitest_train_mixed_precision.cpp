@@ -13,6 +13,7 @@
 
 #include "scaletrain/comm/mpi_communicator.hpp"
 #include "scaletrain/train/trainer.hpp"
+#include "support/shared_temp_dir.hpp"
 
 using namespace scaletrain;
 
@@ -35,17 +36,6 @@ train::RunConfig small_run(Precision precision, Precision wire) {
   c.precision = precision;
   c.comm_dtype = wire;
   return c;
-}
-
-// Synthetic data is written once into a directory shared by the ranks.
-std::string shared_dir(comm::Communicator& comm) {
-  char buf[256] = {};
-  if (comm.rank() == 0) {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "scaletrain-mp-XXXXXX").string();
-    std::snprintf(buf, sizeof buf, "%s", mkdtemp(tmpl.data()));
-  }
-  comm.broadcast(buf, sizeof buf, 0);
-  return buf;
 }
 
 Tensor weights(train::Trainer& t) { return t.backend().download(t.model().flat_parameters()); }
@@ -99,7 +89,7 @@ class MixedPrecision : public ::testing::Test {
   void SetUp() override {
     world = comm::make_mpi_communicator(MPI_COMM_WORLD);
     if (60 % world->size() != 0) GTEST_SKIP() << "global batch 60 does not divide by " << world->size() << " ranks";
-    dir = shared_dir(*world);
+    dir = scaletrain::testing::shared_temp_dir(*world, "scaletrain-mp");  // synthetic data written once, shared
   }
   void TearDown() override {
     if (!world) return;
