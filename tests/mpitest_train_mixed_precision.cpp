@@ -113,6 +113,11 @@ TEST_F(MixedPrecision, OneRanksOverflowFlagMakesEveryRankSkipThatStep) {
   const train::TrainResult r = injected.run();
   EXPECT_EQ(r.skipped_steps, 1) << "on rank " << world->rank();
   EXPECT_EQ(r.final_loss_scale, 32768.0f) << "one backoff from 65536, on rank " << world->rank();
+  const train::PrecisionReport p = injected.precision();  // what run.json records
+  EXPECT_TRUE(p.loss_scaling);
+  EXPECT_EQ(p.loss_scale_init, 65536.0) << "the initial scale, not the final one";
+  EXPECT_EQ(p.train, "fp16");
+  EXPECT_FALSE(p.native) << "fp16 is storage only on the CPU";
   const Tensor w = weights(injected);
   EXPECT_TRUE(identical_on_every_rank(*world, w)) << "the replicas diverged after the injected overflow";
 

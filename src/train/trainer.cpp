@@ -359,7 +359,7 @@ PrecisionReport Trainer::precision() const {
   r.native = ps.native;
   r.comm = precision_name(c.comm_dtype);
   r.loss_scaling = impl_->scaler->enabled();
-  r.loss_scale_init = impl_->scaler->scale();
+  r.loss_scale_init = r.loss_scaling ? c.loss_scale_init : 1.0;
   return r;
 }
 int64_t Trainer::per_rank_batch() const { return impl_->local_batch; }
