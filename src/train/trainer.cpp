@@ -44,7 +44,6 @@ struct Trainer::Impl {
   Tensor nonfinite_counts;  // the scaler's per-block scratch
   int64_t local_batch = 0;
   int64_t classes = 0;
-  DType compute = DType::f32;
   Tensor input;      // [local_batch, ...sample_shape] in the compute type, normalized (device)
   Tensor augmented;  // u8 scratch for crop/flip (device)
   Tensor mean, inv_std;
@@ -134,8 +133,7 @@ void Trainer::Impl::setup_model() {
   const data::DatasetInfo& info = train_loader->info();
   collective_check(comm, [&] {
     model = nn::make_zoo_model(cfg.model, info.sample_shape, classes);
-    compute = precision_dtype(cfg.precision);
-    model->build(*backend, local_batch, compute);
+    model->build(*backend, local_batch, precision_dtype(cfg.precision));
     loss.build(*backend, local_batch, classes);
   });
   model->init_parameters(cfg.seed);
@@ -194,7 +192,7 @@ void Trainer::Impl::setup_input() {
   const data::DatasetInfo& info = train_loader->info();
   Shape in{local_batch};
   in.insert(in.end(), info.sample_shape.begin(), info.sample_shape.end());
-  input = backend->empty(in, compute, "input");
+  input = backend->empty(in, model->compute_dtype(), "input");
   augmented = backend->empty(in, DType::u8, "input.augmented");
   const int64_t channels = info.sample_shape.back();
   Tensor host_mean({channels}, DType::f32, "input.mean"), host_inv_std({channels}, DType::f32, "input.inv_std");
@@ -228,7 +226,7 @@ void Trainer::Impl::prepare_input(const data::Batch& b, int64_t step, bool train
                                       static_cast<uint64_t>(step), b.device_indices.device_data<int64_t>()});
     src = augmented.device_data<uint8_t>();
   }
-  visit_float_type(compute, [&](auto t) {
+  visit_float_type(input.dtype(), [&](auto t) {
     using T = decltype(t);
     launch(s, "normalize_u8", input.numel() / info.sample_shape.back(),
            kernels::NormalizeU8<T>{src, input.device_data<T>(), mean.device_data<float>(),
@@ -347,12 +345,13 @@ nn::Model& Trainer::model() { return *impl_->model; }
 Backend& Trainer::backend() { return *impl_->backend; }
 std::string Trainer::device_description() const {
   const std::string d = impl_->backend->description();
-  if (impl_->compute == DType::f32) return d;
-  return d + "; " + impl_->backend->precision_support(impl_->compute).note;
+  const DType compute = impl_->model->compute_dtype();
+  if (compute == DType::f32) return d;
+  return d + "; " + impl_->backend->precision_support(compute).note;
 }
 PrecisionReport Trainer::precision() const {
   const RunConfig& c = impl_->cfg;
-  const PrecisionSupport ps = impl_->backend->precision_support(impl_->compute);
+  const PrecisionSupport ps = impl_->backend->precision_support(impl_->model->compute_dtype());
   PrecisionReport r;
   r.train = precision_name(c.precision);
   r.compute = ps.note;
