@@ -55,21 +55,7 @@ struct ConvReference {
   }
 };
 
-ConvShape conv(int64_t batch, int64_t h, int64_t w, int64_t in_c, int64_t out_c, int64_t k, int64_t stride, int64_t pad,
-               int64_t groups = 1, bool bias = true) {
-  ConvShape s;
-  s.batch = batch;
-  s.in_h = h;
-  s.in_w = w;
-  s.in_c = in_c;
-  s.out_c = out_c;
-  s.kernel_h = s.kernel_w = k;
-  s.stride_h = s.stride_w = stride;
-  s.pad_top = s.pad_left = s.pad_bottom = s.pad_right = pad;
-  s.groups = groups;
-  s.bias = bias;
-  return s;
-}
+using testing::conv_shape;
 
 // Runs all three passes twice with different weights (the op must pick up new weights every call,
 // since training changes them every step) and compares each with the reference.
@@ -100,30 +86,30 @@ class BackendConv : public ::testing::Test {
 };
 
 TEST_F(BackendConv, ThreeByThreeSamePaddingOddChannels) {
-  check_conv(*backend, conv(2, 8, 8, 3, 6, 3, 1, 1));
-  check_conv(*backend, conv(1, 9, 7, 10, 6, 3, 1, 1));
+  check_conv(*backend, conv_shape(2, 8, 8, 3, 6, 3, 1, 1));
+  check_conv(*backend, conv_shape(1, 9, 7, 10, 6, 3, 1, 1));
 }
 
-TEST_F(BackendConv, ThreeByThreeBlockedChannels) { check_conv(*backend, conv(4, 10, 10, 32, 32, 3, 1, 1)); }
+TEST_F(BackendConv, ThreeByThreeBlockedChannels) { check_conv(*backend, conv_shape(4, 10, 10, 32, 32, 3, 1, 1)); }
 
 TEST_F(BackendConv, FiveByFiveValid) {
-  check_conv(*backend, conv(1, 12, 12, 10, 32, 5, 1, 0));
-  check_conv(*backend, conv(3, 9, 11, 1, 6, 5, 1, 0));
+  check_conv(*backend, conv_shape(1, 12, 12, 10, 32, 5, 1, 0));
+  check_conv(*backend, conv_shape(3, 9, 11, 1, 6, 5, 1, 0));
 }
 
 // Keras 'same' with stride 2 on an even input puts the extra padding at the bottom/right only.
 TEST_F(BackendConv, StrideTwoAsymmetricPadding) {
-  ConvShape s = conv(3, 8, 8, 6, 10, 3, 2, 0);
+  ConvShape s = conv_shape(3, 8, 8, 6, 10, 3, 2, 0);
   s.pad_bottom = s.pad_right = 1;
   ASSERT_EQ(s.out_h(), 4);
   check_conv(*backend, s);
-  ConvShape t = conv(2, 16, 16, 32, 32, 3, 2, 0, 1, false);
+  ConvShape t = conv_shape(2, 16, 16, 32, 32, 3, 2, 0, 1, false);
   t.pad_bottom = t.pad_right = 1;
   check_conv(*backend, t);
 }
 
 TEST_F(BackendConv, RectangularKernelAndStrides) {
-  ConvShape s = conv(2, 9, 10, 3, 10, 3, 1, 1);
+  ConvShape s = conv_shape(2, 9, 10, 3, 10, 3, 1, 1);
   s.kernel_w = 2;
   s.stride_w = 2;
   s.pad_left = 0;
@@ -131,19 +117,19 @@ TEST_F(BackendConv, RectangularKernelAndStrides) {
 }
 
 TEST_F(BackendConv, PointwiseOneByOne) {
-  check_conv(*backend, conv(2, 7, 7, 32, 32, 1, 1, 0, 1, false));
-  check_conv(*backend, conv(1, 5, 6, 10, 3, 1, 1, 0));
+  check_conv(*backend, conv_shape(2, 7, 7, 32, 32, 1, 1, 0, 1, false));
+  check_conv(*backend, conv_shape(1, 5, 6, 10, 3, 1, 1, 0));
 }
 
 TEST_F(BackendConv, Grouped) {
-  check_conv(*backend, conv(2, 8, 8, 6, 10, 3, 1, 1, 2));
-  check_conv(*backend, conv(1, 6, 6, 32, 64, 3, 1, 1, 2, false));
+  check_conv(*backend, conv_shape(2, 8, 8, 6, 10, 3, 1, 1, 2));
+  check_conv(*backend, conv_shape(1, 6, 6, 32, 64, 3, 1, 1, 2, false));
 }
 
 TEST_F(BackendConv, Depthwise) {
-  check_conv(*backend, conv(2, 8, 8, 10, 10, 3, 1, 1, 10, false));
-  check_conv(*backend, conv(3, 9, 9, 32, 32, 3, 1, 1, 32));
-  ConvShape s = conv(2, 8, 8, 6, 6, 3, 2, 0, 6, false);
+  check_conv(*backend, conv_shape(2, 8, 8, 10, 10, 3, 1, 1, 10, false));
+  check_conv(*backend, conv_shape(3, 9, 9, 32, 32, 3, 1, 1, 32));
+  ConvShape s = conv_shape(2, 8, 8, 6, 6, 3, 2, 0, 6, false);
   s.pad_bottom = s.pad_right = 1;
   check_conv(*backend, s);
 }
@@ -161,15 +147,15 @@ void expect_refused(Backend& backend, const ConvShape& s, const std::string& rea
 }
 
 TEST_F(BackendConv, ImpossibleShapesThrowNamingTheShape) {
-  expect_refused(*backend, conv(1, 4, 4, 3, 8, 7, 1, 1), "kernel is larger than the padded input");
-  expect_refused(*backend, conv(1, 8, 8, 0, 8, 3, 1, 1), "must be positive");
-  expect_refused(*backend, conv(1, 8, 8, 3, 8, 3, 1, 1, 0), "must be positive");
-  expect_refused(*backend, conv(1, 8, 8, 6, 8, 3, 1, 1, 4), "divisible by groups");
-  expect_refused(*backend, conv(2, 8, 8, 4, 6, 3, 1, 1, 4), "divisible by groups");
+  expect_refused(*backend, conv_shape(1, 4, 4, 3, 8, 7, 1, 1), "kernel is larger than the padded input");
+  expect_refused(*backend, conv_shape(1, 8, 8, 0, 8, 3, 1, 1), "must be positive");
+  expect_refused(*backend, conv_shape(1, 8, 8, 3, 8, 3, 1, 1, 0), "must be positive");
+  expect_refused(*backend, conv_shape(1, 8, 8, 6, 8, 3, 1, 1, 4), "divisible by groups");
+  expect_refused(*backend, conv_shape(2, 8, 8, 4, 6, 3, 1, 1, 4), "divisible by groups");
 }
 
 TEST_F(BackendConv, MissingBiasGradientBufferThrows) {
-  const ConvShape s = conv(1, 4, 4, 2, 2, 3, 1, 1);
+  const ConvShape s = conv_shape(1, 4, 4, 2, 2, 3, 1, 1);
   auto op = backend->make_conv(s);
   Vec x(32, 0.5f), dy(32, 0.5f), dw(36);
   EXPECT_THROW(op->backward_weights(x.data(), dy.data(), dw.data(), nullptr), Error);

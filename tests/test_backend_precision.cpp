@@ -94,18 +94,9 @@ void check_weighted(DType t, Make make, size_t nx, size_t nw, size_t nb, size_t 
   if (nb > 0) expect_near_all(low.db, ref.db, 1e-3, name + " backward_weights (f32 db)");
 }
 
+// 3 samples of 9x9.
 ConvShape conv_shape(int64_t c_in, int64_t c_out, int64_t k, int64_t stride, int64_t pad, int64_t groups, bool bias) {
-  ConvShape s;
-  s.batch = 3;
-  s.in_h = s.in_w = 9;
-  s.in_c = c_in;
-  s.out_c = c_out;
-  s.kernel_h = s.kernel_w = k;
-  s.stride_h = s.stride_w = stride;
-  s.pad_top = s.pad_left = s.pad_bottom = s.pad_right = pad;
-  s.groups = groups;
-  s.bias = bias;
-  return s;
+  return testing::conv_shape(3, 9, 9, c_in, c_out, k, stride, pad, groups, bias);
 }
 
 void check_conv(Backend& be, ConvShape s, const std::string& what) {

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "scaletrain/backend/ops.hpp"
 #include "scaletrain/core/error.hpp"
 
 namespace scaletrain::testing {
@@ -26,6 +27,23 @@ inline std::string error_of(const std::function<void()>& f) {
 
 using Vec = std::vector<float>;   // an op's input or output
 using Ref = std::vector<double>;  // a reference loop's result
+
+// A square-kernel convolution shape with equal strides and padding on every side.
+inline ConvShape conv_shape(int64_t batch, int64_t h, int64_t w, int64_t in_c, int64_t out_c, int64_t k, int64_t stride,
+                            int64_t pad, int64_t groups = 1, bool bias = true) {
+  ConvShape s;
+  s.batch = batch;
+  s.in_h = h;
+  s.in_w = w;
+  s.in_c = in_c;
+  s.out_c = out_c;
+  s.kernel_h = s.kernel_w = k;
+  s.stride_h = s.stride_w = stride;
+  s.pad_top = s.pad_left = s.pad_bottom = s.pad_right = pad;
+  s.groups = groups;
+  s.bias = bias;
+  return s;
+}
 
 // n values uniform in [-1, 1), the same for the same seed.
 inline Vec random_vec(size_t n, unsigned seed) {
