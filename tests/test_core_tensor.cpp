@@ -2,6 +2,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#if defined(__F16C__)
+#include <immintrin.h>
+#endif
 #include <cstdint>
 #include <limits>
 
@@ -77,4 +80,45 @@ TEST(Half, F16RoundTripAndLimits) {
     if (((b >> 10) & 0x1f) == 0x1f) continue;
     EXPECT_EQ(float_to_f16(f16_to_float(h)).bits, h.bits) << b;
   }
+}
+
+// The portable, branch-free conversions against the CPU's own (vcvtps2ph / vcvtph2ps, IEEE round to
+// nearest even): every f16 pattern both ways, every tie and its neighbours between f16 values, and a
+// strided sweep over all 2^32 float patterns.
+TEST(Half, F16ConversionsMatchTheHardware) {
+#if defined(__F16C__)
+  for (uint32_t b = 0; b < 0x10000u; ++b) {
+    f16 h;
+    h.bits = static_cast<uint16_t>(b);
+    const float hw = _cvtsh_ss(static_cast<uint16_t>(b)), ours = f16_to_float(h);
+    if (std::isnan(hw)) {
+      EXPECT_TRUE(std::isnan(ours)) << b;
+    } else {
+      EXPECT_EQ(float_bits(ours), float_bits(hw)) << b;
+    }
+  }
+  auto expect_same = [](uint32_t bits) {
+    const float f = bits_float(bits);
+    const uint16_t hw = _cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT);
+    const uint16_t ours = float_to_f16(f).bits;
+    if (std::isnan(f)) {
+      EXPECT_EQ(ours & 0x7e00u, 0x7e00u) << bits;
+    } else {
+      ASSERT_EQ(ours, hw) << "float bits 0x" << std::hex << bits;
+    }
+  };
+  for (uint32_t b = 0; b < 0x7c00u; ++b) {  // the midpoint after each finite f16 magnitude, +-1 ulp
+    f16 h, next;
+    h.bits = static_cast<uint16_t>(b);
+    next.bits = static_cast<uint16_t>(b + 1);
+    const uint32_t mid = float_bits(0.5f * (f16_to_float(h) + f16_to_float(next)));
+    for (uint32_t m : {mid - 1, mid, mid + 1}) {
+      expect_same(m);
+      expect_same(m | 0x80000000u);
+    }
+  }
+  for (uint64_t b = 0; b <= 0xffffffffull; b += 4099) expect_same(static_cast<uint32_t>(b));
+#else
+  GTEST_SKIP() << "this CPU has no F16C instructions to compare with";
+#endif
 }

@@ -53,55 +53,37 @@ struct f16 {
   uint16_t bits = 0;
 };
 
+// Branch-free (selects only), so that loops over f16 data vectorize on the host; the method is the
+// classic "magic number" one: subnormals are rounded by a float addition that lines the f16
+// subnormal step up with the f32 ulp, normals by adding 0xfff plus the lowest kept bit (ties to even).
 SCALETRAIN_INLINE f16 float_to_f16(float f) {
-  uint32_t x = float_bits(f);
-  uint32_t sign = (x >> 16) & 0x8000u;
-  uint32_t mag = x & 0x7fffffffu;
+  const uint32_t x = float_bits(f);
+  const uint32_t sign = (x >> 16) & 0x8000u;
+  const uint32_t mag = x & 0x7fffffffu;
+  // |f| >= 65536 (or inf, NaN): inf, or a quiet NaN. Values in [65520, 65536) reach inf below.
+  const uint32_t special = mag > 0x7f800000u ? 0x7e00u : 0x7c00u;
+  // |f| < 2^-14: f16 subnormal or zero. Adding 0.5 puts the f16 subnormal step (2^-24) at the f32
+  // ulp of 0.5, so the float addition rounds to nearest even; the low bits are then the result.
+  const float magic = bits_float(126u << 23);
+  const uint32_t subnormal = float_bits(bits_float(mag) + magic) - (126u << 23);
+  // normal: rebias the exponent 127 -> 15 and round the 13 dropped bits to nearest even.
+  const uint32_t normal = (mag - 0x38000000u + 0xfffu + ((mag >> 13) & 1u)) >> 13;
+  const uint32_t v = mag >= 0x47800000u ? special : (mag < 0x38800000u ? subnormal : normal);
   f16 r;
-  if (mag >= 0x7f800000u) {  // inf or NaN
-    r.bits = static_cast<uint16_t>(sign | 0x7c00u | (mag > 0x7f800000u ? 0x0200u : 0u));
-    return r;
-  }
-  if (mag >= 0x477ff000u) {  // rounds to >= 65520: overflow to inf
-    r.bits = static_cast<uint16_t>(sign | 0x7c00u);
-    return r;
-  }
-  if (mag < 0x38800000u) {  // subnormal or zero in f16
-    if (mag < 0x33000000u) {  // below half the smallest subnormal: +-0
-      r.bits = static_cast<uint16_t>(sign);
-      return r;
-    }
-    uint32_t e = mag >> 23;
-    uint32_t m = (mag & 0x007fffffu) | 0x00800000u;
-    uint32_t shift = 126u - e;  // 14 - (e - 127) + 10 - 23 + ... => bits to drop
-    uint32_t drop = shift;
-    uint32_t v = m >> drop;
-    uint32_t rem = m & ((1u << drop) - 1u);
-    uint32_t half = 1u << (drop - 1u);
-    if (rem > half || (rem == half && (v & 1u))) ++v;
-    r.bits = static_cast<uint16_t>(sign | v);
-    return r;
-  }
-  uint32_t v = mag - 0x38000000u;  // rebias exponent 127 -> 15
-  uint32_t rem = v & 0x1fffu;
-  v >>= 13;
-  if (rem > 0x1000u || (rem == 0x1000u && (v & 1u))) ++v;
   r.bits = static_cast<uint16_t>(sign | v);
   return r;
 }
 
+// Branch-free as float_to_f16: subnormals are scaled by a float subtraction.
 SCALETRAIN_INLINE float f16_to_float(f16 h) {
-  uint32_t sign = static_cast<uint32_t>(h.bits & 0x8000u) << 16;
-  uint32_t e = (h.bits >> 10) & 0x1fu;
-  uint32_t m = h.bits & 0x3ffu;
-  if (e == 0) {
-    if (m == 0) return bits_float(sign);
-    // subnormal: m * 2^-24
-    float f = static_cast<float>(m) * 5.9604644775390625e-08f;
-    return sign ? -f : f;
-  }
-  if (e == 31) return bits_float(sign | 0x7f800000u | (m << 13));
-  return bits_float(sign | ((e + 112u) << 23) | (m << 13));
+  const uint32_t sign = static_cast<uint32_t>(h.bits & 0x8000u) << 16;
+  const uint32_t shifted = static_cast<uint32_t>(h.bits & 0x7fffu) << 13;  // exponent and mantissa
+  const uint32_t exponent = shifted & 0x0f800000u;
+  const uint32_t normal = shifted + (112u << 23);                 // rebias 15 -> 127
+  const uint32_t inf_nan = shifted + (224u << 23);                // exponent 31 -> 255
+  const uint32_t subnormal = float_bits(bits_float(shifted + (113u << 23)) - bits_float(113u << 23));
+  const uint32_t v = exponent == 0x0f800000u ? inf_nan : (exponent == 0 ? subnormal : normal);
+  return bits_float(sign | v);
 }
 
 // Storage-generic loads and stores for the kernels/ functors: compute in float, store as T.
