@@ -148,8 +148,9 @@ int main(int argc, char** argv) {
         } else {
           Trainer trainer(cfg, *comm);
           print_header(*comm, cfg, trainer.device_description(), trainer.precision());
-          RunLog log(rank == 0, cfg.run_dir, cfg);
+          RunLog log(rank == 0, cfg.run_dir, cfg, trainer.resumed_from());
           trainer.on_interval([&log](const IntervalTimings& t) { log.interval(t); });
+          trainer.on_checkpoint([&log](const CheckpointRecord& c) { log.checkpoint(c); });
           const TrainResult result = trainer.run();
           RunInfo info;
           info.world_size = comm->size();
@@ -160,6 +161,7 @@ int main(int argc, char** argv) {
           info.parameters = trainer.model().parameter_count();
           info.flops_per_sample = trainer.model().flops_per_sample();
           info.precision = trainer.precision();
+          info.resumed = trainer.resumed_from();
           log.finish(info, result);
           if (rank == 0 && log.enabled()) std::printf("run directory: %s\n", cfg.run_dir.c_str());
         }

@@ -15,4 +15,11 @@ std::string_view reduce_op_name(ReduceOp op) {
   return "?";
 }
 
+void broadcast_string(Communicator& comm, std::string& s, int root) {
+  int64_t n = static_cast<int64_t>(s.size());
+  comm.broadcast(&n, sizeof n, root);
+  s.resize(static_cast<size_t>(n));
+  if (n > 0) comm.broadcast(s.data(), n, root);
+}
+
 }  // namespace scaletrain::comm

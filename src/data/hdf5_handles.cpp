@@ -89,6 +89,16 @@ std::vector<float> read_float_array_attr(hid_t obj, const char* name) {
   return out;
 }
 
+double read_double_attr(hid_t obj, const char* name) {
+  H5Handle a = open_attr(obj, name);
+  H5Handle ftype(H5Aget_type(a.get()), H5Tclose);
+  ST_CHECK(H5Tget_class(ftype.get()) == H5T_FLOAT && attr_elements(a.get()) == 1, "attribute '", name,
+           "' is not one floating-point value");
+  double v = 0;
+  ST_HDF5_CHECK(H5Aread(a.get(), H5T_NATIVE_DOUBLE, &v), "reading attribute '", name, "'");
+  return v;
+}
+
 namespace {
 void write_attr(hid_t obj, const char* name, hid_t file_type, hid_t mem_type, hsize_t n, bool scalar,
                 const void* data) {
@@ -120,6 +130,10 @@ void write_int_attr(hid_t obj, const char* name, int64_t value) {
 
 void write_int_array_attr(hid_t obj, const char* name, const std::vector<int64_t>& values) {
   write_attr(obj, name, H5T_STD_I64LE, H5T_NATIVE_INT64, values.size(), false, values.data());
+}
+
+void write_double_attr(hid_t obj, const char* name, double value) {
+  write_attr(obj, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 1, true, &value);
 }
 
 void write_float_array_attr(hid_t obj, const char* name, const std::vector<float>& values) {

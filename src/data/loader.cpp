@@ -128,22 +128,24 @@ std::vector<CopyRecord> DataLoader::take_copy_records() {
   return out;
 }
 
-void DataLoader::start_epoch(int64_t epoch) {
+void DataLoader::start_epoch(int64_t epoch, int64_t first_step) {
+  ST_CHECK(first_step >= 0 && first_step <= plan_.steps_per_epoch, "loader of ", o_.path, ": step ", first_step,
+           " is outside an epoch of ", plan_.steps_per_epoch, " steps");
   stop_reader();
   {
     std::lock_guard lock(mu_);
     stop_ = false;
     error_ = nullptr;
-    produced_ = consumed_ = released_ = 0;
+    produced_ = consumed_ = released_ = first_step;
     for (Slot& s : ring_) s.filled = false;
   }
-  reader_ = std::thread([this, epoch] { reader_main(epoch); });
+  reader_ = std::thread([this, epoch, first_step] { reader_main(epoch, first_step); });
 }
 
-void DataLoader::reader_main(int64_t epoch) {
+void DataLoader::reader_main(int64_t epoch, int64_t first_step) {
   try {
-    if (mode_ == LoaderMode::stage) produce_stage(epoch);
-    else produce_stream(epoch);
+    if (mode_ == LoaderMode::stage) produce_stage(epoch, first_step);
+    else produce_stream(epoch, first_step);
   } catch (...) {
     std::lock_guard lock(mu_);
     error_ = std::current_exception();
@@ -179,10 +181,10 @@ void DataLoader::publish(Slot& slot) {
   cv_.notify_all();
 }
 
-void DataLoader::produce_stage(int64_t epoch) {
+void DataLoader::produce_stage(int64_t epoch, int64_t first_step) {
   const std::vector<int64_t> perm = epoch_permutation(info_.num_samples, o_.seed, epoch, o_.shuffle);
   const auto* src = static_cast<const uint8_t*>(staged_samples_.raw());
-  for (int64_t s = 0; s < plan_.steps_per_epoch; ++s) {
+  for (int64_t s = first_step; s < plan_.steps_per_epoch; ++s) {
     Slot* slot = nullptr;
     if (!acquire_free_slot(s, slot)) return;
     Batch& b = slot->batch;
@@ -201,7 +203,7 @@ void DataLoader::produce_stage(int64_t epoch) {
   }
 }
 
-void DataLoader::produce_stream(int64_t epoch) {
+void DataLoader::produce_stream(int64_t epoch, int64_t first_step) {
   const int64_t n = info_.num_samples;
   const int64_t chunk = std::max<int64_t>(1, info_.chunk_samples);
   const int64_t chunks = (n + chunk - 1) / chunk;
@@ -273,12 +275,18 @@ void DataLoader::produce_stream(int64_t epoch) {
     }
   };
 
+  // A resumed epoch replays the steps before first_step into a scratch batch, which is not published.
+  std::vector<uint8_t> replay_samples(first_step > 0 ? static_cast<size_t>(o_.batch) * sample_bytes_ : 0);
+  std::vector<int32_t> replay_labels(first_step > 0 ? static_cast<size_t>(o_.batch) : 0);
+  std::vector<int64_t> replay_indices(replay_labels.size());
   for (int64_t s = 0; s < plan_.steps_per_epoch; ++s) {
+    const bool replay = s < first_step;
     Slot* slot = nullptr;
-    if (!acquire_free_slot(s, slot)) return;
-    Batch& b = slot->batch;
-    auto* dst = static_cast<uint8_t*>(b.samples.raw());
-    int32_t* labels = b.labels.data<int32_t>();
+    if (!replay && !acquire_free_slot(s, slot)) return;
+    Batch* b = replay ? nullptr : &slot->batch;
+    auto* dst = replay ? replay_samples.data() : static_cast<uint8_t*>(b->samples.raw());
+    int32_t* labels = replay ? replay_labels.data() : b->labels.data<int32_t>();
+    int64_t* indices = replay ? replay_indices.data() : b->indices.data();
     for (int64_t row = 0; row < o_.batch; ++row) {
       // Top the buffer up to capacity (or until the block is exhausted).
       while (filled < capacity) {
@@ -296,7 +304,7 @@ void DataLoader::produce_stream(int64_t epoch) {
       std::memcpy(dst + static_cast<size_t>(row) * sample_bytes_, buf_samples.data() + static_cast<size_t>(j) * sample_bytes_,
                   sample_bytes_);
       labels[row] = buf_labels[static_cast<size_t>(j)];
-      b.indices[static_cast<size_t>(row)] = buf_index[static_cast<size_t>(j)];
+      indices[row] = buf_index[static_cast<size_t>(j)];
       // Fill the hole: with shuffling, move the last entry in; without, keep order (capacity is 1).
       --filled;
       if (j != filled) {
@@ -306,8 +314,9 @@ void DataLoader::produce_stream(int64_t epoch) {
         buf_index[static_cast<size_t>(j)] = buf_index[static_cast<size_t>(filled)];
       }
     }
-    b.step_in_epoch = s;
-    b.valid = std::clamp<int64_t>(first_padding - s * o_.batch, 0, o_.batch);
+    if (replay) continue;
+    b->step_in_epoch = s;
+    b->valid = std::clamp<int64_t>(first_padding - s * o_.batch, 0, o_.batch);
     publish(*slot);
   }
 }

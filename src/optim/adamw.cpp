@@ -38,7 +38,18 @@ class AdamW final : public Optimizer {
     if (m_.numel() == 0) return {};
     return {&m_, &v_};
   }
+  std::vector<std::string> state_names() const override { return {"exp_avg", "exp_avg_sq"}; }
   int64_t steps_taken() const override { return steps_; }
+  void restore(int64_t steps, const std::vector<std::vector<float>>& state, int64_t numel) override {
+    ST_CHECK(steps >= 0, "AdamW restore: negative step count ", steps);
+    const size_t want = steps > 0 ? 2 : 0;
+    ST_CHECK(state.size() == want, "AdamW after ", steps, " steps has ", want, " state buffers; the checkpoint holds ",
+             state.size());
+    steps_ = steps;
+    if (want == 0) return;
+    m_ = restore_buffer(backend_, state[0], numel, "adamw.m");
+    v_ = restore_buffer(backend_, state[1], numel, "adamw.v");
+  }
 
  private:
   AdamWOptions o_;

@@ -18,6 +18,14 @@ LossScaler::LossScaler(const LossScalerOptions& o) : o_(o), scale_(o.init) {
   ST_CHECK(o.interval >= 1, "optimizer.loss_scale_interval must be >= 1, got ", o.interval);
 }
 
+void LossScaler::restore(double scale, int64_t clean_steps_in_a_row, int64_t skipped_steps) {
+  ST_CHECK(scale > 0 && std::isfinite(scale), "loss scaler: restored scale must be positive and finite, got ", scale);
+  ST_CHECK(clean_steps_in_a_row >= 0 && skipped_steps >= 0, "loss scaler: restored counters must be >= 0");
+  scale_ = scale;
+  tracker_ = clean_steps_in_a_row;
+  skipped_ = skipped_steps;
+}
+
 bool LossScaler::update(bool found_nonfinite) {
   if (!o_.enabled) return true;
   if (found_nonfinite) {

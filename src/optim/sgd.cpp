@@ -33,7 +33,20 @@ class Sgd final : public Optimizer {
     if (buffer_.numel() == 0) return {};
     return {&buffer_};
   }
+  std::vector<std::string> state_names() const override {
+    if (o_.momentum == 0.0f) return {};
+    return {"momentum_buffer"};
+  }
   int64_t steps_taken() const override { return steps_; }
+  void restore(int64_t steps, const std::vector<std::vector<float>>& state, int64_t numel) override {
+    ST_CHECK(steps >= 0, "SGD restore: negative step count ", steps);
+    const size_t want = steps > 0 ? state_names().size() : 0;
+    ST_CHECK(state.size() == want, "SGD (momentum ", o_.momentum, ") after ", steps, " steps has ", want,
+             " state buffers; the checkpoint holds ", state.size());
+    steps_ = steps;
+    if (want == 0) return;
+    buffer_ = restore_buffer(backend_, state[0], numel, "sgd.momentum");
+  }
 
  private:
   SgdOptions o_;
@@ -43,14 +56,6 @@ class Sgd final : public Optimizer {
 };
 
 }  // namespace
-
-OptimizerKind parse_optimizer_kind(const std::string& name) {
-  if (name == "sgd") return OptimizerKind::sgd;
-  if (name == "adamw") return OptimizerKind::adamw;
-  ST_FAIL("optimizer.name = '", name, "' is not one of sgd, adamw");
-}
-
-std::string optimizer_kind_name(OptimizerKind k) { return k == OptimizerKind::sgd ? "sgd" : "adamw"; }
 
 std::unique_ptr<Optimizer> make_sgd(const SgdOptions& options, Backend& backend) {
   return std::make_unique<Sgd>(options, backend);

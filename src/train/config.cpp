@@ -208,6 +208,21 @@ const std::vector<ConfigKey>& config_keys() {
              "tests only: this rank's local fp16 overflow flag is set at run.inject_overflow_step (-1: off)"),
       key_of("run.inject_overflow_step", &RunConfig::inject_overflow_step,
              "tests only: the step at which run.inject_overflow_rank reports an overflow"),
+      key_of("run.checkpoint_steps", &RunConfig::checkpoint_steps,
+             "write a checkpoint to run.dir/checkpoints every N steps (0: off)"),
+      key_of("run.checkpoint_seconds", &RunConfig::checkpoint_seconds,
+             "write a checkpoint every S seconds of rank 0's clock (0: off)"),
+      key_of("run.checkpoint_at_end", &RunConfig::checkpoint_at_end,
+             "write a checkpoint when the run ends (needs run.dir)"),
+      key_of("run.checkpoint_keep", &RunConfig::checkpoint_keep, "checkpoints kept (the newest)"),
+      key_of("run.resume", &RunConfig::resume,
+             "auto: continue from run.dir's latest checkpoint (fresh when none); or a checkpoint or run directory"),
+      key_of("run.resume_force", &RunConfig::resume_force,
+             "resume although forceable identity keys differ from the checkpoint's"),
+      key_of("run.inject_checkpoint_crash_step", &RunConfig::inject_checkpoint_crash_step,
+             "tests only: exit while writing the checkpoint of this step, between two files (-1: off)"),
+      key_of("run.inject_divergence_rank", &RunConfig::inject_divergence_rank,
+             "tests only: this rank perturbs one weight before the first checkpoint (-1: off)"),
   };
   return keys;
 }
@@ -282,6 +297,14 @@ void validate_config(const RunConfig& c) {
   ST_CHECK(!c.timeline || !c.run_dir.empty(), "run.timeline = true needs run.dir");
   ST_CHECK(c.inject_overflow_rank < 0 || c.precision == Precision::fp16,
            "run.inject_overflow_rank needs train.precision = fp16 (only fp16 runs a loss scaler)");
+  ST_CHECK(c.checkpoint_steps >= 0, "run.checkpoint_steps must be >= 0, got ", c.checkpoint_steps);
+  ST_CHECK(c.checkpoint_seconds >= 0, "run.checkpoint_seconds must be >= 0, got ", c.checkpoint_seconds);
+  ST_CHECK(c.checkpoint_keep >= 1, "run.checkpoint_keep must be >= 1, got ", c.checkpoint_keep);
+  ST_CHECK((c.checkpoint_steps == 0 && c.checkpoint_seconds == 0) || !c.run_dir.empty(),
+           "run.checkpoint_steps and run.checkpoint_seconds write to run.dir/checkpoints: set run.dir");
+  ST_CHECK(c.resume != "auto" || !c.run_dir.empty(),
+           "run.resume = auto continues from run.dir/checkpoints/latest, but run.dir is not set: set run.dir, or "
+           "name a checkpoint directory");
 }
 
 BackendOptions backend_options(const RunConfig& c) {

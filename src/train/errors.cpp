@@ -28,4 +28,21 @@ void collective_check(comm::Communicator& comm, const std::function<void()>& f) 
   comm.barrier();
 }
 
+void root_check(comm::Communicator& comm, const std::function<void()>& f) {
+  std::string message;
+  int failed = 0;
+  if (comm.rank() == 0) {
+    try {
+      f();
+    } catch (const std::exception& e) {
+      failed = 1;
+      message = e.what();
+    }
+  }
+  comm.broadcast(&failed, sizeof failed, 0);
+  if (failed == 0) return;
+  comm::broadcast_string(comm, message, 0);
+  throw ConsistentError(message);
+}
+
 }  // namespace scaletrain::train

@@ -60,15 +60,40 @@ std::vector<std::pair<std::string, std::string>> build_versions() {
   };
 }
 
-RunLog::RunLog(bool enabled, const std::string& run_dir, const RunConfig& cfg)
+namespace {
+nlohmann::json position_json(const TrainingPosition& p) {
+  return {{"step", p.step}, {"epoch", p.epoch}, {"step_in_epoch", p.step_in_epoch}};
+}
+nlohmann::json resume_json(const ResumeRecord& r) {
+  return {{"version", kRunDirFormatVersion}, {"record", "resumed_from"}, {"path", r.path},
+          {"saved", position_json(r.saved)}, {"start", position_json(r.start)},
+          {"saved_world_size", r.saved_world_size}, {"note", r.note}};
+}
+}  // namespace
+
+RunLog::RunLog(bool enabled, const std::string& run_dir, const RunConfig& cfg,
+               const std::optional<ResumeRecord>& resumed)
     : dir_(run_dir), cfg_(cfg), phase_totals_(kPhaseCount, 0.0) {
   if (!enabled || run_dir.empty()) return;
   std::error_code ec;
   std::filesystem::create_directories(run_dir, ec);
   ST_CHECK(!ec, "cannot create run directory ", run_dir, ": ", ec.message());
   const std::string path = run_dir + "/metrics.jsonl";
-  file_ = std::fopen(path.c_str(), "w");
+  file_ = std::fopen(path.c_str(), resumed ? "a" : "w");
   ST_CHECK(file_ != nullptr, "cannot write ", path, ": ", std::strerror(errno));
+  if (resumed) write_line(resume_json(*resumed));
+}
+
+void RunLog::write_line(const nlohmann::json& j) {
+  const std::string line = j.dump() + "\n";
+  std::fwrite(line.data(), 1, line.size(), file_);
+  std::fflush(file_);
+}
+
+void RunLog::checkpoint(const CheckpointRecord& c) {
+  if (!file_ || c.path.empty()) return;
+  write_line({{"version", kRunDirFormatVersion}, {"record", "checkpoint"}, {"step", c.step}, {"path", c.path},
+              {"bytes", c.bytes}, {"seconds", c.seconds}});
 }
 
 RunLog::~RunLog() {
@@ -104,15 +129,14 @@ void RunLog::interval(const IntervalTimings& t) {
   }
   j["phases"] = phases;
   j["allreduce_total_ms"] = 1e3 * t.allreduce_total_mean / steps;
-  const std::string line = j.dump() + "\n";
-  std::fwrite(line.data(), 1, line.size(), file_);
-  std::fflush(file_);
+  write_line(j);
   write_seconds_ += now_seconds() - start;
 }
 
 void RunLog::finish(const RunInfo& info, const TrainResult& r) {
   if (!file_) return;
   nlohmann::json j;
+  if (info.resumed) j["resumed_from"] = resume_json(*info.resumed);
   j["format"] = "scaletrain-run";
   j["version"] = kRunDirFormatVersion;
   j["config"] = config_json(cfg_);

@@ -1,6 +1,7 @@
 // Timeline: clock alignment, event buffer and Chrome-trace output.
 #include "scaletrain/train/timeline.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -44,7 +45,28 @@ void Timeline::record(const char* name, double start, double end, int lane, int6
   events_.push_back(e);
 }
 
-void Timeline::write(const std::string& path) {
+namespace {
+// A resumed run's trace: the events of the earlier runs in `path` (if any) go into `ev`; returns the
+// time, in microseconds, after which the new events go (1 ms after the last earlier one ends).
+double keep_earlier_events(const std::string& path, nlohmann::json& ev) {
+  std::ifstream in(path);
+  if (!in) return 0.0;
+  nlohmann::json old;
+  try {
+    in >> old;
+  } catch (const std::exception&) {
+    return 0.0;  // an unreadable trace is replaced, not fatal
+  }
+  double end = 0;
+  for (const auto& e : old.value("traceEvents", nlohmann::json::array())) {
+    if (e.contains("ts")) end = std::max(end, e["ts"].get<double>() + e.value("dur", 0.0));
+    ev.push_back(e);
+  }
+  return end + 1e3;
+}
+}  // namespace
+
+void Timeline::write(const std::string& path, const std::string& resumed_from) {
   if (!enabled_) return;
   // Every rank sends its count, then its events, to rank 0.
   int64_t mine = static_cast<int64_t>(events_.size());
@@ -61,6 +83,10 @@ void Timeline::write(const std::string& path) {
   trace["displayTimeUnit"] = "ms";
   auto& ev = trace["traceEvents"];
   ev = nlohmann::json::array();
+  const double shift_us = resumed_from.empty() ? 0.0 : keep_earlier_events(path, ev);
+  if (!resumed_from.empty())
+    ev.push_back({{"name", "resumed_from"}, {"ph", "i"}, {"s", "g"}, {"pid", 0}, {"tid", 0}, {"ts", shift_us},
+                  {"args", {{"checkpoint", resumed_from}}}});
   for (int r = 0; r < comm_.size(); ++r) {
     ev.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", r}, {"args", {{"name", "rank " + std::to_string(r)}}}});
     ev.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", r}, {"tid", 0}, {"args", {{"name", "compute"}}}});
@@ -70,7 +96,7 @@ void Timeline::write(const std::string& path) {
     for (int64_t i = 0; i < counts[static_cast<size_t>(r)]; ++i) {
       const Event& e = all[static_cast<size_t>(r) * static_cast<size_t>(most) + static_cast<size_t>(i)];
       nlohmann::json j = {{"name", e.name}, {"ph", "X"},  {"pid", r}, {"tid", e.lane},
-                          {"ts", e.start * 1e6}, {"dur", (e.end - e.start) * 1e6}};
+                          {"ts", shift_us + e.start * 1e6}, {"dur", (e.end - e.start) * 1e6}};
       if (e.step >= 0) j["args"] = {{"step", e.step}};
       ev.push_back(std::move(j));
     }

@@ -1,6 +1,8 @@
-// Trainer: start-up (backend, data, model, identical weights, optimizer, buckets), the step loop
-// with phase timers, distributed evaluation and rank-0 progress. Every piece of device work goes
-// through the backend's streams; loss and accuracy sums stay on the device until an interval ends.
+// Trainer: start-up (backend, data, model, identical weights, optimizer, buckets, a resumed
+// checkpoint), the step, the epoch loop with its intervals and checkpoints, and distributed
+// evaluation. Every piece of device work goes through the backend's streams; loss and accuracy
+// sums stay on the device until an interval ends. Interval and epoch figures are the
+// IntervalReducer's; what comes from the configuration alone is training_setup's.
 #include "scaletrain/train/trainer.hpp"
 
 #include <unistd.h>
@@ -21,20 +23,28 @@
 #include "scaletrain/optim/lr_schedule.hpp"
 #include "scaletrain/optim/optimizer.hpp"
 #include "scaletrain/train/errors.hpp"
+#include "scaletrain/train/interval_reducer.hpp"
 #include "scaletrain/train/phase_clock.hpp"
 #include "scaletrain/train/progress.hpp"
 #include "scaletrain/train/synthetic_data.hpp"
 #include "scaletrain/train/timeline.hpp"
+#include "scaletrain/train/training_setup.hpp"
 
 namespace scaletrain::train {
+
+// The normalized input batch and what normalizing and augmenting it needs (device tensors).
+struct InputBuffers {
+  Tensor input;      // [local_batch, ...sample_shape] in the compute type, normalized
+  Tensor augmented;  // u8 scratch for crop/flip
+  Tensor mean, inv_std;
+};
 
 struct Trainer::Impl {
   RunConfig cfg;
   comm::Communicator& comm;
   std::unique_ptr<Backend> backend;
   std::string data_path;
-  std::unique_ptr<data::DataLoader> train_loader;
-  std::unique_ptr<data::DataLoader> eval_loader;
+  std::unique_ptr<data::DataLoader> train_loader, eval_loader;
   std::unique_ptr<nn::Model> model;
   nn::SoftmaxCrossEntropy loss;
   std::unique_ptr<optim::Optimizer> optimizer;
@@ -43,15 +53,16 @@ struct Trainer::Impl {
   std::unique_ptr<optim::LossScaler> scaler;
   Tensor nonfinite_counts;  // the scaler's per-block scratch
   int64_t local_batch = 0;
-  int64_t classes = 0;
-  Tensor input;      // [local_batch, ...sample_shape] in the compute type, normalized (device)
-  Tensor augmented;  // u8 scratch for crop/flip (device)
-  Tensor mean, inv_std;
+  InputBuffers in;
   Tensor interval_sums, eval_sums;  // f64 [3] on the device: loss, correct, rows
   std::function<void(const IntervalTimings&)> interval_hook;
+  std::function<void(const CheckpointRecord&)> checkpoint_hook;
   std::unique_ptr<Timeline> timeline;
   PhaseTimers timers;
   std::unique_ptr<PhaseClock> clock;
+  std::unique_ptr<Checkpointer> checkpointer;
+  std::optional<ResumeRecord> resumed;
+  TrainingPosition position;  // steps done; where the next step is
 
   Impl(RunConfig c, comm::Communicator& cm) : cfg(std::move(c)), comm(cm) {}
 
@@ -60,10 +71,15 @@ struct Trainer::Impl {
   void setup_model();
   void setup_optimizer();
   void setup_input();
+  void setup_checkpoints();
+  TrainingState state() { return TrainingState{*backend, *model, *optimizer, *scaler}; }
   void prepare_input(const data::Batch& b, int64_t step, bool training);
   void train_step(const data::Batch& b, int64_t step);
   void apply_update(int64_t step);
   bool gradients_overflowed(int64_t step);
+  int64_t run_epoch(int64_t epoch, int64_t planned, IntervalReducer& reducer, ProgressPrinter& progress);
+  void finish_interval(int64_t epoch, IntervalReducer& reducer, ProgressPrinter& progress);
+  void checkpoint();
   // Runs host work as a host-timed phase.
   template <class F>
   void host_phase(Phase p, F&& f) {
@@ -96,6 +112,7 @@ void Trainer::Impl::setup() {
   setup_model();
   setup_optimizer();
   setup_input();
+  setup_checkpoints();
 }
 
 void Trainer::Impl::setup_data() {
@@ -103,38 +120,24 @@ void Trainer::Impl::setup_data() {
   data_path = cfg.data_path;
   if (data_path == "synthetic") data_path = ensure_synthetic_dataset(cfg, comm);
   // A missing or bad file fails identically on every rank: one message from rank 0, no abort.
-  data::LoaderOptions lo;
-  lo.path = data_path;
-  lo.split = "train";
-  lo.batch = local_batch;
-  lo.seed = cfg.seed;
-  lo.mode = cfg.data_mode;
-  lo.prefetch = static_cast<int>(cfg.prefetch);
-  lo.drop_remainder = cfg.drop_remainder;
-  lo.shuffle = true;
-  lo.backend = backend.get();
+  const data::LoaderOptions lo = train_loader_options(cfg, data_path, local_batch, backend.get());
   collective_check(comm, [&] { train_loader = std::make_unique<data::DataLoader>(lo, comm.rank(), world); });
   const data::DatasetInfo& info = train_loader->info();
   if (train_loader->steps_per_epoch() < 1)
     throw ConsistentError("data set " + data_path + " has " + std::to_string(info.num_samples) +
                           " training samples, fewer than one global batch of " + std::to_string(cfg.batch) +
                           ": lower train.batch or use more data");
-  classes = static_cast<int64_t>(info.classes.size());
-  if (cfg.evaluate) {
-    data::LoaderOptions eo = lo;
-    eo.split = cfg.eval_split;
-    eo.shuffle = false;
-    eo.drop_remainder = false;
-    collective_check(comm, [&] { eval_loader = std::make_unique<data::DataLoader>(eo, comm.rank(), world); });
-  }
+  if (!cfg.evaluate) return;
+  const data::LoaderOptions eo = eval_loader_options(lo, cfg);
+  collective_check(comm, [&] { eval_loader = std::make_unique<data::DataLoader>(eo, comm.rank(), world); });
 }
 
 void Trainer::Impl::setup_model() {
   const data::DatasetInfo& info = train_loader->info();
   collective_check(comm, [&] {
-    model = nn::make_zoo_model(cfg.model, info.sample_shape, classes);
+    model = nn::make_zoo_model(cfg.model, info.sample_shape, static_cast<int64_t>(info.classes.size()));
     model->build(*backend, local_batch, precision_dtype(cfg.precision));
-    loss.build(*backend, local_batch, classes);
+    loss.build(*backend, local_batch, static_cast<int64_t>(info.classes.size()));
   });
   model->init_parameters(cfg.seed);
   // Identical replicas: rank 0's weights everywhere (device-aware: the communicator reads the
@@ -145,55 +148,32 @@ void Trainer::Impl::setup_model() {
 }
 
 void Trainer::Impl::setup_optimizer() {
-  const int64_t spe = train_loader->steps_per_epoch();
-  double base_lr = cfg.lr;
-  if (cfg.scale_lr) base_lr = optim::linear_scaled_lr(static_cast<float>(cfg.lr), cfg.batch, cfg.reference_batch);
-  optim::LrScheduleOptions so;
-  so.kind = cfg.schedule;
-  so.base_lr = static_cast<float>(base_lr);
-  so.warmup_steps = static_cast<int64_t>(std::llround(cfg.warmup_epochs * static_cast<double>(spe)));
-  so.step_size = cfg.step_epochs * spe;
-  so.gamma = static_cast<float>(cfg.gamma);
-  // The schedule spans the configured epochs; train.max_steps only cuts a run short along it.
-  so.total_steps = cfg.epochs * spe;
-  so.min_lr = static_cast<float>(cfg.min_lr);
   collective_check(comm, [&] {
-    schedule = std::make_unique<optim::LrSchedule>(so);
-    if (cfg.optimizer == optim::OptimizerKind::sgd) {
-      optim::SgdOptions o;
-      o.momentum = static_cast<float>(cfg.momentum);
-      o.nesterov = cfg.nesterov;
-      o.weight_decay = static_cast<float>(cfg.weight_decay);
-      optimizer = optim::make_sgd(o, *backend);
-    } else {
-      optim::AdamWOptions o;
-      o.beta1 = static_cast<float>(cfg.beta1);
-      o.beta2 = static_cast<float>(cfg.beta2);
-      o.eps = static_cast<float>(cfg.eps);
-      o.weight_decay = static_cast<float>(cfg.weight_decay);
-      optimizer = optim::make_adamw(o, *backend);
-    }
+    schedule = std::make_unique<optim::LrSchedule>(lr_schedule_options(cfg, train_loader->steps_per_epoch()));
+    optimizer = make_optimizer(cfg, *backend);
+    scaler = std::make_unique<optim::LossScaler>(loss_scaler_options(cfg));
   });
   std::vector<comm::GradientSlice> slices;
   for (const auto& s : model->slots()) slices.push_back(comm::GradientSlice{s.offset, s.count});
   buckets = std::make_unique<comm::GradientBuckets>(comm, *backend, model->flat_gradients(), slices,
                                                     static_cast<int64_t>(cfg.bucket_mb * 1024 * 1024), cfg.progress,
                                                     precision_dtype(cfg.comm_dtype));
-  optim::LossScalerOptions lo;
-  lo.enabled = cfg.precision == Precision::fp16;
-  lo.init = cfg.loss_scale_init;
-  lo.growth = cfg.loss_scale_growth;
-  lo.backoff = cfg.loss_scale_backoff;
-  lo.interval = cfg.loss_scale_interval;
-  collective_check(comm, [&] { scaler = std::make_unique<optim::LossScaler>(lo); });
+}
+
+// The checkpointer, and the state of run.resume's checkpoint (or a fresh start at step 0).
+void Trainer::Impl::setup_checkpoints() {
+  const IdentityKeys identity = identity_keys(cfg, train_loader->info().num_samples);
+  checkpointer = std::make_unique<Checkpointer>(cfg, comm, identity);
+  resumed = resume_from_checkpoint(cfg, comm, state(), identity, train_loader->steps_per_epoch());
+  if (resumed) position = resumed->start;
 }
 
 void Trainer::Impl::setup_input() {
   const data::DatasetInfo& info = train_loader->info();
-  Shape in{local_batch};
-  in.insert(in.end(), info.sample_shape.begin(), info.sample_shape.end());
-  input = backend->empty(in, model->compute_dtype(), "input");
-  augmented = backend->empty(in, DType::u8, "input.augmented");
+  Shape batch_shape{local_batch};
+  batch_shape.insert(batch_shape.end(), info.sample_shape.begin(), info.sample_shape.end());
+  in.input = backend->empty(batch_shape, model->compute_dtype(), "input");
+  in.augmented = backend->empty(batch_shape, DType::u8, "input.augmented");
   const int64_t channels = info.sample_shape.back();
   Tensor host_mean({channels}, DType::f32, "input.mean"), host_inv_std({channels}, DType::f32, "input.inv_std");
   const bool have = static_cast<int64_t>(info.mean.size()) == channels && static_cast<int64_t>(info.std.size()) == channels;
@@ -202,11 +182,11 @@ void Trainer::Impl::setup_input() {
     const float sd = have ? info.std[static_cast<size_t>(c)] : 1.0f;
     host_inv_std.data<float>()[c] = sd > 0 ? 1.0f / sd : 1.0f;
   }
-  mean = backend->empty({channels}, DType::f32, "input.mean");
-  inv_std = backend->empty({channels}, DType::f32, "input.inv_std");
+  in.mean = backend->empty({channels}, DType::f32, "input.mean");
+  in.inv_std = backend->empty({channels}, DType::f32, "input.inv_std");
   Stream& s = backend->compute_stream();
-  backend->copy_async(s, mean, host_mean);
-  backend->copy_async(s, inv_std, host_inv_std);
+  backend->copy_async(s, in.mean, host_mean);
+  backend->copy_async(s, in.inv_std, host_inv_std);
   interval_sums = backend->zeros({nn::kLossSumsSize}, DType::f64, "loss sums (interval)");
   eval_sums = backend->zeros({nn::kLossSumsSize}, DType::f64, "loss sums (evaluation)");
 }
@@ -221,16 +201,16 @@ void Trainer::Impl::prepare_input(const data::Batch& b, int64_t step, bool train
   if (training && cfg.augment) {
     ST_CHECK(info.sample_shape.size() == 3, "data.augment needs [H, W, C] samples");
     launch(s, "augment_crop_flip", local_batch,
-           kernels::AugmentCropFlipU8{src, augmented.device_data<uint8_t>(), info.sample_shape[0], info.sample_shape[1],
+           kernels::AugmentCropFlipU8{src, in.augmented.device_data<uint8_t>(), info.sample_shape[0], info.sample_shape[1],
                                       info.sample_shape[2], cfg.augment_pad, cfg.augment_flip, cfg.seed,
                                       static_cast<uint64_t>(step), b.device_indices.device_data<int64_t>()});
-    src = augmented.device_data<uint8_t>();
+    src = in.augmented.device_data<uint8_t>();
   }
-  visit_float_type(input.dtype(), [&](auto t) {
+  visit_float_type(in.input.dtype(), [&](auto t) {
     using T = decltype(t);
-    launch(s, "normalize_u8", input.numel() / info.sample_shape.back(),
-           kernels::NormalizeU8<T>{src, input.device_data<T>(), mean.device_data<float>(),
-                                   inv_std.device_data<float>(), info.sample_shape.back()});
+    launch(s, "normalize_u8", in.input.numel() / info.sample_shape.back(),
+           kernels::NormalizeU8<T>{src, in.input.device_data<T>(), in.mean.device_data<float>(),
+                                   in.inv_std.device_data<float>(), info.sample_shape.back()});
   });
 }
 
@@ -238,7 +218,7 @@ void Trainer::Impl::train_step(const data::Batch& b, int64_t step) {
   device_phase(Phase::input, [&] { prepare_input(b, step, true); });
   device_phase(Phase::forward, [&] {
     model->set_random_state(cfg.seed, static_cast<uint64_t>(step), b.device_indices);
-    const Tensor& logits = model->forward(input, true);
+    const Tensor& logits = model->forward(in.input, true);
     loss.forward(logits, b.device_labels);
     loss.accumulate(interval_sums);
   });
@@ -309,7 +289,7 @@ EpochReport Trainer::Impl::evaluate(int64_t epoch) {
   backend->fill_zero_async(s, eval_sums);
   while (const data::Batch* b = eval_loader->next()) {
     prepare_input(*b, 0, false);
-    const Tensor& logits = model->forward(input, false);
+    const Tensor& logits = model->forward(in.input, false);
     // Padding rows (the wrap-around that keeps shards equal) are evaluated but not counted.
     loss.forward(logits, b->device_labels);
     loss.accumulate(eval_sums, eval_loader->valid_rows(*b));
@@ -364,6 +344,8 @@ PrecisionReport Trainer::precision() const {
 int64_t Trainer::per_rank_batch() const { return impl_->local_batch; }
 int64_t Trainer::steps_per_epoch() const { return impl_->train_loader->steps_per_epoch(); }
 void Trainer::on_interval(std::function<void(const IntervalTimings&)> f) { impl_->interval_hook = std::move(f); }
+void Trainer::on_checkpoint(std::function<void(const CheckpointRecord&)> f) { impl_->checkpoint_hook = std::move(f); }
+const std::optional<ResumeRecord>& Trainer::resumed_from() const { return impl_->resumed; }
 
 namespace {
 
@@ -380,139 +362,76 @@ nn::LossResult take_sums(Backend& backend, comm::Communicator& comm, const Tenso
   return r;
 }
 
-// Every rank's phase times of the interval (and its total all-reduce time), gathered: mean, min,
-// max and the slowest rank per phase.
-void reduce_phase_times(comm::Communicator& comm, const PhaseTimers& timers, double allreduce_seconds,
-                        IntervalTimings& it) {
-  std::vector<float> mine(kPhaseCount + 1);
-  for (int p = 0; p < kPhaseCount; ++p) mine[static_cast<size_t>(p)] = static_cast<float>(timers.all()[static_cast<size_t>(p)]);
-  mine[kPhaseCount] = static_cast<float>(allreduce_seconds);
-  std::vector<float> all(mine.size() * static_cast<size_t>(comm.size()));
-  comm.allgather(mine.data(), static_cast<int64_t>(mine.size() * sizeof(float)), all.data());
-  const int world = comm.size();
-  for (int p = 0; p <= kPhaseCount; ++p) {
-    double sum = 0, mn = 1e300, mx = -1;
-    int slow = 0;
-    for (int r = 0; r < world; ++r) {
-      const double v = all[static_cast<size_t>(r) * mine.size() + static_cast<size_t>(p)];
-      sum += v;
-      mn = std::min(mn, v);
-      if (v > mx) {
-        mx = v;
-        slow = r;
-      }
-    }
-    if (p == kPhaseCount) {
-      it.allreduce_total_mean = sum / world;
-    } else {
-      it.mean[p] = sum / world;
-      it.min[p] = mn;
-      it.max[p] = mx;
-      it.slowest_rank[p] = slow;
-    }
-  }
-}
-
-double ratio(double a, double b) { return b > 0 ? a / b : 0; }
-
 }  // namespace
 
-// Totals over the timed (non-warm-up) intervals of a run.
-struct RunTotals {
-  double measured_seconds = 0;
-  int64_t measured_steps = 0;
-  double phase_sums[kPhaseCount] = {};
-  double allreduce_total = 0;
-  void add(const IntervalTimings& it) {
-    if (it.warmup) return;
-    measured_seconds += it.wall_seconds;
-    measured_steps += it.steps;
-    for (int p = 0; p < kPhaseCount; ++p) phase_sums[p] += it.mean[p];
-    allreduce_total += it.allreduce_total_mean;
+// The logging interval that ends at the current position: device sums and phase times reduced
+// over ranks, then progress and the interval hook.
+void Trainer::Impl::finish_interval(int64_t epoch, IntervalReducer& reducer, ProgressPrinter& progress) {
+  clock->flush();
+  record_copies();
+  const nn::LossResult sums = take_sums(*backend, comm, interval_sums);
+  const comm::BucketStats bs = buckets->stats();
+  buckets->reset_stats();
+  const int64_t step = position.step;
+  IntervalTimings it = reducer.close_interval(epoch, step, sums, timers, bs.allreduce_seconds);
+  it.lr = schedule->lr(std::max<int64_t>(step - 1, 0));
+  it.loss_scale = scaler->scale();
+  it.skipped_steps = scaler->skipped_steps();
+  const int64_t in_epoch = position.step_in_epoch == 0 ? train_loader->steps_per_epoch() : position.step_in_epoch;
+  progress.interval(epoch, in_epoch, step, it.loss, it.accuracy, it.lr, it.samples_per_second,
+                    1e3 * it.wall_seconds / static_cast<double>(it.steps), it.elapsed_seconds);
+  if (comm.rank() == 0 && interval_hook) interval_hook(it);
+  timers.reset();
+  reducer.restart_interval_clock();  // the hooks' time is not the next interval's
+}
+
+void Trainer::Impl::checkpoint() {
+  const CheckpointRecord rec = checkpointer->save(state(), position);
+  if (comm.rank() == 0 && checkpoint_hook && !rec.path.empty()) checkpoint_hook(rec);
+}
+
+// The steps of `epoch` from the current position, up to `planned` steps in all, with their
+// intervals and periodic checkpoints. Returns the steps taken.
+int64_t Trainer::Impl::run_epoch(int64_t epoch, int64_t planned, IntervalReducer& reducer, ProgressPrinter& progress) {
+  const int64_t spe = train_loader->steps_per_epoch();
+  const int64_t first = position.step_in_epoch;
+  reducer.begin_epoch();
+  train_loader->start_epoch(epoch, first);
+  int64_t in_epoch = first;
+  while (position.step < planned && in_epoch < spe) {
+    const double t_step = now_seconds();
+    clock->begin_step(position.step);
+    const data::Batch* b = nullptr;
+    host_phase(Phase::data_wait, [&] { b = train_loader->next(); });
+    if (!b) break;
+    train_step(*b, position.step);
+    clock->end_step();
+    timers.add(Phase::step, now_seconds() - t_step);
+    ++in_epoch;
+    const bool epoch_over = position.step + 1 == planned || in_epoch == spe;
+    position = in_epoch == spe ? TrainingPosition{position.step + 1, epoch + 1, 0}
+                               : TrainingPosition{position.step + 1, epoch, in_epoch};
+    // The epoch's last copies are logged once the reader has stopped.
+    if (epoch_over) train_loader->end_epoch();
+    if (position.step % cfg.log_every == 0 || epoch_over) finish_interval(epoch, reducer, progress);
+    if (checkpointer->due(position.step)) checkpoint();
   }
-};
+  return in_epoch - first;
+}
 
 TrainResult Trainer::run() {
   Impl& m = *impl_;
   const RunConfig& cfg = m.cfg;
-  const bool root = m.comm.rank() == 0;
   const int64_t spe = m.train_loader->steps_per_epoch();
   const int64_t planned = cfg.max_steps > 0 ? std::min(cfg.max_steps, cfg.epochs * spe) : cfg.epochs * spe;
-  ProgressPrinter progress(root, cfg, spe, planned);
-
+  ProgressPrinter progress(m.comm.rank() == 0, cfg, spe, planned);
+  const int64_t first_step = m.position.step;
+  IntervalReducer reducer(m.comm, cfg.batch, cfg.warmup_log_steps, first_step);
   TrainResult result;
-  RunTotals totals;
-  int64_t step = 0;
-  int64_t interval_first = 0;
-  // An epoch always ends with an interval: its sums are the sum of its intervals' reduced sums.
-  nn::LossResult epoch_sums;
-  const Stopwatch run_clock;
-  Stopwatch interval_clock;
-
-  // The logging interval that ends at `step`: device sums and phase times reduced over ranks.
-  auto finish_interval = [&](int64_t epoch, int64_t ep_steps) {
-    m.clock->flush();
-    m.record_copies();
-    const nn::LossResult sums = take_sums(*m.backend, m.comm, m.interval_sums);
-    epoch_sums.loss_sum += sums.loss_sum;
-    epoch_sums.correct += sums.correct;
-    epoch_sums.count += sums.count;
-    const comm::BucketStats bs = m.buckets->stats();
-    m.buckets->reset_stats();
-    IntervalTimings it;
-    it.first_step = interval_first;
-    it.steps = step - interval_first;
-    it.warmup = interval_first < cfg.warmup_log_steps;
-    reduce_phase_times(m.comm, m.timers, bs.allreduce_seconds, it);
-    const double wall = interval_clock.seconds();
-    it.epoch = epoch;
-    it.wall_seconds = wall;
-    it.elapsed_seconds = run_clock.seconds();
-    it.samples_per_second = static_cast<double>(it.steps * cfg.batch) / wall;
-    it.loss = ratio(sums.loss_sum, static_cast<double>(sums.count));
-    it.accuracy = ratio(static_cast<double>(sums.correct), static_cast<double>(sums.count));
-    it.lr = m.schedule->lr(std::max<int64_t>(step - 1, 0));
-    it.loss_scale = m.scaler->scale();
-    it.skipped_steps = m.scaler->skipped_steps();
-    totals.add(it);
-    progress.interval(epoch, ep_steps, step, it.loss, it.accuracy, it.lr, it.samples_per_second,
-                      1e3 * wall / static_cast<double>(it.steps), it.elapsed_seconds);
-    if (root && m.interval_hook) m.interval_hook(it);
-    interval_first = step;
-    m.timers.reset();
-    interval_clock.reset();
-  };
-
-  for (int64_t epoch = 0; epoch < cfg.epochs && step < planned; ++epoch) {
-    const Stopwatch epoch_clock;
-    m.train_loader->start_epoch(epoch);
-    int64_t ep_steps = 0;
-    while (step < planned) {
-      const double t_step = now_seconds();
-      m.clock->begin_step(step);
-      const data::Batch* b = nullptr;
-      m.host_phase(Phase::data_wait, [&] { b = m.train_loader->next(); });
-      if (!b) break;
-      m.train_step(*b, step);
-      m.clock->end_step();
-      m.timers.add(Phase::step, now_seconds() - t_step);
-      ++step;
-      ++ep_steps;
-      const bool epoch_over = step == planned || ep_steps == spe;
-      // The epoch's last copies are logged once the reader has stopped.
-      if (epoch_over) m.train_loader->end_epoch();
-      if (step % cfg.log_every == 0 || epoch_over) finish_interval(epoch, ep_steps);
-      if (ep_steps == spe) break;
-    }
-    const nn::LossResult ep = epoch_sums;
-    epoch_sums = nn::LossResult{};
-    EpochReport rep;
-    rep.epoch = epoch;
-    rep.steps = ep_steps;
-    rep.train_loss = ratio(ep.loss_sum, static_cast<double>(ep.count));
-    rep.train_accuracy = ratio(static_cast<double>(ep.correct), static_cast<double>(ep.count));
-    rep.seconds = epoch_clock.seconds();
-    rep.samples_per_second = static_cast<double>(ep_steps * cfg.batch) / rep.seconds;
+  while (m.position.epoch < cfg.epochs && m.position.step < planned) {
+    const int64_t epoch = m.position.epoch;
+    const int64_t steps = m.run_epoch(epoch, planned, reducer, progress);
+    EpochReport rep = reducer.close_epoch(epoch, steps);
     if (cfg.evaluate) {
       const EpochReport ev = m.evaluate(epoch);
       rep.eval_loss = ev.eval_loss;
@@ -521,16 +440,13 @@ TrainResult Trainer::run() {
     }
     progress.epoch_end(rep);
     result.epochs.push_back(rep);
-    interval_clock.reset();
+    reducer.restart_interval_clock();
+    if (m.position.epoch == epoch) break;  // stopped inside the epoch (train.max_steps)
   }
   m.backend->synchronize();
-  result.steps = step;
-  result.seconds = run_clock.seconds();
-  result.mean_samples_per_second =
-      ratio(static_cast<double>(totals.measured_steps * cfg.batch), totals.measured_seconds);
-  const double step_total = totals.phase_sums[static_cast<int>(Phase::step)];
-  result.exposed_allreduce_share = ratio(totals.phase_sums[static_cast<int>(Phase::allreduce_exposed)], step_total);
-  result.allreduce_total_share = ratio(totals.allreduce_total, step_total);
+  if (cfg.checkpoint_at_end) m.checkpoint();
+  reducer.finish(result, m.position.step - first_step);
+  result.final_step = m.position.step;
   result.final_loss_scale = m.scaler->scale();
   result.skipped_steps = m.scaler->skipped_steps();
   if (!result.epochs.empty()) {
@@ -538,7 +454,8 @@ TrainResult Trainer::run() {
     result.final_eval_loss = result.epochs.back().eval_loss;
   }
   progress.finish(result);
-  if (m.timeline->enabled()) m.timeline->write(cfg.run_dir + "/timeline.json");
+  if (m.timeline->enabled())
+    m.timeline->write(cfg.run_dir + "/timeline.json", m.resumed ? m.resumed->path : std::string());
   return result;
 }
 

@@ -52,4 +52,7 @@ class Communicator {
   virtual bool allows_other_threads() const { return true; }
 };
 
+// `s` from `root` to every rank (its length, then its bytes).
+void broadcast_string(Communicator& comm, std::string& s, int root);
+
 }  // namespace scaletrain::comm

@@ -48,12 +48,14 @@ bool has_attr(hid_t obj, const char* name);
 std::string read_string_attr(hid_t obj, const char* name);
 int64_t read_int_attr(hid_t obj, const char* name);
 std::vector<float> read_float_array_attr(hid_t obj, const char* name);
+double read_double_attr(hid_t obj, const char* name);
 std::vector<int64_t> read_int_array_attr(hid_t obj, const char* name);
 std::vector<std::string> read_string_array_attr(hid_t obj, const char* name);
 
 void write_string_attr(hid_t obj, const char* name, const std::string& value);
 void write_int_attr(hid_t obj, const char* name, int64_t value);
 void write_float_array_attr(hid_t obj, const char* name, const std::vector<float>& values);
+void write_double_attr(hid_t obj, const char* name, double value);
 void write_int_array_attr(hid_t obj, const char* name, const std::vector<int64_t>& values);
 void write_string_array_attr(hid_t obj, const char* name, const std::vector<std::string>& values);
 

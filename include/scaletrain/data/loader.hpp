@@ -91,8 +91,10 @@ class DataLoader {
   const ShardPlan& plan() const { return plan_; }
   int64_t steps_per_epoch() const { return plan_.steps_per_epoch; }
 
-  // Starts producing the batches of `epoch` (stops an unfinished previous epoch).
-  void start_epoch(int64_t epoch);
+  // Starts producing the batches of `epoch` from step `first_step` of it (a resumed run; stops an
+  // unfinished previous epoch). Stage mode starts there directly; stream mode replays its reads and
+  // shuffle buffer through the skipped steps, so the batches are those an unbroken epoch yields.
+  void start_epoch(int64_t epoch, int64_t first_step = 0);
   // Stops the reader and waits for the epoch's copies (they reach take_copy_records()).
   void end_epoch() { stop_reader(); }
   // The next batch of the epoch, or nullptr at its end. Rethrows a reader error.
@@ -119,9 +121,9 @@ class DataLoader {
   void finish_copy(Slot& slot);  // waits for the slot's last copy and logs it
   void stage_to_device(Slot& slot);
   void stop_reader();
-  void reader_main(int64_t epoch);
-  void produce_stage(int64_t epoch);
-  void produce_stream(int64_t epoch);
+  void reader_main(int64_t epoch, int64_t first_step);
+  void produce_stage(int64_t epoch, int64_t first_step);
+  void produce_stream(int64_t epoch, int64_t first_step);
   bool acquire_free_slot(int64_t step, Slot*& slot);
   void publish(Slot& slot);
 

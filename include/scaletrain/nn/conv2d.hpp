@@ -28,6 +28,7 @@ class Conv2D : public Layer {
   const Tensor& forward(const Tensor& x, bool training) override;
   const Tensor& backward(const Tensor& dy, bool need_dx) override;
   int64_t flops_per_sample() const override;
+  int torch_module_count() const override { return act_.kind() == Activation::none ? 1 : 2; }
 
  protected:
   Conv2DOptions opt_;

@@ -16,6 +16,13 @@
 
 namespace scaletrain::nn {
 
+// Where a parameter lives in the model's PyTorch twin (nn/torch_twin.hpp): the module, counted from
+// the layer's first, and the parameter's name in that module.
+struct TorchParameterPlace {
+  int module_offset = 0;
+  std::string name;
+};
+
 // How a parameter's initial values are drawn.
 enum class Init { zeros, glorot_uniform, lecun_normal, he_uniform, pytorch_default };
 
@@ -56,6 +63,12 @@ class Layer {
   // row of the batch (a device i64 [batch] tensor; undefined: the row number), so that a sample's
   // random draws do not depend on the rank or row it lands in.
   virtual void set_random_state(uint64_t seed, uint64_t step, const Tensor& sample_index) {}
+
+  // The PyTorch twin of a model is an nn.Sequential with one module per operation; an activation a
+  // layer fuses is a module of its own. How many modules this layer stands for, and where each of
+  // its parameters lives among them (default: one module, the parameter's own name).
+  virtual int torch_module_count() const { return 1; }
+  virtual TorchParameterPlace torch_place(size_t parameter) const { return {0, params_.at(parameter).name}; }
 
   // Called by Model::build before build(): the backend whose memory and compute stream it uses,
   // and the compute type of its activations, their gradients and the weights its ops read.

@@ -19,6 +19,12 @@ class SeparableConv2D : public Layer {
   const Tensor& forward(const Tensor& x, bool training) override;
   const Tensor& backward(const Tensor& dy, bool need_dx) override;
   int64_t flops_per_sample() const override;
+  // nn.Conv2d(groups=C, bias=False), nn.Conv2d(C, F, 1), then the activation's module.
+  int torch_module_count() const override { return act_.kind() == Activation::none ? 2 : 3; }
+  TorchParameterPlace torch_place(size_t parameter) const override {
+    return parameter == 0 ? TorchParameterPlace{0, "weight"}
+                          : TorchParameterPlace{1, parameter == 1 ? "weight" : "bias"};
+  }
 
  private:
   int64_t filters_, kernel_, stride_;

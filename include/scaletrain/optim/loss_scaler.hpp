@@ -31,6 +31,9 @@ class LossScaler {
   bool update(bool found_nonfinite);
   int64_t skipped_steps() const { return skipped_; }
   int64_t clean_steps_in_a_row() const { return tracker_; }
+  // The raw scale (also when disabled) and, for a checkpoint's resume, all three counters back.
+  double raw_scale() const { return scale_; }
+  void restore(double scale, int64_t clean_steps_in_a_row, int64_t skipped_steps);
 
  private:
   LossScalerOptions o_;

@@ -20,7 +20,13 @@ class Optimizer {
   virtual std::string name() const = 0;
   // The optimizer's state buffers (momentum, moments), for checkpoints and tests.
   virtual std::vector<const Tensor*> state() const = 0;
+  // torch.optim's names of the buffers state() returns: "momentum_buffer"; "exp_avg", "exp_avg_sq".
+  virtual std::vector<std::string> state_names() const = 0;
   virtual int64_t steps_taken() const = 0;
+  // Continues from a checkpoint: `steps` updates taken and the state buffers (host, in
+  // state_names() order, `numel` floats each; none when steps is 0). Queued on the compute stream;
+  // returns once the buffers are on the device. Error naming what does not fit.
+  virtual void restore(int64_t steps, const std::vector<std::vector<float>>& state, int64_t numel) = 0;
 };
 
 enum class OptimizerKind { sgd, adamw };
@@ -40,6 +46,9 @@ struct AdamWOptions {
   float eps = 1e-8f;
   float weight_decay = 0.01f;
 };
+
+// A device f32 buffer holding `values` (numel of them), for Optimizer::restore.
+Tensor restore_buffer(Backend& backend, const std::vector<float>& values, int64_t numel, const std::string& name);
 
 // Throws Error on invalid options (negative momentum, Nesterov without momentum, betas outside [0,1)).
 std::unique_ptr<Optimizer> make_sgd(const SgdOptions& options, Backend& backend);

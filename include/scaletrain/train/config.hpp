@@ -80,6 +80,19 @@ struct RunConfig {
   // rank skips the step together.
   int64_t inject_overflow_rank = -1;
   int64_t inject_overflow_step = -1;
+  // Checkpoints in run.dir/checkpoints (train/checkpoint_store.hpp): every N steps, every S seconds
+  // (rank 0's clock decides for all), and at the end of the run; the newest `keep` are kept.
+  int64_t checkpoint_steps = 0;
+  double checkpoint_seconds = 0;
+  bool checkpoint_at_end = true;
+  int64_t checkpoint_keep = 3;
+  // "" (start fresh), "auto" (run.dir's latest checkpoint, or fresh when there is none) or a path.
+  std::string resume;
+  bool resume_force = false;  // resume although forceable identity keys differ (train/resume.hpp)
+  // Tests only: the checkpoint of this step exits the process after its first file (-1: off), and
+  // this rank perturbs one weight before the first checkpoint (-1: off).
+  int64_t inject_checkpoint_crash_step = -1;
+  int64_t inject_divergence_rank = -1;
 };
 
 // The backend a run asks for.

@@ -24,4 +24,8 @@ class ConsistentError : public std::runtime_error {
 //   them too. The caller must therefore let a rethrown error reach the app's MPI_Abort.
 void collective_check(comm::Communicator& comm, const std::function<void()>& f);
 
+// Runs f on rank 0 only (work on replicated state, such as writing a checkpoint) and broadcasts
+// the outcome: if it failed, every rank throws ConsistentError with rank 0's message.
+void root_check(comm::Communicator& comm, const std::function<void()>& f);
+
 }  // namespace scaletrain::train

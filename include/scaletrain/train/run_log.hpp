@@ -3,9 +3,13 @@
 // whole run (configuration, world, versions, throughput, phase shares). Format: jobs/README.md.
 #pragma once
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "scaletrain/train/checkpointer.hpp"
 #include "scaletrain/train/config.hpp"
 #include "scaletrain/train/trainer.hpp"
 
@@ -14,7 +18,9 @@ namespace scaletrain::train {
 // Format version of the run directory, written as `version` in run.json and in every metrics.jsonl
 // line. New fields are added without changing it; a field removed or renamed, or a meaning changed,
 // bumps it (jobs/README.md, "Run directory format"; perf/scaling_report.py reads versions 1 and 2).
-inline constexpr int kRunDirFormatVersion = 2;
+// Version 3: metrics.jsonl may hold record lines (a `record` key: "checkpoint", "resumed_from")
+// between the interval lines, which are unchanged; a resumed run appends to the earlier run's file.
+inline constexpr int kRunDirFormatVersion = 3;
 
 struct RunInfo {
   int world_size = 1;
@@ -25,23 +31,28 @@ struct RunInfo {
   int64_t parameters = 0;
   int64_t flops_per_sample = 0;      // forward
   PrecisionReport precision;
+  std::optional<ResumeRecord> resumed;  // the checkpoint this run continued from
 };
 
 class RunLog {
  public:
-  // Creates the directory (rank 0 only; other ranks pass enabled = false).
-  RunLog(bool enabled, const std::string& run_dir, const RunConfig& cfg);
+  // Creates the directory (rank 0 only; other ranks pass enabled = false). A resumed run appends to
+  // metrics.jsonl, starting with a "resumed_from" record.
+  RunLog(bool enabled, const std::string& run_dir, const RunConfig& cfg,
+         const std::optional<ResumeRecord>& resumed = std::nullopt);
   ~RunLog();
   RunLog(const RunLog&) = delete;
   RunLog& operator=(const RunLog&) = delete;
 
   bool enabled() const { return file_ != nullptr; }
   void interval(const IntervalTimings& t);
+  void checkpoint(const CheckpointRecord& c);
   void finish(const RunInfo& info, const TrainResult& result);
   // Seconds spent writing metrics lines (so the cost of logging can be checked).
   double write_seconds() const { return write_seconds_; }
 
  private:
+  void write_line(const nlohmann::json& j);
   std::string dir_;
   RunConfig cfg_;
   std::FILE* file_ = nullptr;

@@ -18,8 +18,10 @@ class Timeline {
   // Records one complete event; `lane` 0 is compute, 1 is communication, 2 is the host-to-device
   // copy stream, 3 the host-timed phases of a device backend. Times from now_seconds().
   void record(const char* name, double start, double end, int lane = 0, int64_t step = -1);
-  // Collective: gathers every rank's events to rank 0, which writes the trace to `path`.
-  void write(const std::string& path);
+  // Collective: gathers every rank's events to rank 0, which writes the trace to `path`. A resumed
+  // run (resumed_from: the checkpoint) goes on after the events already in `path`, with a
+  // "resumed_from" instant event between the two.
+  void write(const std::string& path, const std::string& resumed_from = "");
   double clock_offset() const { return offset_; }
   size_t size() const { return events_.size(); }
 

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,7 @@
 #include "scaletrain/comm/communicator.hpp"
 #include "scaletrain/core/timer.hpp"
 #include "scaletrain/nn/model.hpp"
+#include "scaletrain/train/checkpointer.hpp"
 #include "scaletrain/train/config.hpp"
 
 namespace scaletrain::train {
@@ -57,7 +59,8 @@ struct PrecisionReport {
 
 struct TrainResult {
   std::vector<EpochReport> epochs;
-  int64_t steps = 0;
+  int64_t steps = 0;       // taken by this run (a resumed run counts from its checkpoint)
+  int64_t final_step = 0;  // the global step count at the end
   double seconds = 0;
   double mean_samples_per_second = 0;  // warm-up excluded
   double final_eval_accuracy = 0, final_eval_loss = 0;
@@ -74,7 +77,8 @@ class Trainer {
   Trainer(const Trainer&) = delete;
   Trainer& operator=(const Trainer&) = delete;
 
-  // Runs all epochs (or train.max_steps steps) and returns what happened.
+  // Starts at step 0, or where run.resume's checkpoint left off, and runs all epochs (or up to
+  // train.max_steps steps in total), checkpointing as configured; returns what happened.
   TrainResult run();
 
   nn::Model& model();
@@ -86,6 +90,10 @@ class Trainer {
   int64_t steps_per_epoch() const;
   // Called on rank 0 after each logging interval (the timing log of the scaling issue hooks here).
   void on_interval(std::function<void(const IntervalTimings&)> f);
+  // Called on rank 0 after each checkpoint.
+  void on_checkpoint(std::function<void(const CheckpointRecord&)> f);
+  // The checkpoint this run continued from (run.resume), if any.
+  const std::optional<ResumeRecord>& resumed_from() const;
 
  private:
   struct Impl;

@@ -1,0 +1,71 @@
+// Loaders, schedule, optimizer and loss scaler from a RunConfig (train/training_setup.hpp).
+#include "scaletrain/train/training_setup.hpp"
+
+#include <cmath>
+
+namespace scaletrain::train {
+
+data::LoaderOptions train_loader_options(const RunConfig& cfg, const std::string& data_path, int64_t local_batch,
+                                         Backend* backend) {
+  data::LoaderOptions lo;
+  lo.path = data_path;
+  lo.split = "train";
+  lo.batch = local_batch;
+  lo.seed = cfg.seed;
+  lo.mode = cfg.data_mode;
+  lo.prefetch = static_cast<int>(cfg.prefetch);
+  lo.drop_remainder = cfg.drop_remainder;
+  lo.shuffle = true;
+  lo.backend = backend;
+  return lo;
+}
+
+data::LoaderOptions eval_loader_options(const data::LoaderOptions& train, const RunConfig& cfg) {
+  data::LoaderOptions eo = train;
+  eo.split = cfg.eval_split;
+  eo.shuffle = false;
+  eo.drop_remainder = false;
+  return eo;
+}
+
+optim::LrScheduleOptions lr_schedule_options(const RunConfig& cfg, int64_t steps_per_epoch) {
+  double base_lr = cfg.lr;
+  if (cfg.scale_lr) base_lr = optim::linear_scaled_lr(static_cast<float>(cfg.lr), cfg.batch, cfg.reference_batch);
+  optim::LrScheduleOptions so;
+  so.kind = cfg.schedule;
+  so.base_lr = static_cast<float>(base_lr);
+  so.warmup_steps = static_cast<int64_t>(std::llround(cfg.warmup_epochs * static_cast<double>(steps_per_epoch)));
+  so.step_size = cfg.step_epochs * steps_per_epoch;
+  so.gamma = static_cast<float>(cfg.gamma);
+  so.total_steps = cfg.epochs * steps_per_epoch;
+  so.min_lr = static_cast<float>(cfg.min_lr);
+  return so;
+}
+
+std::unique_ptr<optim::Optimizer> make_optimizer(const RunConfig& cfg, Backend& backend) {
+  if (cfg.optimizer == optim::OptimizerKind::sgd) {
+    optim::SgdOptions o;
+    o.momentum = static_cast<float>(cfg.momentum);
+    o.nesterov = cfg.nesterov;
+    o.weight_decay = static_cast<float>(cfg.weight_decay);
+    return optim::make_sgd(o, backend);
+  }
+  optim::AdamWOptions o;
+  o.beta1 = static_cast<float>(cfg.beta1);
+  o.beta2 = static_cast<float>(cfg.beta2);
+  o.eps = static_cast<float>(cfg.eps);
+  o.weight_decay = static_cast<float>(cfg.weight_decay);
+  return optim::make_adamw(o, backend);
+}
+
+optim::LossScalerOptions loss_scaler_options(const RunConfig& cfg) {
+  optim::LossScalerOptions lo;
+  lo.enabled = cfg.precision == Precision::fp16;
+  lo.init = cfg.loss_scale_init;
+  lo.growth = cfg.loss_scale_growth;
+  lo.backoff = cfg.loss_scale_backoff;
+  lo.interval = cfg.loss_scale_interval;
+  return lo;
+}
+
+}  // namespace scaletrain::train
