@@ -13,7 +13,7 @@ import sys
 
 # Run-directory format versions this report reads (jobs/README.md, "Run directory format"). Fields it does
 # not know are ignored; a newer version is refused, since it may have removed or redefined a field.
-FORMAT_VERSIONS = (1, 2)
+FORMAT_VERSIONS = (1, 2, 3)
 PHASES = ["data_wait", "h2d", "input", "forward", "backward", "allreduce_exposed", "optimizer"]
 # Phases a metrics line may leave out, counted as 0 ms: `input` (the normalize/augment kernels) has its own
 # timer since version 2; before, `h2d` held it.
@@ -60,6 +60,8 @@ def read_metrics(path):
             except json.JSONDecodeError as e:
                 raise ReportError(f"{where}: not valid JSON ({e})") from None
             check_version(j.get("version", 1), where)  # version 1 lines carry no version
+            if "record" in j:  # version 3: checkpoint and resumed_from records between the intervals
+                continue
             phases = j.get("phases")
             if not isinstance(phases, dict):
                 raise ReportError(f"{where}: missing key 'phases'")

@@ -172,8 +172,9 @@ std::optional<ResumeRecord> resume_from_checkpoint(const RunConfig& cfg, comm::C
   CheckpointState saved;
   std::vector<std::string> forced;
   collective_check(comm, [&] {
+    // The identity keys first: a refusal names what differs, not the first dataset that does not fit.
+    forced = check_resume_compatible(read_checkpoint_meta(path).identity, identity, path, cfg.resume_force);
     saved = read_checkpoint(path, state.model);
-    forced = check_resume_compatible(saved.meta.identity, identity, path, cfg.resume_force);
     ST_CHECK(saved.optimizer == state.optimizer.name(), "checkpoint ", path, " holds ", saved.optimizer,
              " state; this run uses ", state.optimizer.name());
     ST_CHECK(parameter_checksum(saved.parameters.data(), static_cast<int64_t>(saved.parameters.size())) ==

@@ -42,6 +42,11 @@ std::string absolute_path(const std::string& p) {
   return ec ? p : abs.string();
 }
 
+// Registry values are TOML: strings come quoted.
+std::string unquoted(const std::string& v) {
+  return v.size() >= 2 && v.front() == '"' && v.back() == '"' ? v.substr(1, v.size() - 2) : v;
+}
+
 }  // namespace
 
 IdentityKeys identity_keys(const RunConfig& cfg, int64_t train_samples) {
@@ -51,7 +56,7 @@ IdentityKeys identity_keys(const RunConfig& cfg, int64_t train_samples) {
     if (key == "data.path") k.emplace_back(key, absolute_path(cfg.data_path));
     else if (key == "data.train_samples") k.emplace_back(key, std::to_string(train_samples));
     else if (key == "model.name") k.emplace_back(key, cfg.model);
-    else k.emplace_back(key, find_config_key(key)->get(cfg));
+    else k.emplace_back(key, unquoted(find_config_key(key)->get(cfg)));
   }
   return k;
 }

@@ -12,7 +12,7 @@ import json
 import os
 import sys
 
-FORMAT_VERSION = 2  # the run-directory format version scaletrain writes (jobs/README.md)
+FORMAT_VERSION = 3  # the run-directory format version scaletrain writes (jobs/README.md)
 PHASES = ["data_wait", "h2d", "forward", "backward", "allreduce_exposed", "optimizer"]
 OPTIONAL_PHASES = ["input"]  # counted when a line has it (the normalize/augment kernels, split from h2d)
 PLOTS = ["throughput.png", "efficiency.png", "phases.png", "rank_step_time.png"]
@@ -56,6 +56,8 @@ def check_run(d, ranks, tolerance, errors, phase_check=True):
         where = f"metrics.jsonl:{n}"
         try:
             iv = json.loads(line)
+            if "record" in iv:  # checkpoint and resumed_from records (version 3)
+                continue
             ph = iv["phases"]
             step = float(ph["step"]["mean_ms"])
             total = sum(float(ph[p]["mean_ms"]) for p in PHASES + [p for p in OPTIONAL_PHASES if p in ph])

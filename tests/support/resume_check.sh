@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# Checkpoint and resume, end to end, against an uninterrupted run of the same configuration (every
+# step's loss logged). Modes:
+#   bitwise NP STOP        NP ranks stop at step STOP (mid-epoch), resume on NP ranks: the losses of
+#                          every step must be bitwise identical to the uninterrupted run's.
+#   ranks NP MP STOP RTOL  NP ranks stop at STOP, resume on MP ranks (same global batch, stage mode,
+#                          augmentation and dropout on): losses within relative tolerance RTOL.
+#   crash NP               checkpoints every 10 steps; the job is killed between two files of the
+#                          step-30 checkpoint: `latest` must stay on step-20, and the resumed run
+#                          must still match the uninterrupted one bitwise.
+#   refuse NP              a resume with other identity keys is refused, naming each key and both
+#                          values; run.resume_force overrides the forceable ones (and the run starts
+#                          at the next epoch boundary, saying so); a model change cannot be forced.
+#   stream NP MP           data.mode = stream: NP -> NP replays the reader bitwise; NP -> MP continues
+#                          at the next epoch boundary and says so.
+# usage: resume_check.sh SCALETRAIN MPIRUN_PREFIX... -- OUTDIR MODE ARGS...
+set -euo pipefail
+st=$1; shift
+mpirun=()
+while [ "$1" != "--" ]; do mpirun+=("$1"); shift; done
+shift
+out=$1 mode=$2; shift 2
+here=$(cd "$(dirname "$0")" && pwd)
+rm -rf "$out"
+mkdir -p "$out"
+# 960 samples in global batches of 24 (1, 2 or 3 ranks): 40 steps per epoch, 60 steps in all, so a
+# resume at step 25 or 30 lands mid-epoch and then crosses an epoch boundary.
+# MODEL=... and BATCH=... before run or must_fail change the model and the global batch.
+common=(--data.synthetic_samples 960 --train.epochs 2
+        --optimizer.lr 0.01 --optimizer.schedule cosine --train.log_every 1
+        --train.warmup_log_steps 0 --train.evaluate false --comm.bucket_mb 0.05 --run.threads 1
+        --data.augment true)
+
+all=(--train.max_steps 60)
+# run NAME NP [flags...]: a run that must succeed; its output goes to OUTDIR/NAME.log (appended).
+run() {
+  local name=$1 np=$2; shift 2
+  "${mpirun[@]}" -np "$np" "$st" "${common[@]}" --model.name "${MODEL:-lenet_dropout}" --train.batch "${BATCH:-24}" \
+    --run.dir "$out/$name" "$@" >> "$out/$name.log" 2>&1 || {
+    cat "$out/$name.log"; echo "FAIL: run $name ($*) exited non-zero"; exit 1; }
+}
+# must_fail NAME NP MESSAGE [flags...]: a run that must fail on every rank with MESSAGE in its output.
+must_fail() {
+  local name=$1 np=$2 message=$3; shift 3
+  if "${mpirun[@]}" -np "$np" "$st" "${common[@]}" --model.name "${MODEL:-lenet_dropout}" \
+      --train.batch "${BATCH:-24}" --run.dir "$out/$name" "$@" > "$out/$name.fail.log" 2>&1; then
+    cat "$out/$name.fail.log"; echo "FAIL: run $name ($*) succeeded; it must be refused"; exit 1
+  fi
+  grep -qF -- "$message" "$out/$name.fail.log" || {
+    cat "$out/$name.fail.log"; echo "FAIL: run $name: no '$message' in its output"; exit 1; }
+  echo "OK: refused with: $(grep -F -- "$message" "$out/$name.fail.log" | head -1)"
+}
+compare() { /usr/bin/python3 "$here/compare_losses.py" "$out/$1/metrics.jsonl" "$out/$2/metrics.jsonl" --steps 60 "${@:3}"; }
+expect_line() {  # FILE TEXT
+  grep -qF -- "$2" "$1" || { cat "$1"; echo "FAIL: no '$2' in $1"; exit 1; }
+}
+
+case $mode in
+  bitwise)
+    np=$1 stop=$2
+    run full "$np" "${all[@]}"
+    run resumed "$np" --train.max_steps "$stop"
+    run resumed "$np" --run.resume auto "${all[@]}"
+    expect_line "$out/resumed.log" "resume: $out/resumed/checkpoints/step-$stop: step $stop"
+    compare full resumed
+    ;;
+  ranks)
+    np=$1 mp=$2 stop=$3 rtol=$4
+    run full "$np" "${all[@]}"
+    run resumed "$np" --train.max_steps "$stop"
+    run resumed "$mp" --run.resume auto "${all[@]}"
+    expect_line "$out/resumed.log" "written by $np rank(s), now $mp"
+    compare full resumed --rtol "$rtol"
+    ;;
+  crash)
+    np=$1
+    run full "$np" "${all[@]}"
+    if "${mpirun[@]}" -np "$np" "$st" "${common[@]}" "${all[@]}" --model.name lenet_dropout --train.batch 24 --run.dir "$out/crashed" --run.checkpoint_steps 10 \
+        --run.inject_checkpoint_crash_step 30 > "$out/crashed.log" 2>&1; then
+      cat "$out/crashed.log"; echo "FAIL: the run with a crash injected at step 30 exited 0"; exit 1
+    fi
+    [ "$(cat "$out/crashed/checkpoints/latest")" = step-20 ] || {
+      ls -la "$out/crashed/checkpoints"; echo "FAIL: latest is not step-20 after the crash"; exit 1; }
+    [ -d "$out/crashed/checkpoints/.step-30.tmp" ] && [ ! -e "$out/crashed/checkpoints/step-30" ] || {
+      ls -la "$out/crashed/checkpoints"; echo "FAIL: expected a torn .step-30.tmp and no step-30"; exit 1; }
+    echo "OK: killed while writing step-30: latest still names step-20, step-30 only exists as .step-30.tmp"
+    run crashed "$np" --run.resume auto --run.checkpoint_steps 10 "${all[@]}"
+    expect_line "$out/crashed.log" "resume: $out/crashed/checkpoints/step-20: step 20"
+    [ ! -e "$out/crashed/checkpoints/.step-30.tmp" ] || { echo "FAIL: the torn .step-30.tmp was not cleaned up"; exit 1; }
+    compare full crashed
+    ;;
+  refuse)
+    np=$1
+    run first "$np" --train.max_steps 30
+    BATCH=48 must_fail first "$np" "train.batch: checkpoint 24, this run 48" --run.resume auto --train.precision bf16 \
+      "${all[@]}"
+    expect_line "$out/first.fail.log" "train.precision: checkpoint fp32, this run bf16"
+    MODEL=lenet must_fail first "$np" "model.name: checkpoint lenet_dropout, this run lenet" --run.resume auto \
+      --run.resume_force true
+    BATCH=48 run first "$np" --run.resume auto --run.resume_force true "${all[@]}"
+    expect_line "$out/first.log" "continuing at the start of epoch 2"
+    expect_line "$out/first.log" "forced: train.batch: checkpoint 24, this run 48"
+    ;;
+  stream)
+    np=$1 mp=$2
+    common+=(--data.mode stream)
+    run full "$np" "${all[@]}"
+    run resumed "$np" --train.max_steps 25
+    run resumed "$np" --run.resume auto "${all[@]}"
+    compare full resumed
+    run other "$np" --train.max_steps 25
+    run other "$mp" --run.resume auto "${all[@]}"
+    expect_line "$out/other.log" "continuing at the start of epoch 2, not at step 25 of epoch 1: data.mode = stream"
+    ;;
+  *) echo "resume_check.sh: unknown mode $mode" >&2; exit 2 ;;
+esac
+echo "OK: resume $mode"
