@@ -87,6 +87,9 @@ case $mode in
     run crashed "$np" --run.resume auto --run.checkpoint_steps 10 "${all[@]}"
     expect_line "$out/crashed.log" "resume: $out/crashed/checkpoints/step-20: step 20"
     [ ! -e "$out/crashed/checkpoints/.step-30.tmp" ] || { echo "FAIL: the torn .step-30.tmp was not cleaned up"; exit 1; }
+    kept=$(cd "$out/crashed/checkpoints" && echo step-*)
+    [ "$kept" = "step-40 step-50 step-60" ] || { echo "FAIL: kept $kept, expected the newest 3: step-40 step-50 step-60"; exit 1; }
+    echo "OK: the newest 3 checkpoints kept: $kept"
     compare full crashed
     ;;
   refuse)

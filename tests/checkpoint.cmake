@@ -1,0 +1,44 @@
+# Checkpoint and restart end to end (tests/support/resume_check.sh against uninterrupted runs):
+# bitwise resume mid-epoch at 2 ranks, 2 -> 1 and 2 -> 3 ranks within tolerance, a job killed
+# between two checkpoint files, refusal of an incompatible resume, stream mode; diverged replicas
+# caught by the checksum; run.resume = auto without run.dir; PyTorch loading a checkpoint.
+if(TARGET scaletrain)
+  set(_st $<TARGET_FILE:scaletrain>)
+  set(_rc ${CMAKE_CURRENT_SOURCE_DIR}/support/resume_check.sh ${_st} ${MPIEXEC_EXECUTABLE} ${_mpi_flags} --)
+  set(_ck ${CMAKE_CURRENT_BINARY_DIR}/checkpoint)
+  add_test(NAME checkpoint_resume_bitwise_np2 COMMAND ${_rc} ${_ck}/bitwise bitwise 2 25)
+  add_test(NAME checkpoint_resume_2_to_1_ranks COMMAND ${_rc} ${_ck}/2_to_1 ranks 2 1 25 1e-5)
+  add_test(NAME checkpoint_resume_2_to_3_ranks COMMAND ${_rc} ${_ck}/2_to_3 ranks 2 3 25 1e-5)
+  add_test(NAME checkpoint_crash_between_files_np2 COMMAND ${_rc} ${_ck}/crash crash 2)
+  add_test(NAME checkpoint_resume_refused_np2 COMMAND ${_rc} ${_ck}/refuse refuse 2)
+  add_test(NAME checkpoint_resume_stream_np2 COMMAND ${_rc} ${_ck}/stream stream 2 1)
+  set_tests_properties(checkpoint_resume_bitwise_np2 checkpoint_resume_2_to_1_ranks checkpoint_resume_2_to_3_ranks
+                       checkpoint_crash_between_files_np2 checkpoint_resume_refused_np2 checkpoint_resume_stream_np2
+                       PROPERTIES PROCESSORS 2 LABELS "checkpoint;mpi" TIMEOUT 300)
+
+  add_test(NAME checkpoint_diverged_replicas_named
+           COMMAND ${_fail} "the parameters of rank(s) 1 differ from rank 0's" --
+                   ${_mpirun} -np 2 ${_st} --train.max_steps 3 --train.evaluate false --run.dir ${_ck}/diverged
+                   --run.inject_divergence_rank 1)
+  add_test(NAME checkpoint_resume_auto_needs_run_dir
+           COMMAND ${_fail} "run.resume = auto continues from run.dir/checkpoints/latest, but run.dir is not set" --
+                   ${_mpirun} -np 2 ${_st} --train.max_steps 3 --run.resume auto)
+  set_tests_properties(checkpoint_diverged_replicas_named checkpoint_resume_auto_needs_run_dir
+                       PROPERTIES PROCESSORS 2 LABELS "checkpoint;mpi" TIMEOUT 120)
+
+  if(TARGET scaletrain-checkpoint)
+    list(JOIN _mpi_flags " " _mpi_flags_text)
+    foreach(model lenet fmnist_sepcnn)
+      add_test(NAME checkpoint_pytorch_loads_${model}
+               COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/support/check_torch_checkpoint.py
+                       --scaletrain ${_st} --tool $<TARGET_FILE:scaletrain-checkpoint>
+                       --mpirun "${MPIEXEC_EXECUTABLE} ${_mpi_flags_text}" --model ${model} --out ${_ck}/torch_${model})
+      set_tests_properties(checkpoint_pytorch_loads_${model} PROPERTIES PROCESSORS 2 LABELS "checkpoint;mpi;pytorch"
+                           TIMEOUT 300 PASS_REGULAR_EXPRESSION "OK: with the columns of"
+                           FIXTURES_SETUP checkpoint_${model})
+    endforeach()
+    add_test(NAME checkpoint_info_prints_contents COMMAND $<TARGET_FILE:scaletrain-checkpoint> info ${_ck}/torch_lenet/run)
+    set_tests_properties(checkpoint_info_prints_contents PROPERTIES FIXTURES_REQUIRED checkpoint_lenet
+                         LABELS checkpoint PASS_REGULAR_EXPRESSION "position +step 20.*7\\.weight +\\[120, 400\\] +\\(columns HWC -> CHW\\).*momentum_buffer")
+  endif()
+endif()
