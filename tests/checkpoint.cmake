@@ -7,12 +7,18 @@ if(TARGET scaletrain)
   set(_rc ${CMAKE_CURRENT_SOURCE_DIR}/support/resume_check.sh ${_st} ${MPIEXEC_EXECUTABLE} ${_mpi_flags} --)
   set(_ck ${CMAKE_CURRENT_BINARY_DIR}/checkpoint)
   add_test(NAME checkpoint_resume_bitwise_np2 COMMAND ${_rc} ${_ck}/bitwise bitwise 2 25)
+  # AdamW (its step count drives the bias correction) and fp16 (the loss scaler's scale and clean-step
+  # count, growing every 10 steps here) must come back exactly too.
+  add_test(NAME checkpoint_resume_bitwise_adamw_fp16_np2 COMMAND ${_rc} ${_ck}/bitwise_adamw_fp16 bitwise 2 25)
+  set_tests_properties(checkpoint_resume_bitwise_adamw_fp16_np2 PROPERTIES ENVIRONMENT
+                       "EXTRA=--optimizer.name adamw --train.precision fp16 --optimizer.loss_scale_interval 10;LR=0.001")
   add_test(NAME checkpoint_resume_2_to_1_ranks COMMAND ${_rc} ${_ck}/2_to_1 ranks 2 1 25 1e-5)
   add_test(NAME checkpoint_resume_2_to_3_ranks COMMAND ${_rc} ${_ck}/2_to_3 ranks 2 3 25 1e-5)
   add_test(NAME checkpoint_crash_between_files_np2 COMMAND ${_rc} ${_ck}/crash crash 2)
   add_test(NAME checkpoint_resume_refused_np2 COMMAND ${_rc} ${_ck}/refuse refuse 2)
   add_test(NAME checkpoint_resume_stream_np2 COMMAND ${_rc} ${_ck}/stream stream 2 1)
-  set_tests_properties(checkpoint_resume_bitwise_np2 checkpoint_resume_2_to_1_ranks checkpoint_resume_2_to_3_ranks
+  set_tests_properties(checkpoint_resume_bitwise_np2 checkpoint_resume_bitwise_adamw_fp16_np2
+                       checkpoint_resume_2_to_1_ranks checkpoint_resume_2_to_3_ranks
                        checkpoint_crash_between_files_np2 checkpoint_resume_refused_np2 checkpoint_resume_stream_np2
                        PROPERTIES PROCESSORS 2 LABELS "checkpoint;mpi" TIMEOUT 300)
 

@@ -2,7 +2,8 @@
 """Compares the per-interval training losses of two metrics.jsonl files bit for bit.
 
 usage: compare_losses.py A/metrics.jsonl B/metrics.jsonl [--steps N] [--rtol R]
-Exit 0 when both have the same intervals (at least N steps) with identical losses and accuracies;
+Exit 0 when both have the same intervals (at least N steps) with identical losses, accuracies, loss
+scales and skipped-step counts;
 exit 1 naming the first differing step otherwise. With --rtol R, losses need only agree within R
 (relative; for runs on different rank counts, whose sums round differently).
 Record lines are skipped; at a resumed_from record, the intervals an interrupted run had logged after
@@ -56,6 +57,10 @@ def main():
                       f"{rel:.3g} > {args.rtol}")
                 return 1
             continue
+        if x.get("loss_scale") != y.get("loss_scale") or x.get("skipped_steps") != y.get("skipped_steps"):
+            print(f"step {x['first_step']}: loss scale {x.get('loss_scale')!r} vs {y.get('loss_scale')!r}, "
+                  f"skipped steps {x.get('skipped_steps')!r} vs {y.get('skipped_steps')!r}")
+            return 1
         if x["first_step"] != y["first_step"] or x["loss"] != y["loss"] or x["accuracy"] != y["accuracy"]:
             print(f"step {x['first_step']}: loss {x['loss']!r} vs {y['loss']!r}, "
                   f"accuracy {x['accuracy']!r} vs {y['accuracy']!r}")

@@ -13,6 +13,7 @@
 #                          at the next epoch boundary, saying so); a model change cannot be forced.
 #   stream NP MP           data.mode = stream: NP -> NP replays the reader bitwise; NP -> MP continues
 #                          at the next epoch boundary and says so.
+# EXTRA="flags" (environment) adds flags to every run; LR=... sets the learning rate (0.01).
 # usage: resume_check.sh SCALETRAIN MPIRUN_PREFIX... -- OUTDIR MODE ARGS...
 set -euo pipefail
 st=$1; shift
@@ -27,10 +28,13 @@ mkdir -p "$out"
 # resume at step 25 or 30 lands mid-epoch and then crosses an epoch boundary.
 # MODEL=... and BATCH=... before run or must_fail change the model and the global batch.
 common=(--data.synthetic_samples 960 --train.epochs 2
-        --optimizer.lr 0.01 --optimizer.schedule cosine --train.log_every 1
+        --optimizer.lr "${LR:-0.01}" --optimizer.schedule cosine --train.log_every 1
         --train.warmup_log_steps 0 --train.evaluate false --comm.bucket_mb 0.05 --run.threads 1
         --data.augment true)
 
+# EXTRA="flags..." in the environment: added to every run (another optimizer, precision, ...).
+read -r -a extra <<< "${EXTRA:-}"
+common+=("${extra[@]}")
 all=(--train.max_steps 60)
 # run NAME NP [flags...]: a run that must succeed; its output goes to OUTDIR/NAME.log (appended).
 run() {
