@@ -26,6 +26,12 @@ if(TARGET scaletrain)
            COMMAND ${_fail} "the parameters of rank(s) 1 differ from rank 0's" --
                    ${_mpirun} -np 2 ${_st} --train.max_steps 3 --train.evaluate false --run.dir ${_ck}/diverged
                    --run.inject_divergence_rank 1)
+  # run.checkpoint_seconds: rank 0's clock decides for both ranks (a tiny interval: every step).
+  add_test(NAME checkpoint_every_seconds_np2
+           COMMAND ${_mpirun} -np 2 ${_st} --train.max_steps 4 --train.evaluate false --run.dir ${_ck}/seconds
+                   --run.checkpoint_seconds 0.000001 --run.checkpoint_at_end false)
+  set_tests_properties(checkpoint_every_seconds_np2 PROPERTIES PROCESSORS 2 LABELS "checkpoint;mpi" TIMEOUT 120
+                       PASS_REGULAR_EXPRESSION "checkpoints/step-1 .*checkpoints/step-2 .*checkpoints/step-3 .*checkpoints/step-4 ")
   add_test(NAME checkpoint_resume_auto_needs_run_dir
            COMMAND ${_fail} "run.resume = auto continues from run.dir/checkpoints/latest, but run.dir is not set" --
                    ${_mpirun} -np 2 ${_st} --train.max_steps 3 --run.resume auto)

@@ -63,10 +63,24 @@ case $mode in
   bitwise)
     np=$1 stop=$2
     run full "$np" "${all[@]}"
-    run resumed "$np" --train.max_steps "$stop"
-    run resumed "$np" --run.resume auto "${all[@]}"
+    run resumed "$np" --train.max_steps "$stop" --run.timeline true
+    run resumed "$np" --run.resume auto "${all[@]}" --run.timeline true
     expect_line "$out/resumed.log" "resume: $out/resumed/checkpoints/step-$stop: step $stop"
     compare full resumed
+    # The timeline goes on across the resume: both runs' steps, and the resumed_from marker between.
+    /usr/bin/python3 - "$out/resumed/timeline.json" "$stop" <<'PY'
+import json, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+stop = int(sys.argv[2])
+steps = {e["args"]["step"] for e in ev if e.get("ph") == "X" and "step" in e.get("args", {})}
+marks = [e for e in ev if e.get("name") == "resumed_from"]
+before = max(e["ts"] + e["dur"] for e in ev if e.get("ph") == "X" and e.get("args", {}).get("step", -1) < stop)
+after = min(e["ts"] for e in ev if e.get("ph") == "X" and e.get("args", {}).get("step", -1) >= stop)
+ok = len(marks) == 1 and min(steps) == 0 and max(steps) == 59 and before <= marks[0]["ts"] <= after
+print(f"timeline: steps {min(steps)}..{max(steps)}, {len(marks)} resumed_from marker(s) at {marks[0]['ts'] if marks else None}"
+      f" between {before:.0f} and {after:.0f} us")
+sys.exit(0 if ok else 1)
+PY
     ;;
   ranks)
     np=$1 mp=$2 stop=$3 rtol=$4
