@@ -138,6 +138,7 @@ void write_trainer(const std::string& path, const CheckpointState& s) {
   data::write_string_attr(id, "data_mode", m.data_mode);
   data::write_string_attr(id, "git_commit", m.git_commit);
   data::write_string_attr(id, "config", m.config_toml);
+  data::write_string_attr(id, "config_hash", hex64(m.config_hash));
   std::vector<std::string> keys, values;
   for (const auto& [k, v] : m.identity) {
     keys.push_back(k);
@@ -167,6 +168,7 @@ CheckpointMeta read_meta_locked(const std::string& dir) {
     m.data_mode = data::read_string_attr(id, "data_mode");
     m.git_commit = data::read_string_attr(id, "git_commit");
     m.config_toml = data::read_string_attr(id, "config");
+    m.config_hash = std::stoull(data::read_string_attr(id, "config_hash"), nullptr, 16);
     const auto keys = data::read_string_array_attr(id, "identity_keys");
     const auto values = data::read_string_array_attr(id, "identity_values");
     ST_CHECK(keys.size() == values.size(), "identity_keys and identity_values differ in length");

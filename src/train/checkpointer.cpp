@@ -83,6 +83,7 @@ CheckpointState Checkpointer::snapshot(const TrainingState& state, const Trainin
   m.data_mode = data::loader_mode_name(cfg_.data_mode);
   m.git_commit = git_commit();
   m.config_toml = config_to_toml(cfg_);
+  m.config_hash = config_hash(cfg_);
   m.identity = identity_;
   m.parameter_checksum = parameter_checksum(s.parameters.data(), static_cast<int64_t>(s.parameters.size()));
   return s;

@@ -7,7 +7,7 @@
 //                 model.h5.
 //   trainer.h5    attrs: the position (step, epoch, step_in_epoch, seed), the loss scaler (scale,
 //                 clean steps in a row, skipped steps), world_size, global_batch, data_mode,
-//                 git_commit, config (the resolved TOML), the identity keys and their values, and
+//                 git_commit, config (the resolved TOML) and config_hash, the identity keys and their values, and
 //                 the parameter checksum every rank agreed on.
 //
 // Every file carries the attr format_version. Reading checks every name and shape against the
@@ -44,6 +44,7 @@ struct CheckpointMeta {
   std::string data_mode;  // "stage" | "stream"
   std::string git_commit;
   std::string config_toml;
+  uint64_t config_hash = 0;  // config_hash() of the configuration, as run.json's
   std::vector<std::pair<std::string, std::string>> identity;  // key, value (train/resume.hpp)
   uint64_t parameter_checksum = 0;
 };
