@@ -92,7 +92,7 @@ void write_logits(const std::string& dir, std::string data_path, const std::stri
   auto backend = make_backend(bo);
   model->build(*backend, count, DType::f32);
   const train::CheckpointState s = train::read_checkpoint(dir, *model);
-  std::memcpy(model->flat_parameters().data<float>(), s.parameters.data(), s.parameters.size() * sizeof(float));
+  backend->upload(model->flat_parameters(), s.parameters);
   // The trainer's normalization: (x - mean) / std per channel.
   Shape in_shape{count};
   in_shape.insert(in_shape.end(), info.sample_shape.begin(), info.sample_shape.end());

@@ -2,6 +2,7 @@
 // that the CPU and simulated devices share (the CUDA backend overrides them).
 #include "scaletrain/backend/backend.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include "scaletrain/core/error.hpp"
@@ -45,6 +46,15 @@ Tensor Backend::download(const Tensor& t) {
   copy_async(compute_stream(), host, t);
   compute_stream().synchronize();
   return host;
+}
+
+void Backend::upload(const Tensor& dst, const std::vector<float>& values) {
+  ST_CHECK(dst.dtype() == DType::f32 && static_cast<int64_t>(values.size()) == dst.numel(), "upload into '",
+           dst.name(), "': ", values.size(), " f32 values for a ", dtype_name(dst.dtype()), " tensor of ", dst.numel());
+  Tensor host(dst.shape(), DType::f32, dst.name() + " (host copy)");
+  std::copy(values.begin(), values.end(), host.data<float>());
+  copy_async(compute_stream(), dst, host);
+  compute_stream().synchronize();  // the host copy goes out of scope
 }
 
 void Backend::copy_async(Stream& stream, const Tensor& dst, const Tensor& src) {

@@ -1,8 +1,6 @@
 // State-dict names and layouts of the PyTorch twin (nn/torch_twin.hpp).
 #include "scaletrain/nn/torch_twin.hpp"
 
-#include <cstring>
-
 #include "scaletrain/core/error.hpp"
 
 namespace scaletrain::nn {
@@ -47,11 +45,15 @@ std::vector<TorchParameter> torch_parameters(const Model& model) {
   return out;
 }
 
-// Column j of a [rows, H*W*C] matrix in HWC order is column (c*H + h)*W + w in CHW order.
-void to_torch_layout(const TorchParameter& p, const float* ours, float* torch) {
+namespace {
+
+// Calls f(our_index, torch_index) for every element: column (h*W + w)*C + c of a [rows, H*W*C]
+// matrix in HWC order is column (c*H + h)*W + w in CHW order; without hwc, the indices agree.
+template <class F>
+void for_each_element(const TorchParameter& p, F f) {
   const int64_t n = product(p.shape);
   if (p.hwc.empty()) {
-    std::memcpy(torch, ours, static_cast<size_t>(n) * sizeof(float));
+    for (int64_t i = 0; i < n; ++i) f(i, i);
     return;
   }
   const int64_t H = p.hwc[0], W = p.hwc[1], C = p.hwc[2], cols = H * W * C, rows = n / cols;
@@ -59,21 +61,17 @@ void to_torch_layout(const TorchParameter& p, const float* ours, float* torch) {
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t h = 0; h < H; ++h)
       for (int64_t w = 0; w < W; ++w)
-        for (int64_t c = 0; c < C; ++c) torch[r * cols + (c * H + h) * W + w] = ours[r * cols + (h * W + w) * C + c];
+        for (int64_t c = 0; c < C; ++c) f(r * cols + (h * W + w) * C + c, r * cols + (c * H + h) * W + w);
+}
+
+}  // namespace
+
+void to_torch_layout(const TorchParameter& p, const float* ours, float* torch) {
+  for_each_element(p, [&](int64_t o, int64_t t) { torch[t] = ours[o]; });
 }
 
 void from_torch_layout(const TorchParameter& p, const float* torch, float* ours) {
-  const int64_t n = product(p.shape);
-  if (p.hwc.empty()) {
-    std::memcpy(ours, torch, static_cast<size_t>(n) * sizeof(float));
-    return;
-  }
-  const int64_t H = p.hwc[0], W = p.hwc[1], C = p.hwc[2], cols = H * W * C, rows = n / cols;
-  ST_CHECK(p.shape.size() == 2 && p.shape[1] == cols, p.name, ": expected [rows, ", cols, "] for an HWC flatten");
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t h = 0; h < H; ++h)
-      for (int64_t w = 0; w < W; ++w)
-        for (int64_t c = 0; c < C; ++c) ours[r * cols + (h * W + w) * C + c] = torch[r * cols + (c * H + h) * W + w];
+  for_each_element(p, [&](int64_t o, int64_t t) { ours[o] = torch[t]; });
 }
 
 }  // namespace scaletrain::nn

@@ -133,10 +133,7 @@ void restore_parameters(const TrainingState& state, const std::vector<float>& pa
   Tensor& flat = state.model.flat_parameters();
   ST_CHECK(static_cast<int64_t>(params.size()) == flat.numel(), "checkpoint holds ", params.size(),
            " parameters, the model has ", flat.numel());
-  Tensor host({flat.numel()}, DType::f32, "checkpoint.parameters");
-  std::copy(params.begin(), params.end(), host.data<float>());
-  state.backend.copy_async(state.backend.compute_stream(), flat, host);
-  state.backend.compute_stream().synchronize();
+  state.backend.upload(flat, params);
   state.model.refresh_compute_parameters();
 }
 

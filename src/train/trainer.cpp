@@ -165,7 +165,9 @@ void Trainer::Impl::setup_checkpoints() {
   const IdentityKeys identity = identity_keys(cfg, train_loader->info().num_samples);
   checkpointer = std::make_unique<Checkpointer>(cfg, comm, identity);
   resumed = resume_from_checkpoint(cfg, comm, state(), identity, train_loader->steps_per_epoch());
-  if (resumed) position = resumed->start;
+  if (!resumed) return;
+  position = resumed->start;
+  checkpointer->mark_saved(resumed->saved.step);
 }
 
 void Trainer::Impl::setup_input() {

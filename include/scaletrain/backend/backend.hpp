@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "scaletrain/backend/ops.hpp"
 #include "scaletrain/backend/stream.hpp"
@@ -72,6 +73,9 @@ class Backend {
   // A host copy of `t` once the compute stream's work before this call has finished (synchronizes
   // the compute stream): the explicit device-to-host read for tests, checkpoints and tools.
   Tensor download(const Tensor& t);
+  // dst = `values` (f32, dst.numel() of them, from the host), queued on the compute stream after its
+  // earlier work; returns once the copy is done (checkpoints and tests).
+  void upload(const Tensor& dst, const std::vector<float>& values);
 
   // Whether the heavy operators run `dtype` (f32, bf16, f16) natively or emulated; other types throw.
   virtual PrecisionSupport precision_support(DType dtype) const = 0;

@@ -59,6 +59,9 @@ class Checkpointer {
   // Collective: checkpoints `state` at `position`. Returns rank 0's record (empty elsewhere).
   CheckpointRecord save(const TrainingState& state, const TrainingPosition& position);
   int64_t last_saved_step() const { return last_saved_step_; }
+  // A resumed run: the checkpoint of `step` exists (and `latest` may name it), so it is not
+  // written again.
+  void mark_saved(int64_t step) { last_saved_step_ = step; }
 
  private:
   CheckpointState snapshot(const TrainingState& state, const TrainingPosition& position, std::vector<float> params);
