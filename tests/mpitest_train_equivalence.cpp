@@ -12,6 +12,7 @@
 #include "scaletrain/comm/mpi_communicator.hpp"
 #include "scaletrain/train/trainer.hpp"
 #include "support/shared_temp_dir.hpp"
+#include "support/small_run.hpp"
 
 using namespace scaletrain;
 
@@ -23,24 +24,14 @@ struct Case {
 };
 
 train::RunConfig small_run(const std::string& dir, const Case& k) {
-  train::RunConfig c;
+  train::RunConfig c = scaletrain::testing::small_run_config();
   c.model = k.model;
   c.augment = k.augment;
   c.device = parse_device_kind(k.device);
-  c.data_path = "synthetic";
-  c.synthetic_samples = 480;
   c.run_dir = dir;
-  c.batch = 60;  // divisible by 1, 2, 3, 4, 5 and 6 ranks
-  c.epochs = 1;
-  c.max_steps = 6;
-  c.evaluate = false;
-  c.log_every = 3;
   c.lr = 0.05;
-  c.momentum = 0.9;
   c.weight_decay = 1e-4;
-  c.bucket_mb = 0.004;  // ~4 KB buckets: lenet's 61,706 parameters in many buckets
   c.progress = comm::parse_comm_progress(k.progress);
-  c.threads = 1;
   return c;
 }
 

@@ -14,25 +14,15 @@
 #include "scaletrain/comm/mpi_communicator.hpp"
 #include "scaletrain/train/trainer.hpp"
 #include "support/shared_temp_dir.hpp"
+#include "support/small_run.hpp"
 
 using namespace scaletrain;
 
 namespace {
 
 train::RunConfig small_run(Precision precision, Precision wire) {
-  train::RunConfig c;
-  c.model = "lenet";
-  c.data_path = "synthetic";
-  c.synthetic_samples = 480;
-  c.batch = 60;  // divisible by 1, 2, 3, 4, 5 and 6 ranks
-  c.epochs = 1;
-  c.max_steps = 6;
-  c.evaluate = false;
-  c.log_every = 3;
+  train::RunConfig c = scaletrain::testing::small_run_config();
   c.lr = 0.01;
-  c.momentum = 0.9;
-  c.bucket_mb = 0.004;  // many small buckets
-  c.threads = 1;
   c.precision = precision;
   c.comm_dtype = wire;
   return c;
