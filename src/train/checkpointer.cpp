@@ -64,7 +64,7 @@ void Checkpointer::compare_checksums(uint64_t mine, int64_t step) {
 }
 
 CheckpointState Checkpointer::snapshot(const TrainingState& state, const TrainingPosition& position,
-                                       std::vector<float> params) {
+                                       std::vector<float> params, uint64_t checksum) {
   CheckpointState s;
   s.parameters = std::move(params);
   s.optimizer = state.optimizer.name();
@@ -85,7 +85,7 @@ CheckpointState Checkpointer::snapshot(const TrainingState& state, const Trainin
   m.config_toml = config_to_toml(cfg_);
   m.config_hash = config_hash(cfg_);
   m.identity = identity_;
-  m.parameter_checksum = parameter_checksum(s.parameters.data(), static_cast<int64_t>(s.parameters.size()));
+  m.parameter_checksum = checksum;
   return s;
 }
 
@@ -98,10 +98,11 @@ CheckpointRecord Checkpointer::save(const TrainingState& state, const TrainingPo
     params[0] += 1e-3f;  // tests: this rank's replica as the checkpoint reads it has drifted
     diverged_once_ = true;
   }
-  compare_checksums(parameter_checksum(params.data(), static_cast<int64_t>(params.size())), position.step);
+  const uint64_t checksum = parameter_checksum(params.data(), static_cast<int64_t>(params.size()));
+  compare_checksums(checksum, position.step);
   const int crash = position.step == cfg_.inject_checkpoint_crash_step ? 1 : -1;
   root_check(comm_, [&] {
-    rec.path = store_->write(state.model, snapshot(state, position, std::move(params)), crash);
+    rec.path = store_->write(state.model, snapshot(state, position, std::move(params), checksum), crash);
   });
   // Every rank knows the write succeeded: only now does `latest` move.
   root_check(comm_, [&] { store_->publish(rec.path); });

@@ -156,6 +156,7 @@ void RunLog::finish(const RunInfo& info, const TrainResult& r) {
                     {"skipped_steps", r.skipped_steps}};
   for (const auto& [k, v] : build_versions()) j["versions"][k] = v;
   j["steps"] = r.steps;
+  j["final_step"] = r.final_step;
   j["seconds"] = r.seconds;
   j["samples_per_s"] = r.mean_samples_per_second;
   j["final_eval_accuracy"] = r.final_eval_accuracy;

@@ -58,13 +58,13 @@ class Checkpointer {
   bool due(int64_t step);
   // Collective: checkpoints `state` at `position`. Returns rank 0's record (empty elsewhere).
   CheckpointRecord save(const TrainingState& state, const TrainingPosition& position);
-  int64_t last_saved_step() const { return last_saved_step_; }
   // A resumed run: the checkpoint of `step` exists (and `latest` may name it), so it is not
   // written again.
   void mark_saved(int64_t step) { last_saved_step_ = step; }
 
  private:
-  CheckpointState snapshot(const TrainingState& state, const TrainingPosition& position, std::vector<float> params);
+  CheckpointState snapshot(const TrainingState& state, const TrainingPosition& position, std::vector<float> params,
+                           uint64_t checksum);
   void compare_checksums(uint64_t mine, int64_t step);
 
   const RunConfig& cfg_;
