@@ -27,10 +27,19 @@ if(TARGET scaletrain)
   add_test(NAME device_missing_copy_wait_is_caught
            COMMAND ${_eq} ${_dev}/missing_copy_wait lenet 1 --delays 200 --expect-mismatch
                    -- --run.sim_ignore_events "batch copied")
+  # The per-step losses catch the missing bucket wait (the end-of-run checkpoint is off, since its
+  # replica checksum would stop the run first); the second test: that checksum catches it too.
   add_test(NAME device_missing_bucket_wait_is_caught
            COMMAND ${_eq} ${_dev}/missing_bucket_wait lenet 2 --delays 200 --expect-mismatch
-                   -- --run.sim_ignore_events "bucket ready")
+                   -- --run.sim_ignore_events "bucket ready" --run.checkpoint_at_end false)
+  add_test(NAME device_missing_bucket_wait_diverges_the_replicas
+           COMMAND ${_fail} "the replicas have silently diverged" --
+                   ${_mpirun} -np 2 ${_st} --run.device sim --run.sim_delay_us 200 --model.name lenet
+                   --data.synthetic_samples 2048 --train.batch 32 --train.max_steps 50
+                   --optimizer.lr 0.002 --train.evaluate false --comm.bucket_mb 0.05 --run.threads 1
+                   --run.sim_ignore_events "bucket ready" --run.dir ${_dev}/missing_bucket_wait_checksum)
   set_tests_properties(device_missing_copy_wait_is_caught device_missing_bucket_wait_is_caught
+                       device_missing_bucket_wait_diverges_the_replicas
                        PROPERTIES PROCESSORS 2 LABELS "device;mpi" TIMEOUT 300)
 
   add_test(NAME device_sim_out_of_memory
