@@ -21,15 +21,6 @@ using data::H5Handle;
 
 std::string file_path(const std::string& dir, const char* file) { return dir + "/" + file; }
 
-// Data is durable once the file is closed and its bytes fsynced.
-void fsync_path(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY);
-  ST_CHECK(fd >= 0, "checkpoint file ", path, ": cannot reopen it to fsync");
-  const int rc = ::fsync(fd);
-  ::close(fd);
-  ST_CHECK(rc == 0, "checkpoint file ", path, ": fsync failed");
-}
-
 H5Handle create_file(const std::string& path) {
   return H5Handle(ST_HDF5_CHECK(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), "creating checkpoint file ",
                                 path),
@@ -228,6 +219,14 @@ CheckpointState read_checkpoint(const std::string& dir, const nn::Model& model) 
     s.optimizer_buffers.push_back(read_named_tensors(g.get(), params, model, path + ":" + name));
   }
   return s;
+}
+
+void fsync_path(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY);  // a directory opens read-only too
+  ST_CHECK(fd >= 0, "checkpoint path ", path, ": cannot open it to fsync");
+  const int rc = ::fsync(fd);
+  ::close(fd);
+  ST_CHECK(rc == 0, "checkpoint path ", path, ": fsync failed");
 }
 
 uint64_t parameter_checksum(const float* values, int64_t n) {

@@ -1,9 +1,6 @@
 // CheckpointStore: temporary directory, fsync, rename, `latest`, pruning (train/checkpoint_store.hpp).
 #include "scaletrain/train/checkpoint_store.hpp"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
@@ -16,14 +13,6 @@
 namespace scaletrain::train {
 namespace fs = std::filesystem;
 namespace {
-
-void fsync_dir(const std::string& dir) {
-  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
-  ST_CHECK(fd >= 0, "checkpoint directory ", dir, ": cannot open it to fsync");
-  const int rc = ::fsync(fd);
-  ::close(fd);
-  ST_CHECK(rc == 0, "checkpoint directory ", dir, ": fsync failed");
-}
 
 // step-<N> -> N, or -1 for any other name.
 int64_t step_of(const std::string& name) {
@@ -76,11 +65,11 @@ std::string CheckpointStore::write(const nn::Model& model, const CheckpointState
     write_checkpoint_file(tmp, file, model, state);
     ++written;
   }
-  fsync_dir(tmp);
+  fsync_path(tmp);
   remove_tree(final_dir);  // a checkpoint of the same step from an earlier, abandoned attempt
   fs::rename(tmp, final_dir, ec);
   ST_CHECK(!ec, "renaming ", tmp, " to ", final_dir, ": ", ec.message());
-  fsync_dir(root_);
+  fsync_path(root_);
   return final_dir;
 }
 
@@ -92,13 +81,11 @@ void CheckpointStore::publish(const std::string& checkpoint_dir) {
     out.close();
     ST_CHECK(out.good(), "writing ", tmp, " failed");
   }
-  const int fd = ::open(tmp.c_str(), O_RDONLY);
-  ST_CHECK(fd >= 0 && ::fsync(fd) == 0, "fsync of ", tmp, " failed");
-  ::close(fd);
+  fsync_path(tmp);
   std::error_code ec;
   fs::rename(tmp, root_ + "/latest", ec);
   ST_CHECK(!ec, "renaming ", tmp, " to latest: ", ec.message());
-  fsync_dir(root_);
+  fsync_path(root_);
   // Keep the newest `keep` complete checkpoints; drop leftovers of interrupted writes.
   std::vector<std::pair<int64_t, fs::path>> complete;
   for (const auto& e : fs::directory_iterator(root_)) {

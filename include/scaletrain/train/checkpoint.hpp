@@ -71,6 +71,8 @@ void write_checkpoint_file(const std::string& dir, const char* file, const nn::M
 CheckpointState read_checkpoint(const std::string& dir, const nn::Model& model);
 // trainer.h5 alone (no model needed): for resume's compatibility check and st-checkpoint.
 CheckpointMeta read_checkpoint_meta(const std::string& dir);
+// Makes a written file, or a directory's entries, durable (fsync). Error naming the path.
+void fsync_path(const std::string& path);
 
 // FNV-1a over the bytes of `n` floats: the checksum ranks compare at every checkpoint.
 uint64_t parameter_checksum(const float* values, int64_t n);
