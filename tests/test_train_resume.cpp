@@ -1,8 +1,12 @@
 // Resume compatibility (train/resume.hpp): a refusal lists every differing identity key with both
 // values; run.resume_force overrides the forceable keys and never the model; and where a resumed
-// run may continue mid-epoch.
+// run may continue mid-epoch; and the parameter checksum the ranks compare sees any one changed float.
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <vector>
+
+#include "scaletrain/train/checkpoint.hpp"
 #include "scaletrain/train/resume.hpp"
 #include "support/test_harness.hpp"
 
@@ -11,6 +15,26 @@ using namespace scaletrain::train;
 using scaletrain::testing::error_of;
 
 namespace {
+
+// 1003 floats: whole 32-byte blocks for the four lanes, then a 12-byte tail.
+TEST(Checkpoint, ChecksumChangesWithAnyOneFloat) {
+  std::vector<float> v(1003);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = 0.001f * static_cast<float>(i) - 0.3f;
+  const uint64_t base = parameter_checksum(v.data(), static_cast<int64_t>(v.size()));
+  EXPECT_EQ(parameter_checksum(v.data(), static_cast<int64_t>(v.size())), base);
+  for (size_t i = 0; i < v.size(); ++i) {
+    std::vector<float> w = v;
+    uint32_t bits;
+    std::memcpy(&bits, &w[i], sizeof bits);
+    bits ^= 1u << (i % 32);  // every bit position, in floats of every lane and of the tail
+    std::memcpy(&w[i], &bits, sizeof bits);
+    ASSERT_NE(parameter_checksum(w.data(), static_cast<int64_t>(w.size())), base) << "float " << i;
+  }
+  std::vector<float> swapped = v;
+  std::swap(swapped[0], swapped[2]);  // the same words in other lanes
+  EXPECT_NE(parameter_checksum(swapped.data(), static_cast<int64_t>(swapped.size())), base);
+  EXPECT_NE(parameter_checksum(v.data(), 1002), base);
+}
 
 TEST(Resume, IdenticalKeysPass) {
   RunConfig cfg;

@@ -7,6 +7,7 @@
 
 #include <cinttypes>
 #include <cstdio>
+#include <cstring>
 #include <mutex>
 
 #include "scaletrain/core/check_hdf5.hpp"
@@ -229,13 +230,25 @@ void fsync_path(const std::string& path) {
   ST_CHECK(rc == 0, "checkpoint path ", path, ": fsync failed");
 }
 
+// FNV-1a steps over 64-bit words in four independent lanes, then the lanes and the tail bytes into
+// one hash. Each step is a bijection of the running hash, so any one changed word changes the
+// result. (Byte by byte, one chain of dependent multiplies took 11.6 ms for 2.9 M parameters.)
 uint64_t parameter_checksum(const float* values, int64_t n) {
-  const auto* p = reinterpret_cast<const unsigned char*>(values);
-  uint64_t h = 1469598103934665603ull;
-  for (size_t i = 0; i < static_cast<size_t>(n) * sizeof(float); ++i) {
-    h ^= p[i];
-    h *= 1099511628211ull;
-  }
+  constexpr uint64_t kBasis = 1469598103934665603ull;
+  constexpr uint64_t kPrime = 1099511628211ull;
+  const auto* bytes = reinterpret_cast<const unsigned char*>(values);
+  const size_t size = static_cast<size_t>(n) * sizeof(float);
+  uint64_t lanes[4] = {kBasis, kBasis + 1, kBasis + 2, kBasis + 3};
+  size_t i = 0;
+  for (; i + sizeof lanes <= size; i += sizeof lanes)
+    for (size_t l = 0; l < 4; ++l) {
+      uint64_t word;
+      std::memcpy(&word, bytes + i + l * sizeof word, sizeof word);
+      lanes[l] = (lanes[l] ^ word) * kPrime;
+    }
+  uint64_t h = kBasis;
+  for (uint64_t lane : lanes) h = (h ^ lane) * kPrime;
+  for (; i < size; ++i) h = (h ^ bytes[i]) * kPrime;
   return h;
 }
 

@@ -74,7 +74,8 @@ CheckpointMeta read_checkpoint_meta(const std::string& dir);
 // Makes a written file, or a directory's entries, durable (fsync). Error naming the path.
 void fsync_path(const std::string& path);
 
-// FNV-1a over the bytes of `n` floats: the checksum ranks compare at every checkpoint.
+// A 64-bit FNV-1a-style hash of `n` floats' bytes: the checksum ranks compare at every checkpoint;
+// any one changed float changes it.
 uint64_t parameter_checksum(const float* values, int64_t n);
 
 }  // namespace scaletrain::train
