@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 # The scaling report of a sweep: reads every run directory of a sweep (run.json + metrics.jsonl, format in
 # jobs/README.md), writes report.md (table, phase breakdown, the main loss of efficiency of each run, the
-# phase-sum check, an alpha-beta prediction at larger rank counts) and PNG plots beside it.
+# phase-sum check, an alpha-beta prediction at larger rank counts) and PNG plots beside it (without
+# matplotlib: the tables, and a line naming the missing module).
 """usage: /usr/bin/python3 perf/scaling_report.py SWEEP_DIR [--kind strong|weak] [--allreduce-json FILE]
                                                   [--cores-per-host N] [--out DIR] [--strict]"""
 import argparse
@@ -327,7 +328,7 @@ def predictions(runs, kind, model, rank_counts):
 # ---------------------------------------------------------------- output
 
 
-def markdown(runs, kind, skipped, pred, plots, meta):
+def markdown(runs, kind, skipped, pred, plots, meta, plot_note=None):
     base = runs[0]
     out = [f"# {kind.capitalize()}-scaling report", ""]
     desc = ("fixed global batch of %d" % base["global_batch"] if kind == "strong"
@@ -397,17 +398,30 @@ def markdown(runs, kind, skipped, pred, plots, meta):
             out.append(f"| {p['ranks']} | {p['per_rank_batch']:.4g} | {p['compute_ms']:.2f} | {p['allreduce_ms']:.3f} "
                        f"| {100 * p['eff_no_overlap']:.0f}% | {100 * p['eff_overlap']:.0f}% | {m} |")
     out += ["", "## Plots", ""]
+    if plot_note:
+        out.append(plot_note)
     for title, fname in plots:
         out.append(f"![{title}]({fname})")
     out.append("")
     return "\n".join(out)
 
 
-def plot(runs, kind, pred, out_dir):
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+def import_pyplot():
+    """(matplotlib.pyplot on the Agg backend, None), or (None, a sentence naming the module that is missing):
+    without matplotlib the report still has its tables, and says why it has no plots."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as e:
+        missing = e.name or "matplotlib"
+        what = missing if missing == "matplotlib" else f"{missing} (needed by matplotlib)"
+        return None, (f"Plots not drawn: the Python module {what} is not installed for {sys.executable} "
+                      "(apt-get install python3-matplotlib, or pip install matplotlib; then re-run this report).")
+    return plt, None
 
+
+def plot(plt, runs, kind, pred, out_dir):
     ranks = [r["world"] for r in runs]
     base = runs[0]
     files = []
@@ -526,14 +540,17 @@ def main(argv=None):
             pred = predictions(runs, kind, read_allreduce_model(a.allreduce_json), counts)
         out_dir = a.out or a.sweep_dir
         os.makedirs(out_dir, exist_ok=True)
-        plots = plot(runs, kind, pred, out_dir)
-        text = markdown(runs, kind, skipped, pred, plots, meta)
+        plt, plot_note = import_pyplot()
+        plots = plot(plt, runs, kind, pred, out_dir) if plt else []
+        text = markdown(runs, kind, skipped, pred, plots, meta, plot_note)
     except (ReportError, OSError) as e:
         print(f"scaling_report: error: {e}", file=sys.stderr)
         return 2
     with open(os.path.join(out_dir, "report.md"), "w", encoding="utf-8") as f:
         f.write(text)
     print(text)
+    if plot_note:
+        print(f"scaling_report: warning: {plot_note}", file=sys.stderr)
     if a.strict and any(r["phase_sum_bad"] for r in runs):
         print("scaling_report: phases do not add up to the step time within 5% (see report.md)", file=sys.stderr)
         return 1

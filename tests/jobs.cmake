@@ -90,6 +90,20 @@ add_test(NAME jobs_report_rejects_newer_metrics_line
 set_tests_properties(jobs_report_reads_versions_1_and_2 jobs_report_rejects_newer_run_json
                      jobs_report_rejects_newer_metrics_line PROPERTIES LABELS jobs TIMEOUT 60)
 
+# Without matplotlib (a `matplotlib` package on PYTHONPATH whose import fails, as a Python without it would) the
+# report still writes report.md with its table, names the missing module, draws no plot and exits 0.
+set(_no_mpl ${_fmt}/no_matplotlib)
+file(WRITE ${_no_mpl}/python/matplotlib/__init__.py
+     "# Stands in for a Python without matplotlib (tests/jobs.cmake).\n"
+     "raise ModuleNotFoundError(\"No module named 'matplotlib'\", name='matplotlib')\n")
+add_test(NAME jobs_report_without_matplotlib
+         COMMAND sh -c "\"$0\" \"$1\" \"$2\" --kind strong --out \"$3\" >/dev/null && cat \"$3/report.md\" && ls \"$3\""
+                 ${_jobs_report} ${_fmt}/v1_and_v2 ${_no_mpl}/out)
+set_tests_properties(jobs_report_without_matplotlib PROPERTIES LABELS jobs TIMEOUT 60
+  ENVIRONMENT "PYTHONPATH=${_no_mpl}/python"
+  PASS_REGULAR_EXPRESSION "\n\\| 2 \\| 64 \\| 32 \\|.*Plots not drawn: the Python module matplotlib is not installed for /"
+  FAIL_REGULAR_EXPRESSION "!\\[|\\.png")
+
 if(TARGET scaletrain)
   list(JOIN _mpi_flags " " _jobs_mpi_flags)
   set(_jobs_bench none)
