@@ -175,40 +175,63 @@ st_sweep() {
   return 0
 }
 
-# st_slurm_sweep KIND BATCH: the Slurm sweep inside one allocation (see jobs/slurm/README.md). For every
-# node count k of NODE_COUNTS (default 1 2 4 ... up to the allocation's nodes) one job step
-# `srun -N k -n k*TASKS_PER_NODE` runs into $SWEEP_DIR/ranks-<k*TASKS_PER_NODE>; then the all-reduce
-# benchmark on the whole allocation and the scaling report. SCALETRAIN_LAUNCHER other than srun (mpirun
-# for tests) gets `-np RANKS` only.
-st_slurm_sweep() {
-  ST_KIND=$1
-  ST_BATCH=$2
-  [ -n "${SLURM_JOB_ID:-}" ] || st_die "not inside a Slurm allocation (SLURM_JOB_ID is unset): submit with sbatch"
-  local alloc_nodes=${SLURM_JOB_NUM_NODES:-${SLURM_NNODES:-1}}
-  local tpn=${TASKS_PER_NODE:-${SLURM_NTASKS_PER_NODE:-}}
-  if [ -z "$tpn" ]; then
-    if [ -n "${SLURM_NTASKS:-}" ]; then tpn=$((SLURM_NTASKS / alloc_nodes)); else tpn=1; fi
+# st_slurm_resources: the allocation's shape, from the submission (sbatch options), so that one script runs on
+# CPU and GPU partitions alike. Sets ST_NODES (nodes of the allocation), ST_TPN (ranks per node: TASKS_PER_NODE,
+# else SLURM_NTASKS_PER_NODE, else tasks / nodes), ST_CPUS (cores per rank: SLURM_CPUS_PER_TASK, else the node's
+# cores / ST_TPN), ST_GPUS and ST_GPU_SPEC (GPUs per rank: GPUS_PER_TASK, else SLURM_GPUS_PER_TASK, which may
+# carry a type as in `a100:1`, else the node's GPUs / ST_TPN, else 0).
+st_slurm_resources() {
+  ST_NODES=${SLURM_JOB_NUM_NODES:-${SLURM_NNODES:-1}}
+  ST_TPN=${TASKS_PER_NODE:-${SLURM_NTASKS_PER_NODE:-}}
+  if [ -z "$ST_TPN" ]; then
+    ST_TPN=1
+    [ -n "${SLURM_NTASKS:-}" ] && ST_TPN=$((SLURM_NTASKS / ST_NODES))
   fi
-  ST_CPUS=${SLURM_CPUS_PER_TASK:-1}
-  ST_GPUS=${GPUS_PER_TASK:-${SLURM_GPUS_PER_TASK:-1}}
-  local node_counts=${NODE_COUNTS:-$(st_powers_of_two "$alloc_nodes")}
+  if ! st_is_uint "$ST_TPN" || [ "$ST_TPN" -lt 1 ]; then
+    st_die "tasks per node '$ST_TPN' is not a positive integer (TASKS_PER_NODE, --ntasks-per-node)"
+  fi
+  ST_CPUS=${SLURM_CPUS_PER_TASK:-}
+  if [ -z "$ST_CPUS" ]; then
+    local node_cpus=${SLURM_CPUS_ON_NODE:-$ST_TPN}
+    st_is_uint "$node_cpus" || st_die "SLURM_CPUS_ON_NODE '$node_cpus' is not an integer"
+    ST_CPUS=$((node_cpus / ST_TPN > 1 ? node_cpus / ST_TPN : 1))
+  fi
+  ST_GPU_SPEC=${GPUS_PER_TASK:-${SLURM_GPUS_PER_TASK:-}}
+  if [ -z "$ST_GPU_SPEC" ] && st_is_uint "${SLURM_GPUS_ON_NODE:-}"; then
+    ST_GPU_SPEC=$((SLURM_GPUS_ON_NODE / ST_TPN))
+  fi
+  ST_GPU_SPEC=${ST_GPU_SPEC:-0}
+  ST_GPUS=${ST_GPU_SPEC##*:}
   local k
-  for k in $alloc_nodes $tpn $ST_CPUS $ST_GPUS $node_counts $ST_BATCH; do
-    st_is_uint "$k" || st_die "'$k' is not a non-negative integer (NODE_COUNTS, TASKS_PER_NODE, batch, ...)"
+  for k in "$ST_NODES" "$ST_CPUS" "$ST_GPUS"; do
+    st_is_uint "$k" || st_die "'$k' is not a non-negative integer (nodes, cores or GPUs per task)"
   done
-  ST_RUNS=""
-  for k in $node_counts; do
-    if [ "$k" -lt 1 ] || [ "$k" -gt "$alloc_nodes" ]; then
-      st_die "node count $k is outside 1..$alloc_nodes (the allocation's nodes)"
-    fi
-    ST_RUNS+="${ST_RUNS:+ }$((k * tpn)):$k"
-  done
-  ST_TPN=$tpn
+}
 
+# st_slurm_srun_mpi: ST_SRUN_MPI, the `srun --mpi` type (SCALETRAIN_SRUN_MPI, default pmix: Debian's and most
+# Open MPI builds start only under PMIx; empty or `default`: no --mpi, the cluster's MpiDefault). A type this
+# srun does not have is an error listing those it has.
+st_slurm_srun_mpi() {
+  ST_SRUN_MPI=${SCALETRAIN_SRUN_MPI-pmix}
+  [ "$ST_SRUN_MPI" = default ] && ST_SRUN_MPI=""
+  if [ -z "$ST_SRUN_MPI" ] || ! st_is_srun "${ST_LAUNCHER[0]}"; then
+    return 0
+  fi
+  local types
+  types=$("${ST_LAUNCHER[0]}" --mpi=list 2>&1 || true)
+  if ! grep -qw -- "$ST_SRUN_MPI" <<<"$types"; then
+    st_die "srun has no MPI plugin '$ST_SRUN_MPI' (set SCALETRAIN_SRUN_MPI to one it has, or to 'default'" \
+           "for the cluster's MpiDefault): $(tr -s '\n\t' '  ' <<<"$types")"
+  fi
+}
+
+# st_slurm_settings: the sweep's files and options from the environment (see jobs/slurm/README.md). The
+# default binary is build/cuda's when the ranks have GPUs, build/cpu's otherwise.
+st_slurm_settings() {
   ST_ROOT=${SCALETRAIN_ROOT:-${SLURM_SUBMIT_DIR:-$PWD}}
-  local default_bin=$ST_ROOT/build/cuda/src/apps/scaletrain
-  [ -x "$default_bin" ] || default_bin=$ST_ROOT/build/cpu/src/apps/scaletrain
-  ST_BIN=${SCALETRAIN_BIN:-$default_bin}
+  local build=cpu
+  [ "$ST_GPUS" -gt 0 ] && build=cuda
+  ST_BIN=${SCALETRAIN_BIN:-$ST_ROOT/build/$build/src/apps/scaletrain}
   ST_BENCH=${SCALETRAIN_BENCH:-$(dirname -- "$ST_BIN")/scaletrain-bench-allreduce}
   ST_BENCH_ARGS=${SCALETRAIN_BENCH_ARGS:--b 8 -e 256M -n 20}
   ST_CONFIG=${SCALETRAIN_CONFIG:-$ST_ROOT/jobs/configs/fmnist_sepcnn.toml}
@@ -223,12 +246,37 @@ st_slurm_sweep() {
   ST_PYTHON=${SCALETRAIN_PYTHON:-python3}
   read -r -a ST_ARGS <<<"${SCALETRAIN_ARGS:-}"
   ST_REPORT_ARGS=()
-  ST_LAUNCH_FN=st_slurm_launch_prefix
   read -r -a ST_LAUNCHER <<<"${SCALETRAIN_LAUNCHER:-srun}"
   [ "${#ST_LAUNCHER[@]}" -gt 0 ] || st_die "SCALETRAIN_LAUNCHER is empty"
-  [ -x "$ST_BIN" ] || st_die "scaletrain binary $ST_BIN not found (set SCALETRAIN_BIN)"
-  [ -f "$ST_CONFIG" ] || st_die "configuration $ST_CONFIG not found (set SCALETRAIN_CONFIG)"
   command -v "${ST_LAUNCHER[0]}" >/dev/null || st_die "launcher ${ST_LAUNCHER[0]} not found (set SCALETRAIN_LAUNCHER)"
+  [ -x "$ST_BIN" ] || st_die "scaletrain binary $ST_BIN not found (build it, or set SCALETRAIN_BIN)"
+  [ -f "$ST_CONFIG" ] || st_die "configuration $ST_CONFIG not found (set SCALETRAIN_CONFIG)"
+}
+
+# st_slurm_sweep KIND BATCH: the Slurm sweep inside one allocation (see jobs/slurm/README.md). For every
+# node count k of NODE_COUNTS (default 1 2 4 ... up to the allocation's nodes) one job step
+# `srun -N k -n k*TASKS_PER_NODE` runs into $SWEEP_DIR/ranks-<k*TASKS_PER_NODE>; then the all-reduce
+# benchmark on the whole allocation and the scaling report. SCALETRAIN_LAUNCHER other than srun (mpirun
+# for tests) gets `-np RANKS` only.
+st_slurm_sweep() {
+  ST_KIND=$1
+  ST_BATCH=$2
+  [ -n "${SLURM_JOB_ID:-}" ] || st_die "not inside a Slurm allocation (SLURM_JOB_ID is unset): submit with sbatch"
+  st_slurm_resources
+  local node_counts=${NODE_COUNTS:-$(st_powers_of_two "$ST_NODES")} k
+  for k in $node_counts $ST_BATCH; do
+    st_is_uint "$k" || st_die "'$k' is not a non-negative integer (NODE_COUNTS, GLOBAL_BATCH, PER_RANK_BATCH)"
+  done
+  ST_RUNS=""
+  for k in $node_counts; do
+    if [ "$k" -lt 1 ] || [ "$k" -gt "$ST_NODES" ]; then
+      st_die "node count $k is outside 1..$ST_NODES (the allocation's nodes)"
+    fi
+    ST_RUNS+="${ST_RUNS:+ }$((k * ST_TPN)):$k"
+  done
+  st_slurm_settings
+  st_slurm_srun_mpi
+  ST_LAUNCH_FN=st_slurm_launch_prefix
 
   mkdir -p "$ST_SWEEP"
   local batch_key=global_batch
@@ -236,12 +284,13 @@ st_slurm_sweep() {
   st_write_sweep_json "$ST_SWEEP" "$ST_KIND" \
     config "$(st_json_str "$ST_CONFIG")" model "$(st_json_str "${ST_MODEL:-from config}")" \
     binary "$(st_json_str "$ST_BIN")" "$batch_key" "$ST_BATCH" steps "$ST_STEPS" \
-    node_counts "$(st_json_ints "$node_counts")" tasks_per_node "$tpn" cpus_per_task "$ST_CPUS" \
+    node_counts "$(st_json_ints "$node_counts")" tasks_per_node "$ST_TPN" cpus_per_task "$ST_CPUS" \
     gpus_per_task "$ST_GPUS" cores_per_host "${SLURM_CPUS_ON_NODE:-$(nproc)}" \
-    launcher "$(st_json_str "${ST_LAUNCHER[*]}")" slurm_job_id "$(st_json_str "$SLURM_JOB_ID")" \
-    created "$(st_json_str "$(date -Iseconds)")"
-  st_log "$ST_KIND-scaling sweep in $ST_SWEEP: node counts $node_counts x $tpn tasks per node, batch $ST_BATCH" \
-         "($batch_key), $ST_STEPS steps per run, launcher ${ST_LAUNCHER[*]}"
+    launcher "$(st_json_str "${ST_LAUNCHER[*]}")" srun_mpi "$(st_json_str "${ST_SRUN_MPI:-default}")" \
+    slurm_job_id "$(st_json_str "$SLURM_JOB_ID")" created "$(st_json_str "$(date -Iseconds)")"
+  st_log "$ST_KIND-scaling sweep in $ST_SWEEP: node counts $node_counts x $ST_TPN tasks per node" \
+         "($ST_CPUS cores, $ST_GPUS GPUs per task), batch $ST_BATCH ($batch_key), $ST_STEPS steps per run," \
+         "binary $ST_BIN, launcher ${ST_LAUNCHER[*]}$(st_is_srun "${ST_LAUNCHER[0]}" && echo " --mpi=${ST_SRUN_MPI:-<MpiDefault>}")"
   st_sweep
 }
 
@@ -252,7 +301,8 @@ st_slurm_launch_prefix() {
   if st_is_srun "${ST_LAUNCHER[0]}"; then
     ST_LAUNCH+=(--nodes="$nodes" --ntasks="$ranks" --ntasks-per-node="$ST_TPN" --cpus-per-task="$ST_CPUS"
                 --cpu-bind=cores --kill-on-bad-exit=1)
-    [ "$ST_GPUS" -gt 0 ] && ST_LAUNCH+=(--gpus-per-task="$ST_GPUS")
+    [ -n "$ST_SRUN_MPI" ] && ST_LAUNCH+=(--mpi="$ST_SRUN_MPI")
+    [ "$ST_GPUS" -gt 0 ] && ST_LAUNCH+=(--gpus-per-task="$ST_GPU_SPEC")
   else
     ST_LAUNCH+=(-np "$ranks")
   fi
