@@ -22,6 +22,10 @@ packages=(
   libopenblas0-openmp
   # the real data set
   dataset-fashion-mnist
+  # a one-node Slurm for the job scripts' tests (scripts/slurm-test-cluster.sh). Debian's slurmctld and slurmd
+  # services start only with an /etc/slurm/slurm.conf, and the munge service uses /run/munge: the test cluster
+  # has its own configuration, munge key and socket, and ports, so it runs beside them
+  slurm-wlm munge
 )
 
 missing=()
