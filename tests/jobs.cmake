@@ -1,14 +1,20 @@
-# jobs/ scripts: `bash -n` and shellcheck on every script; the Slurm strong- and weak-scaling sweeps inside a
-# fake 2-node allocation (SLURM_* variables, launched through mpirun instead of srun) with their run
-# directories checked by tests/support/check_run_dirs.py; and jobs/local/sweep.sh strong at 1, 2 and 4 ranks
-# end to end (run directories, report.md with a row per rank count, the PNG plots). Label: jobs.
+# jobs/ scripts, scripts/*.sh and tests/support/slurm_test.sh: `bash -n` and shellcheck on every script; the
+# Slurm strong- and weak-scaling sweeps inside a fake 2-node allocation (SLURM_* variables, launched through
+# mpirun instead of srun; tests/slurm.cmake runs them under a real Slurm) with their run directories checked by
+# tests/support/check_run_dirs.py; the scaling report on fixture run directories, also without matplotlib; and
+# jobs/local/sweep.sh strong at 1, 2 and 4 ranks end to end (run directories, report.md with a row per rank
+# count, the PNG plots). Label: jobs.
 set(_jobs_dir ${PROJECT_SOURCE_DIR}/jobs)
 set(_jobs_py /usr/bin/python3)
 set(_jobs_check ${_jobs_py} ${CMAKE_CURRENT_SOURCE_DIR}/support/check_run_dirs.py)
 
-file(GLOB_RECURSE _job_scripts CONFIGURE_DEPENDS ${_jobs_dir}/*.sh ${_jobs_dir}/*.sbatch)
+# The job scripts, and the scripts that start and drive the Slurm test cluster (scripts/, tests/slurm.cmake).
+file(GLOB_RECURSE _job_scripts CONFIGURE_DEPENDS ${_jobs_dir}/*.sh ${_jobs_dir}/*.sbatch
+     ${PROJECT_SOURCE_DIR}/scripts/*.sh)
+list(APPEND _job_scripts ${CMAKE_CURRENT_SOURCE_DIR}/support/slurm_test.sh)
 foreach(script IN LISTS _job_scripts)
-  file(RELATIVE_PATH _rel ${_jobs_dir} ${script})
+  file(RELATIVE_PATH _rel ${PROJECT_SOURCE_DIR} ${script})
+  string(REGEX REPLACE "^jobs/" "" _rel ${_rel})
   string(MAKE_C_IDENTIFIER ${_rel} _id)
   add_test(NAME jobs_bash_syntax_${_id} COMMAND bash -n ${script})
   set_tests_properties(jobs_bash_syntax_${_id} PROPERTIES LABELS jobs TIMEOUT 30)

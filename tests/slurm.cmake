@@ -1,0 +1,112 @@
+# The Slurm job scripts under a real Slurm: scripts/slurm-test-cluster.sh starts two one-node clusters on this
+# machine, one with MpiDefault=pmi2 (as a site may have; Open MPI does not start under it) and one with
+# MpiDefault=none, so the sweeps pass only if the scripts choose their srun --mpi themselves. The strong sweep
+# runs with jobs/slurm/README.md's own command (read from the README) on the MpiDefault=none cluster; the weak
+# sweep runs twice on the pmi2 cluster (1 and 2 tasks per node into one sweep directory); both sweeps are
+# checked by tests/support/check_run_dirs.py. Jobs with a missing binary or an unknown srun MPI type fail with
+# one clear message. Where Slurm cannot start (not installed, not root) the tests are skipped; under CI=true
+# they fail. Label: slurm.
+if(NOT TARGET scaletrain)
+  return()
+endif()
+
+set(_slurm_test bash ${CMAKE_CURRENT_SOURCE_DIR}/support/slurm_test.sh)
+set(_slurm_check /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/support/check_run_dirs.py)
+set(_slurm_jobs ${PROJECT_SOURCE_DIR}/jobs)
+set(_slurm_out ${CMAKE_CURRENT_BINARY_DIR}/slurm)
+file(MAKE_DIRECTORY ${_slurm_out})  # the jobs' output files (SBATCH_OUTPUT): Slurm does not create the directory
+# Short cluster directories (Unix socket paths must fit in 108 bytes), one pair per build directory.
+string(MD5 _slurm_hash "${CMAKE_CURRENT_BINARY_DIR}")
+string(SUBSTRING "${_slurm_hash}" 0 8 _slurm_hash)
+set(_slurm_cluster_root /tmp/scaletrain-slurm-${_slurm_hash})
+set(_slurm_bench none)
+if(TARGET scaletrain-bench-allreduce)
+  set(_slurm_bench $<TARGET_FILE:scaletrain-bench-allreduce>)
+endif()
+# The submission must not inherit an outer Slurm job's or the user's sbatch settings.
+set(_slurm_clean_env "SLURM_JOB_ID=unset:" "SLURM_JOBID=unset:" "SLURM_NTASKS=unset:" "SLURM_NTASKS_PER_NODE=unset:"
+                     "SLURM_CPUS_PER_TASK=unset:" "SLURM_GPUS_PER_TASK=unset:" "SLURM_MPI_TYPE=unset:"
+                     "SBATCH_PARTITION=unset:" "SBATCH_ACCOUNT=unset:" "SBATCH_GPUS_PER_TASK=unset:"
+                     "SCALETRAIN_SRUN_MPI=unset:" "TASKS_PER_NODE=unset:" "GPUS_PER_TASK=unset:")
+# The sweeps' settings: a short LeNet run on synthetic data, the job's output in the build directory.
+set(_slurm_env "SCALETRAIN_CONFIG=${_slurm_jobs}/configs/lenet_synthetic.toml" STEPS=40 LOG_EVERY=10 WARMUP_STEPS=10
+               "SCALETRAIN_BENCH_ARGS=-b 1K -e 1M -n 5 -w 1" SCALETRAIN_PYTHON=/usr/bin/python3)
+# The scripts' default binary is build/cpu's: name it only when this build directory is elsewhere.
+if(NOT PROJECT_BINARY_DIR STREQUAL "${PROJECT_SOURCE_DIR}/build/cpu")
+  list(APPEND _slurm_env "SCALETRAIN_BIN=$<TARGET_FILE:scaletrain>" "SCALETRAIN_BENCH=${_slurm_bench}")
+endif()
+
+# The clusters: fixtures slurm_cluster_site (MpiDefault=pmi2) and slurm_cluster_none (MpiDefault=none).
+foreach(_cluster site none)
+  set(_mpi_default pmi2)
+  if(_cluster STREQUAL "none")
+    set(_mpi_default none)
+  endif()
+  set(_dir ${_slurm_cluster_root}-${_cluster})
+  set(_slurm_dir_${_cluster} ${_dir})
+  add_test(NAME slurm_cluster_${_cluster}_start COMMAND ${_slurm_test} start ${_dir} --mpi-default ${_mpi_default})
+  add_test(NAME slurm_cluster_${_cluster}_stop COMMAND ${_slurm_test} stop ${_dir})
+  set_tests_properties(slurm_cluster_${_cluster}_start PROPERTIES FIXTURES_SETUP slurm_cluster_${_cluster}
+                       RESOURCE_LOCK slurm_test_cluster_ports TIMEOUT 60)
+  set_tests_properties(slurm_cluster_${_cluster}_stop PROPERTIES FIXTURES_CLEANUP slurm_cluster_${_cluster}
+                       TIMEOUT 60)
+endforeach()
+
+# slurm_sweep_test(NAME CLUSTER SWEEP FIXTURE ENV COMMAND...): one sweep job on CLUSTER into SWEEP_DIR=SWEEP.
+function(slurm_sweep_test name cluster sweep env)
+  add_test(NAME ${name} COMMAND ${_slurm_test} job ${_slurm_dir_${cluster}} ${ARGN} WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+  set_tests_properties(${name} PROPERTIES
+    ENVIRONMENT "${_slurm_env};${env};SWEEP_DIR=${sweep};SBATCH_OUTPUT=${_slurm_out}/${name}-%j.out"
+    ENVIRONMENT_MODIFICATION "${_slurm_clean_env}"
+    PROCESSORS 2 RUN_SERIAL TRUE TIMEOUT 300)
+endfunction()
+
+# Strong scaling with the README's command, on the MpiDefault=none cluster: ranks-2.
+set(_sweep ${_slurm_out}/strong)
+add_test(NAME slurm_strong_clean COMMAND ${CMAKE_COMMAND} -E rm -rf ${_sweep})
+slurm_sweep_test(slurm_strong_readme_command none ${_sweep} GLOBAL_BATCH=128 --readme ${_slurm_jobs}/slurm/README.md)
+add_test(NAME slurm_strong_run_dirs COMMAND ${_slurm_test} run ${_slurm_dir_none} --
+         ${_slurm_check} ${_sweep} --kind strong --ranks 2 --batch 128 --report)
+set_tests_properties(slurm_strong_clean PROPERTIES FIXTURES_SETUP slurm_strong_dir)
+set_tests_properties(slurm_strong_readme_command PROPERTIES
+  FIXTURES_REQUIRED "slurm_cluster_none;slurm_strong_dir" FIXTURES_SETUP slurm_strong)
+set_tests_properties(slurm_strong_run_dirs PROPERTIES FIXTURES_REQUIRED "slurm_cluster_none;slurm_strong" TIMEOUT 60)
+
+# Weak scaling on the MpiDefault=pmi2 cluster: 1 then 2 tasks per node into one sweep directory.
+set(_sweep ${_slurm_out}/weak)
+add_test(NAME slurm_weak_clean COMMAND ${CMAKE_COMMAND} -E rm -rf ${_sweep})
+set_tests_properties(slurm_weak_clean PROPERTIES FIXTURES_SETUP slurm_weak_dir)
+set(_previous slurm_weak_dir)
+foreach(_tpn 1 2)
+  slurm_sweep_test(slurm_weak_${_tpn}_task site ${_sweep} PER_RANK_BATCH=64
+                   -- sbatch -W --nodes=1 --ntasks-per-node=${_tpn} jobs/slurm/weak_scaling.sbatch)
+  set_tests_properties(slurm_weak_${_tpn}_task PROPERTIES
+    FIXTURES_REQUIRED "slurm_cluster_site;${_previous}" FIXTURES_SETUP slurm_weak_${_tpn})
+  set(_previous slurm_weak_${_tpn})
+endforeach()
+add_test(NAME slurm_weak_run_dirs COMMAND ${_slurm_test} run ${_slurm_dir_site} --
+         ${_slurm_check} ${_sweep} --kind weak --ranks 1,2 --batch 64 --report)
+set_tests_properties(slurm_weak_run_dirs PROPERTIES FIXTURES_REQUIRED "slurm_cluster_site;${_previous}" TIMEOUT 60)
+
+# Bad input fails the job (sbatch -W exits non-zero) with one clear message, before anything runs.
+set(_slurm_rejects
+  "binary|SCALETRAIN_BIN=set:/nonexistent/scaletrain|scaletrain binary /nonexistent/scaletrain not found"
+  "mpi_type|SCALETRAIN_SRUN_MPI=set:pmi9|srun has no MPI plugin 'pmi9'")
+foreach(_case IN LISTS _slurm_rejects)
+  string(REPLACE "|" ";" _case "${_case}")
+  list(GET _case 0 _what)
+  list(GET _case 1 _env)
+  list(GET _case 2 _message)
+  add_test(NAME slurm_job_rejects_${_what}
+           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/expect_failure.sh 120 "${_message}" --
+                   ${_slurm_test} job ${_slurm_dir_site} -- sbatch -W --nodes=1 jobs/slurm/strong_scaling.sbatch
+           WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+  set_tests_properties(slurm_job_rejects_${_what} PROPERTIES
+    ENVIRONMENT "${_slurm_env};SWEEP_DIR=${_slurm_out}/rejects_${_what};SBATCH_OUTPUT=${_slurm_out}/rejects_${_what}-%j.out"
+    ENVIRONMENT_MODIFICATION "${_slurm_clean_env};${_env}"
+    FIXTURES_REQUIRED slurm_cluster_site TIMEOUT 150)
+endforeach()
+
+get_property(_slurm_tests DIRECTORY PROPERTY TESTS)
+list(FILTER _slurm_tests INCLUDE REGEX "^slurm_")
+set_tests_properties(${_slurm_tests} PROPERTIES LABELS slurm SKIP_REGULAR_EXPRESSION "SKIPPED: ")
