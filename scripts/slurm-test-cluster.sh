@@ -25,9 +25,10 @@ readonly MAX_DIR_LENGTH=60
 log() { printf 'slurm-test-cluster: %s\n' "$*" >&2; }
 usage_error() { log "$*"; log "usage: $0 start DIR [--mpi-default TYPE] [--port N] [--cpus N] | stop DIR"; exit "$EXIT_USAGE"; }
 
-# cannot_start REASON: records the reason in DIR/unavailable and exits 3.
+# cannot_start REASON: stops the daemons that did start, records the reason in DIR/unavailable and exits 3.
 cannot_start() {
   log "cannot start: $*"
+  stop_cluster 2>/dev/null || true
   printf '%s\n' "$*" >"$dir/unavailable"
   exit "$EXIT_CANNOT_START"
 }
@@ -95,8 +96,7 @@ ReturnToService=2
 AccountingStorageType=accounting_storage/none
 JobAcctGatherType=jobacct_gather/none
 JobCompType=jobcomp/none
-# Finished jobs are forgotten after 4 s (at the controller's next purge, once a minute): with MinJobAge above 4,
-# sbatch -W polls every 8 s instead of every 2 s.
+# Finished jobs are forgotten 4 s after they end: with a MinJobAge above 4, sbatch -W polls every 8 s instead of 2 s.
 MinJobAge=4
 NodeName=$node NodeAddr=127.0.0.1 CPUs=$cpus State=UNKNOWN
 PartitionName=debug Nodes=$node Default=YES MaxTime=INFINITE State=UP
@@ -136,17 +136,19 @@ start_daemon() {
   fi
 }
 
-# wait_for_idle_node: until sinfo shows the node idle (30 s at most).
+# wait_for_idle_node: until sinfo shows the node idle (30 s at most; a node refused as invalid or drained fails
+# at once).
 wait_for_idle_node() {
   local state="" i
   for ((i = 0; i < 150; i++)); do
     state=$(SLURM_CONF=$dir/slurm.conf sinfo -h -N -n "$node" -o %T 2>/dev/null || true)
     [ "$state" = idle ] && return 0
+    [[ $state == inval* || $state == drain* ]] && break
     sleep 0.2
   done
   show_log "$dir/log/slurmctld.log"
   show_log "$dir/log/slurmd.log"
-  cannot_start "the node $node did not become idle within 30 s (state: '${state:-no answer}')"
+  cannot_start "the node $node did not become idle (state: '${state:-no answer}'; the logs above say why)"
 }
 
 start_cluster() {
@@ -219,6 +221,7 @@ stop_cluster() {
 main() {
   [ $# -ge 2 ] || usage_error "an action (start or stop) and a directory are required"
   local action=$1
+  [ "$action" = stop ] && [ ! -d "$2" ] && return 0  # nothing was started there
   mkdir -p "$2"
   dir=$(cd "$2" && pwd)
   shift 2

@@ -13,7 +13,7 @@ set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 readonly ROOT CLUSTER=$ROOT/scripts/slurm-test-cluster.sh
 readonly EXIT_CANNOT_START=3
-readonly JOB_WAIT_S=${SLURM_TEST_JOB_WAIT_S:-300}
+readonly JOB_WAIT_S=${SLURM_TEST_JOB_WAIT_S:-240}  # below the tests' TIMEOUT, so that a pending job is reported
 readonly TERMINAL_STATES=" COMPLETED FAILED CANCELLED TIMEOUT NODE_FAIL OUT_OF_MEMORY PREEMPTED BOOT_FAIL DEADLINE "
 
 say() { printf 'slurm_test: %s\n' "$*"; }
