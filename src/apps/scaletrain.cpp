@@ -128,16 +128,14 @@ void print_header(comm::Communicator& comm, const RunConfig& cfg, const std::str
   std::printf("configuration:\n%s\n", config_to_toml(cfg).c_str());
 }
 
-// Rank 0 warns when ranks share cores or run more threads than they have cores; returns every
-// rank's mask (rank 0) for run.json.
-std::vector<std::string> check_binding(comm::Communicator& comm, int threads, std::vector<std::string>& warnings) {
+// Rank 0 warns when ranks share cores or run more threads than they have cores, and keeps every
+// rank's mask and the warnings for run.json.
+void check_binding(comm::Communicator& comm, int threads, RunInfo& info) {
   const std::vector<RankBinding> bindings = gather_bindings(comm, threads);
-  warnings = binding_warnings(bindings);
-  for (const std::string& w : warnings) std::fprintf(stderr, "scaletrain: warning: %s\n", w.c_str());
-  if (!warnings.empty()) std::fprintf(stderr, "scaletrain: %s\n", kBindingAdvice);
-  std::vector<std::string> masks;
-  for (const RankBinding& b : bindings) masks.push_back(b.mask.to_string());
-  return masks;
+  info.binding_warnings = binding_warnings(bindings);
+  for (const std::string& w : info.binding_warnings) std::fprintf(stderr, "scaletrain: warning: %s\n", w.c_str());
+  if (!info.binding_warnings.empty()) std::fprintf(stderr, "scaletrain: %s\n", kBindingAdvice);
+  for (const RankBinding& b : bindings) info.cpu_masks.push_back(b.mask.to_string());
 }
 
 // The MLPerf log's start-up: init (program start to now) and the run's fixed figures.
@@ -191,7 +189,7 @@ void train_and_log(comm::Communicator& comm, const RunConfig& cfg, double init_s
   mllog.point("train_samples", trainer.steps_per_epoch() * cfg.batch, now_seconds());
   print_header(comm, cfg, trainer.device_description(), trainer.precision());
   RunInfo info;
-  info.cpu_masks = check_binding(comm, trainer.backend().num_threads(), info.binding_warnings);
+  check_binding(comm, trainer.backend().num_threads(), info);
   RunLog log(rank == 0, cfg.run_dir, cfg, trainer.resumed_from());
   trainer.on_interval([&log](const IntervalTimings& t) { log.interval(t); });
   trainer.on_checkpoint([&log](const CheckpointRecord& c) { log.checkpoint(c); });
