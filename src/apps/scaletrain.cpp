@@ -1,20 +1,27 @@
 // scaletrain: the batch job. `mpirun -np N scaletrain --config job.toml [--section.key value ...]`
 // trains one model replica per rank with synchronous gradient all-reduce. Errors are printed once
 // (naming rank, host, file and line) and end every rank: a configuration error through rank 0 and a
-// clean exit, anything else through MPI_Abort so no rank is left waiting.
+// clean exit, anything else through MPI_Abort so no rank is left waiting. At start-up rank 0 warns
+// about ranks sharing cores; with run.mllog it writes MLPerf-HPC-style :::MLLOG lines.
 #include <mpi.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <optional>
+#include <set>
 #include <string>
 
 #include "scaletrain/comm/mpi_communicator.hpp"
 #include "scaletrain/core/error.hpp"
+#include "scaletrain/core/timer.hpp"
 #include "scaletrain/kernels/launch.hpp"
 #include "scaletrain/nn/zoo.hpp"
+#include "scaletrain/optim/optimizer.hpp"
+#include "scaletrain/train/binding_check.hpp"
 #include "scaletrain/train/config.hpp"
+#include "scaletrain/train/mlperf_log.hpp"
 #include "scaletrain/train/synthetic_data.hpp"
 #include "scaletrain/train/errors.hpp"
 #include "scaletrain/train/run_log.hpp"
@@ -121,9 +128,92 @@ void print_header(comm::Communicator& comm, const RunConfig& cfg, const std::str
   std::printf("configuration:\n%s\n", config_to_toml(cfg).c_str());
 }
 
+// Rank 0 warns when ranks share cores or run more threads than they have cores, and keeps every
+// rank's mask and the warnings for run.json.
+void check_binding(comm::Communicator& comm, int threads, RunInfo& info) {
+  const std::vector<RankBinding> bindings = gather_bindings(comm, threads);
+  info.binding_warnings = binding_warnings(bindings);
+  for (const std::string& w : info.binding_warnings) std::fprintf(stderr, "scaletrain: warning: %s\n", w.c_str());
+  if (!info.binding_warnings.empty()) std::fprintf(stderr, "scaletrain: %s\n", kBindingAdvice);
+  for (const RankBinding& b : bindings) info.cpu_masks.push_back(b.mask.to_string());
+}
+
+// The MLPerf log's start-up: init (program start to now) and the run's fixed figures.
+void log_init(MlperfLog& mllog, const RunConfig& cfg, const std::vector<std::string>& hosts, double init_start) {
+  mllog.start("init", init_start);
+  const double t = now_seconds();
+  mllog.point("global_batch_size", cfg.batch, t);
+  mllog.point("number_of_ranks", hosts.size(), t);
+  mllog.point("number_of_nodes", std::set<std::string>(hosts.begin(), hosts.end()).size(), t);
+  mllog.point("seed", cfg.seed, t);
+  mllog.point("opt_name", optim::optimizer_kind_name(cfg.optimizer), t);
+  mllog.point("opt_base_learning_rate", cfg.lr, t);
+  if (cfg.target_accuracy > 0) mllog.point("target_accuracy", cfg.target_accuracy, t);
+  mllog.stop("init", t);
+}
+
+// MLPerf's epoch and evaluation events, the metrics.jsonl evaluation records and the time to
+// accuracy (seconds from run_start to the first evaluation at or above the target).
+EpochHooks epoch_events(MlperfLog& mllog, RunLog& log, const RunConfig& cfg, double run_start,
+                        std::optional<double>& time_to_accuracy) {
+  auto epoch_num = [](int64_t epoch) { return nlohmann::json{{"epoch_num", epoch + 1}}; };
+  EpochHooks h;
+  h.started = [&mllog, epoch_num](int64_t e) { mllog.start("epoch", now_seconds(), epoch_num(e)); };
+  h.trained = [&mllog, &cfg, epoch_num](int64_t e) {
+    const double t = now_seconds();
+    mllog.stop("epoch", t, epoch_num(e));
+    if (cfg.evaluate) mllog.start("eval", t, epoch_num(e));
+  };
+  h.finished = [&mllog, &log, &cfg, &time_to_accuracy, run_start, epoch_num](const EpochReport& r) {
+    if (!cfg.evaluate) return;
+    const double t = now_seconds();
+    mllog.point("eval_accuracy", r.eval_accuracy, t, epoch_num(r.epoch));
+    mllog.stop("eval", t, epoch_num(r.epoch));
+    log.evaluation(r, t - run_start);
+    if (r.reached_target && !time_to_accuracy) time_to_accuracy = t - run_start;
+  };
+  return h;
+}
+
+// A training run: the Trainer with its logs (progress, run directory, MLPerf log).
+void train_and_log(comm::Communicator& comm, const RunConfig& cfg, double init_start) {
+  const int rank = comm.rank();
+  const std::vector<std::string> hosts = gather_hosts(comm);
+  MlperfLog mllog(rank == 0 && cfg.mllog, cfg.run_dir);
+  log_init(mllog, cfg, hosts, init_start);
+  const double run_start = now_seconds();
+  mllog.start("run", run_start);
+  Trainer trainer(cfg, comm);
+  mllog.start("staging", trainer.staging_time().start);
+  mllog.stop("staging", trainer.staging_time().end);
+  mllog.point("train_samples", trainer.steps_per_epoch() * cfg.batch, now_seconds());
+  print_header(comm, cfg, trainer.device_description(), trainer.precision());
+  RunInfo info;
+  check_binding(comm, trainer.backend().num_threads(), info);
+  RunLog log(rank == 0, cfg.run_dir, cfg, trainer.resumed_from());
+  trainer.on_interval([&log](const IntervalTimings& t) { log.interval(t); });
+  trainer.on_checkpoint([&log](const CheckpointRecord& c) { log.checkpoint(c); });
+  trainer.on_epoch(epoch_events(mllog, log, cfg, run_start, info.time_to_accuracy_s));
+  const TrainResult result = trainer.run();
+  const bool success = cfg.target_accuracy == 0 || result.target_epoch >= 0;
+  mllog.stop("run", now_seconds(), {{"status", success ? "success" : "aborted"}});
+  info.world_size = comm.size();
+  info.per_rank_batch = trainer.per_rank_batch();
+  info.steps_per_epoch = trainer.steps_per_epoch();
+  info.hosts = hosts;
+  info.device = trainer.device_description();
+  info.parameters = trainer.model().parameter_count();
+  info.flops_per_sample = trainer.model().flops_per_sample();
+  info.precision = trainer.precision();
+  info.resumed = trainer.resumed_from();
+  log.finish(info, result);
+  if (rank == 0 && log.enabled()) std::printf("run directory: %s\n", cfg.run_dir.c_str());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  const double init_start = now_seconds();
   setlinebuf(stdout);
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
@@ -146,24 +236,7 @@ int main(int argc, char** argv) {
           auto model = nn::make_zoo_model(cfg.model, ds.sample_shape, ds.classes);
           if (rank == 0) std::printf("%s", model->summary().c_str());
         } else {
-          Trainer trainer(cfg, *comm);
-          print_header(*comm, cfg, trainer.device_description(), trainer.precision());
-          RunLog log(rank == 0, cfg.run_dir, cfg, trainer.resumed_from());
-          trainer.on_interval([&log](const IntervalTimings& t) { log.interval(t); });
-          trainer.on_checkpoint([&log](const CheckpointRecord& c) { log.checkpoint(c); });
-          const TrainResult result = trainer.run();
-          RunInfo info;
-          info.world_size = comm->size();
-          info.per_rank_batch = trainer.per_rank_batch();
-          info.steps_per_epoch = trainer.steps_per_epoch();
-          info.hosts = gather_hosts(*comm);
-          info.device = trainer.device_description();
-          info.parameters = trainer.model().parameter_count();
-          info.flops_per_sample = trainer.model().flops_per_sample();
-          info.precision = trainer.precision();
-          info.resumed = trainer.resumed_from();
-          log.finish(info, result);
-          if (rank == 0 && log.enabled()) std::printf("run directory: %s\n", cfg.run_dir.c_str());
+          train_and_log(*comm, cfg, init_start);
         }
       }
     } catch (const ConsistentError& e) {

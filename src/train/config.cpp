@@ -154,6 +154,10 @@ const std::vector<ConfigKey>& config_keys() {
       key_of("train.warmup_log_steps", &RunConfig::warmup_log_steps, "first steps excluded from samples/s"),
       key_of("train.evaluate", &RunConfig::evaluate, "evaluate on train.eval_split after every epoch"),
       key_of("train.eval_split", &RunConfig::eval_split, "split used for evaluation (test or val)"),
+      key_of("train.target_accuracy", &RunConfig::target_accuracy,
+             "evaluation accuracy (0..1) whose time from run start run.json reports as time_to_accuracy_s (0: none)"),
+      key_of("train.stop_at_target", &RunConfig::stop_at_target,
+             "end the run after the first evaluation at or above train.target_accuracy"),
       enum_key("train.precision", &RunConfig::precision, parse_precision, precision_name,
                "compute type of the layers: fp32, bf16 or fp16 (fp32 master weights, optimizer state, loss and "
                "accumulation; fp16 adds a dynamic loss scaler)"),
@@ -194,6 +198,8 @@ const std::vector<ConfigKey>& config_keys() {
       key_of("run.dir", &RunConfig::run_dir, "run directory for metrics.jsonl and run.json (empty: none)"),
       key_of("run.timeline", &RunConfig::timeline,
              "write run.dir/timeline.json: every rank's phases and all-reduces (chrome://tracing, Perfetto)"),
+      key_of("run.mllog", &RunConfig::mllog,
+             "rank 0 writes MLPerf-HPC-style :::MLLOG lines to stdout and run.dir/mllog.log"),
       key_of("run.threads", &RunConfig::threads, "compute threads per rank (0: the cores the rank is bound to)"),
       enum_key("run.device", &RunConfig::device, parse_device_kind, device_kind_name,
                "compute device: cpu (oneDNN), sim (a simulated GPU: device memory, stream threads, events)"),
@@ -295,6 +301,9 @@ void validate_config(const RunConfig& c) {
   ST_CHECK(c.sim_memory_mb >= 0, "run.sim_memory_mb must be >= 0, got ", c.sim_memory_mb);
   ST_CHECK(c.sim_delay_us >= 0, "run.sim_delay_us must be >= 0, got ", c.sim_delay_us);
   ST_CHECK(!c.timeline || !c.run_dir.empty(), "run.timeline = true needs run.dir");
+  ST_CHECK(c.target_accuracy >= 0 && c.target_accuracy <= 1, "train.target_accuracy must be in [0, 1] (0: none), got ",
+           c.target_accuracy);
+  ST_CHECK(c.target_accuracy == 0 || c.evaluate, "train.target_accuracy needs train.evaluate = true");
   ST_CHECK(c.inject_overflow_rank < 0 || c.precision == Precision::fp16,
            "run.inject_overflow_rank needs train.precision = fp16 (only fp16 runs a loss scaler)");
   ST_CHECK(c.checkpoint_steps >= 0, "run.checkpoint_steps must be >= 0, got ", c.checkpoint_steps);

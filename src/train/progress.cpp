@@ -78,6 +78,7 @@ void ProgressPrinter::epoch_end(const EpochReport& r) {
   if (evaluate_)
     std::printf(" | eval loss %.4f acc %.2f%% (%lld samples)", r.eval_loss, 100 * r.eval_accuracy,
                 static_cast<long long>(r.eval_samples));
+  if (r.reached_target) std::printf(" | target accuracy reached");
   std::printf("\n");
 }
 

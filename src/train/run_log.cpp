@@ -96,6 +96,13 @@ void RunLog::checkpoint(const CheckpointRecord& c) {
               {"bytes", c.bytes}, {"seconds", c.seconds}});
 }
 
+void RunLog::evaluation(const EpochReport& e, double run_seconds) {
+  if (!file_) return;
+  write_line({{"version", kRunDirFormatVersion}, {"record", "evaluation"}, {"epoch", e.epoch},
+              {"eval_accuracy", e.eval_accuracy}, {"eval_loss", e.eval_loss}, {"eval_samples", e.eval_samples},
+              {"run_seconds", run_seconds}, {"reached_target", e.reached_target}});
+}
+
 RunLog::~RunLog() {
   if (file_) std::fclose(file_);
 }
@@ -161,6 +168,10 @@ void RunLog::finish(const RunInfo& info, const TrainResult& r) {
   j["samples_per_s"] = r.mean_samples_per_second;
   j["final_eval_accuracy"] = r.final_eval_accuracy;
   j["final_eval_loss"] = r.final_eval_loss;
+  j["target_accuracy"] = cfg_.target_accuracy > 0 ? nlohmann::json(cfg_.target_accuracy) : nlohmann::json(nullptr);
+  j["time_to_accuracy_s"] = info.time_to_accuracy_s ? nlohmann::json(*info.time_to_accuracy_s) : nlohmann::json(nullptr);
+  j["target_epoch"] = r.target_epoch >= 0 ? nlohmann::json(r.target_epoch) : nlohmann::json(nullptr);
+  j["binding"] = {{"cpu_masks", info.cpu_masks}, {"warnings", info.binding_warnings}};
   double step_total = phase_totals_[static_cast<size_t>(Phase::step)];
   nlohmann::json share;
   for (int p = 0; p < kPhaseCount; ++p)

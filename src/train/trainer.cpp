@@ -57,6 +57,8 @@ struct Trainer::Impl {
   Tensor interval_sums, eval_sums;  // f64 [3] on the device: loss, correct, rows
   std::function<void(const IntervalTimings&)> interval_hook;
   std::function<void(const CheckpointRecord&)> checkpoint_hook;
+  EpochHooks epoch_hooks;
+  TimeSpan staging;
   std::unique_ptr<Timeline> timeline;
   PhaseTimers timers;
   std::unique_ptr<PhaseClock> clock;
@@ -93,6 +95,11 @@ struct Trainer::Impl {
     f();
     clock->end(p);
   }
+  // Calls a rank-0 epoch hook, if set.
+  template <class Hook, class Arg>
+  void epoch_hook(const Hook& hook, const Arg& arg) {
+    if (comm.rank() == 0 && hook) hook(arg);
+  }
   void record_bucket_events(int64_t step);
   void record_copies();
   EpochReport evaluate(int64_t epoch);
@@ -108,7 +115,9 @@ void Trainer::Impl::setup() {
   timeline = std::make_unique<Timeline>(comm, cfg.timeline);
   collective_check(comm, [&] { backend = make_backend(backend_options(cfg)); });
   clock = std::make_unique<PhaseClock>(*backend, timers, *timeline);
+  staging.start = now_seconds();
   setup_data();
+  staging.end = now_seconds();
   setup_model();
   setup_optimizer();
   setup_input();
@@ -347,6 +356,8 @@ int64_t Trainer::per_rank_batch() const { return impl_->local_batch; }
 int64_t Trainer::steps_per_epoch() const { return impl_->train_loader->steps_per_epoch(); }
 void Trainer::on_interval(std::function<void(const IntervalTimings&)> f) { impl_->interval_hook = std::move(f); }
 void Trainer::on_checkpoint(std::function<void(const CheckpointRecord&)> f) { impl_->checkpoint_hook = std::move(f); }
+void Trainer::on_epoch(EpochHooks hooks) { impl_->epoch_hooks = std::move(hooks); }
+TimeSpan Trainer::staging_time() const { return impl_->staging; }
 const std::optional<ResumeRecord>& Trainer::resumed_from() const { return impl_->resumed; }
 
 namespace {
@@ -432,18 +443,24 @@ TrainResult Trainer::run() {
   TrainResult result;
   while (m.position.epoch < cfg.epochs && m.position.step < planned) {
     const int64_t epoch = m.position.epoch;
+    m.epoch_hook(m.epoch_hooks.started, epoch);
     const int64_t steps = m.run_epoch(epoch, planned, reducer, progress);
+    m.epoch_hook(m.epoch_hooks.trained, epoch);
     EpochReport rep = reducer.close_epoch(epoch, steps);
     if (cfg.evaluate) {
       const EpochReport ev = m.evaluate(epoch);
       rep.eval_loss = ev.eval_loss;
       rep.eval_accuracy = ev.eval_accuracy;
       rep.eval_samples = ev.eval_samples;
+      rep.reached_target = cfg.target_accuracy > 0 && rep.eval_accuracy >= cfg.target_accuracy;
     }
     progress.epoch_end(rep);
+    m.epoch_hook(m.epoch_hooks.finished, rep);
     result.epochs.push_back(rep);
     reducer.restart_interval_clock();
-    if (m.position.epoch == epoch) break;  // stopped inside the epoch (train.max_steps)
+    if (rep.reached_target && result.target_epoch < 0) result.target_epoch = epoch;
+    if (m.position.epoch == epoch) break;               // stopped inside the epoch (train.max_steps)
+    if (rep.reached_target && cfg.stop_at_target) break;  // identical on every rank: the accuracy is reduced
   }
   m.backend->synchronize();
   if (cfg.checkpoint_at_end) m.checkpoint();

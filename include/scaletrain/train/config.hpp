@@ -38,6 +38,11 @@ struct RunConfig {
   int64_t warmup_log_steps = 5;  // steps excluded from throughput averages
   bool evaluate = true;
   std::string eval_split = "test";
+  // Time to accuracy, as MLPerf HPC compares systems: run.json's time_to_accuracy_s is the time from
+  // run_start to the first evaluation at or above this accuracy (0: no target); with stop_at_target
+  // the run ends there.
+  double target_accuracy = 0;
+  bool stop_at_target = true;
   // Compute type of layers (fp32 accumulation; master weights, optimizer state, loss in fp32).
   Precision precision = Precision::fp32;
   // [optimizer]
@@ -70,6 +75,7 @@ struct RunConfig {
   // [run]
   std::string run_dir = "";  // empty: no files written
   bool timeline = false;     // write <run_dir>/timeline.json (Chrome trace)
+  bool mllog = false;        // rank 0 writes MLPerf-style :::MLLOG lines (stdout, <run_dir>/mllog.log)
   int64_t threads = 0;       // compute threads per rank; 0: the cores this rank is bound to
   DeviceKind device = DeviceKind::cpu;
   bool cpu_onednn_only = false;  // oneDNN primitives for every cpu operator (no sgemm/direct paths)

@@ -18,8 +18,9 @@ namespace scaletrain::train {
 // Format version of the run directory, written as `version` in run.json and in every metrics.jsonl
 // line. New fields are added without changing it; a field removed or renamed, or a meaning changed,
 // bumps it (jobs/README.md, "Run directory format"; perf/scaling_report.py reads versions 1 and 2).
-// Version 3: metrics.jsonl may hold record lines (a `record` key: "checkpoint", "resumed_from")
-// between the interval lines, which are unchanged; a resumed run appends to the earlier run's file.
+// Version 3: metrics.jsonl may hold record lines (a `record` key: "checkpoint", "resumed_from",
+// "evaluation") between the interval lines, which are unchanged; a resumed run appends to the
+// earlier run's file.
 inline constexpr int kRunDirFormatVersion = 3;
 
 struct RunInfo {
@@ -32,6 +33,10 @@ struct RunInfo {
   int64_t flops_per_sample = 0;      // forward
   PrecisionReport precision;
   std::optional<ResumeRecord> resumed;  // the checkpoint this run continued from
+  std::vector<std::string> cpu_masks;         // per rank, as taskset -c writes them
+  std::vector<std::string> binding_warnings;  // train/binding_check.hpp
+  // Seconds from run_start to the end of the first evaluation at or above train.target_accuracy.
+  std::optional<double> time_to_accuracy_s;
 };
 
 class RunLog {
@@ -47,6 +52,8 @@ class RunLog {
   bool enabled() const { return file_ != nullptr; }
   void interval(const IntervalTimings& t);
   void checkpoint(const CheckpointRecord& c);
+  // An "evaluation" record: the epoch's evaluation, `run_seconds` after run_start.
+  void evaluation(const EpochReport& e, double run_seconds);
   void finish(const RunInfo& info, const TrainResult& result);
   // Seconds spent writing metrics lines (so the cost of logging can be checked).
   double write_seconds() const { return write_seconds_; }

@@ -28,6 +28,19 @@ struct EpochReport {
   int64_t eval_samples = 0;
   double seconds = 0;
   double samples_per_second = 0;
+  bool reached_target = false;  // eval_accuracy >= train.target_accuracy (set when a target is)
+};
+
+// Rank 0's hooks at an epoch's milestones (the MLPerf log and the time to accuracy follow them).
+struct EpochHooks {
+  std::function<void(int64_t epoch)> started;        // before the epoch's first step
+  std::function<void(int64_t epoch)> trained;        // after its last step, before evaluation
+  std::function<void(const EpochReport&)> finished;  // after evaluation (eval_* set with train.evaluate)
+};
+
+// A span of steady-clock time (now_seconds()).
+struct TimeSpan {
+  double start = 0, end = 0;
 };
 
 // Phase times of one logging interval, reduced over ranks.
@@ -66,6 +79,7 @@ struct TrainResult {
   double final_eval_accuracy = 0, final_eval_loss = 0;
   double exposed_allreduce_share = 0;  // of step time
   double allreduce_total_share = 0;
+  int64_t target_epoch = -1;    // the first epoch whose evaluation reached train.target_accuracy
   double final_loss_scale = 1;  // fp16's dynamic loss scale at the end (1 without loss scaling)
   int64_t skipped_steps = 0;    // steps skipped for inf/NaN gradients (identical on every rank)
 };
@@ -78,7 +92,8 @@ class Trainer {
   Trainer& operator=(const Trainer&) = delete;
 
   // Starts at step 0, or where run.resume's checkpoint left off, and runs all epochs (or up to
-  // train.max_steps steps in total), checkpointing as configured; returns what happened.
+  // train.max_steps steps in total, or until an evaluation reaches train.target_accuracy with
+  // train.stop_at_target), checkpointing as configured; returns what happened.
   TrainResult run();
 
   nn::Model& model();
@@ -90,6 +105,10 @@ class Trainer {
   int64_t steps_per_epoch() const;
   // Called on rank 0 after each logging interval (the timing log of the scaling issue hooks here).
   void on_interval(std::function<void(const IntervalTimings&)> f);
+  // Called on rank 0 at each epoch's start, end of training and end (after evaluation).
+  void on_epoch(EpochHooks hooks);
+  // When the constructor opened and staged the data sets (train.data: the loaders' construction).
+  TimeSpan staging_time() const;
   // Called on rank 0 after each checkpoint.
   void on_checkpoint(std::function<void(const CheckpointRecord&)> f);
   // The checkpoint this run continued from (run.resume), if any.

@@ -4,7 +4,6 @@
 // where those are faster, unless onednn_only). bf16 runs on oneDNN's bf16 kernels where the CPU has
 // AVX512-BF16; f16, and bf16 elsewhere, run emulated (f32 ops on low-precision storage).
 #include <omp.h>
-#include <sched.h>
 
 #include <cstdlib>
 #include <oneapi/dnnl/dnnl.hpp>
@@ -13,19 +12,10 @@
 #include "scaletrain/backend/cpu/inline_stream.hpp"
 #include "scaletrain/backend/cpu/onednn_ops.hpp"
 #include "scaletrain/core/check_dnnl.hpp"
+#include "scaletrain/core/cpu_mask.hpp"
 
 namespace scaletrain {
 namespace {
-
-int affinity_cpu_count() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  ST_CHECK(sched_getaffinity(0, sizeof(set), &set) == 0, "sched_getaffinity failed: cannot read the CPUs this process ",
-           "is bound to; pass an explicit thread count");
-  const int n = CPU_COUNT(&set);
-  ST_CHECK(n > 0, "the affinity mask of this process is empty");
-  return n;
-}
 
 std::string isa_name(dnnl::cpu_isa isa) {
   switch (isa) {
@@ -59,7 +49,7 @@ class CpuBackend final : public Backend {
  public:
   CpuBackend(int threads, bool onednn_only) : onednn_only_(onednn_only) {
     ST_CHECK(threads >= 0, "CPU backend: thread count must be >= 0 (0 = the affinity mask), got ", threads);
-    threads_ = threads > 0 ? threads : affinity_cpu_count();
+    threads_ = threads > 0 ? threads : CpuMask::of_this_process().count();
     // Before any primitive exists: oneDNN sizes its parallel work from omp_get_max_threads().
     omp_set_num_threads(threads_);
     ST_DNNL_CHECK(ctx_ = std::make_shared<cpu::OneDnnContext>());
