@@ -4,9 +4,9 @@
 # run.json parses with the expected world size, the batch is the sweep's (global batch constant for strong,
 # per-rank batch constant for weak), every metrics.jsonl line parses and in every non-warm-up interval the
 # phases add up to `step` within 5%; with --report also report.md (a table row per rank count) and the PNG
-# plots.
+# plots; with --bound that run.json's binding check found every rank on cores of its own.
 """usage: check_run_dirs.py SWEEP_DIR --kind strong|weak --ranks 1,2,4 [--batch N] [--phase-check-ranks 1,2]
-                         [--tolerance 0.05] [--report]"""
+                         [--tolerance 0.05] [--report] [--bound]"""
 import argparse
 import json
 import os
@@ -84,6 +84,21 @@ def check_run(d, ranks, tolerance, errors, phase_check=True):
     return gb, prb
 
 
+def check_binding(d, ranks, errors):
+    """run.json's binding: one CPU mask per rank and no warning (no ranks sharing cores on a host)."""
+    try:
+        with open(os.path.join(d, "run.json"), encoding="utf-8") as f:
+            binding = json.load(f).get("binding") or {}
+    except (OSError, json.JSONDecodeError) as e:
+        errors.append(f"{d}: run.json: {e}")
+        return
+    masks, warnings = binding.get("cpu_masks") or [], binding.get("warnings")
+    if len(masks) != ranks or warnings != []:
+        errors.append(f"{d}: run.json binding: masks {masks} (expected {ranks}), warnings {warnings!r} (expected none)")
+    else:
+        print(f"{d}: every rank bound to cores of its own: {', '.join(masks)}")
+
+
 def check_report(sweep, rank_counts, errors):
     path = os.path.join(sweep, "report.md")
     try:
@@ -130,6 +145,8 @@ def main():
     ap.add_argument("--phase-check-ranks", help="comma-separated rank counts whose phase sums are checked "
                     "(default: all; leave out runs with more ranks than cores, whose time-sharing is not timed)")
     ap.add_argument("--report", action="store_true", help="also check report.md and the plots")
+    ap.add_argument("--bound", action="store_true",
+                    help="also check that every rank had cores of its own (run.json binding: no warnings)")
     a = ap.parse_args()
     rank_counts = [int(r) for r in a.ranks.split(",")]
     phase_ranks = [int(r) for r in a.phase_check_ranks.split(",")] if a.phase_check_ranks else rank_counts
@@ -149,6 +166,8 @@ def main():
         b = check_run(os.path.join(a.sweep_dir, f"ranks-{n}"), n, a.tolerance, errors, n in phase_ranks)
         if b:
             batches[n] = b
+        if a.bound:
+            check_binding(os.path.join(a.sweep_dir, f"ranks-{n}"), n, errors)
     fixed = {n: (gb if a.kind == "strong" else prb) for n, (gb, prb) in batches.items()}
     what = "global batch" if a.kind == "strong" else "per-rank batch"
     if len(set(fixed.values())) > 1:
