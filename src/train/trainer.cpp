@@ -95,9 +95,9 @@ struct Trainer::Impl {
     f();
     clock->end(p);
   }
-  // Calls a rank-0 epoch hook, if set.
+  // Calls a rank-0 hook (interval, checkpoint, epoch), if set.
   template <class Hook, class Arg>
-  void epoch_hook(const Hook& hook, const Arg& arg) {
+  void rank0_hook(const Hook& hook, const Arg& arg) {
     if (comm.rank() == 0 && hook) hook(arg);
   }
   void record_bucket_events(int64_t step);
@@ -393,14 +393,14 @@ void Trainer::Impl::finish_interval(int64_t epoch, IntervalReducer& reducer, Pro
   const int64_t in_epoch = position.step_in_epoch == 0 ? train_loader->steps_per_epoch() : position.step_in_epoch;
   progress.interval(epoch, in_epoch, step, it.loss, it.accuracy, it.lr, it.samples_per_second,
                     1e3 * it.wall_seconds / static_cast<double>(it.steps), it.elapsed_seconds);
-  if (comm.rank() == 0 && interval_hook) interval_hook(it);
+  rank0_hook(interval_hook, it);
   timers.reset();
   reducer.restart_interval_clock();  // the hooks' time is not the next interval's
 }
 
 void Trainer::Impl::checkpoint() {
   const CheckpointRecord rec = checkpointer->save(state(), position);
-  if (comm.rank() == 0 && checkpoint_hook && !rec.path.empty()) checkpoint_hook(rec);
+  if (!rec.path.empty()) rank0_hook(checkpoint_hook, rec);
 }
 
 // The steps of `epoch` from the current position, up to `planned` steps in all, with their
@@ -443,9 +443,9 @@ TrainResult Trainer::run() {
   TrainResult result;
   while (m.position.epoch < cfg.epochs && m.position.step < planned) {
     const int64_t epoch = m.position.epoch;
-    m.epoch_hook(m.epoch_hooks.started, epoch);
+    m.rank0_hook(m.epoch_hooks.started, epoch);
     const int64_t steps = m.run_epoch(epoch, planned, reducer, progress);
-    m.epoch_hook(m.epoch_hooks.trained, epoch);
+    m.rank0_hook(m.epoch_hooks.trained, epoch);
     EpochReport rep = reducer.close_epoch(epoch, steps);
     if (cfg.evaluate) {
       const EpochReport ev = m.evaluate(epoch);
@@ -455,7 +455,7 @@ TrainResult Trainer::run() {
       rep.reached_target = cfg.target_accuracy > 0 && rep.eval_accuracy >= cfg.target_accuracy;
     }
     progress.epoch_end(rep);
-    m.epoch_hook(m.epoch_hooks.finished, rep);
+    m.rank0_hook(m.epoch_hooks.finished, rep);
     result.epochs.push_back(rep);
     reducer.restart_interval_clock();
     if (rep.reached_target && result.target_epoch < 0) result.target_epoch = epoch;
