@@ -130,8 +130,8 @@ void print_header(comm::Communicator& comm, const RunConfig& cfg, const std::str
 
 // Rank 0 warns when ranks share cores or run more threads than they have cores, and keeps every
 // rank's mask and the warnings for run.json.
-void check_binding(comm::Communicator& comm, int threads, RunInfo& info) {
-  const std::vector<RankBinding> bindings = gather_bindings(comm, threads);
+void check_binding(comm::Communicator& comm, const std::vector<std::string>& hosts, int threads, RunInfo& info) {
+  const std::vector<RankBinding> bindings = gather_bindings(comm, hosts, threads);
   info.binding_warnings = binding_warnings(bindings);
   for (const std::string& w : info.binding_warnings) std::fprintf(stderr, "scaletrain: warning: %s\n", w.c_str());
   if (!info.binding_warnings.empty()) std::fprintf(stderr, "scaletrain: %s\n", kBindingAdvice);
@@ -189,7 +189,7 @@ void train_and_log(comm::Communicator& comm, const RunConfig& cfg, double init_s
   mllog.point("train_samples", trainer.steps_per_epoch() * cfg.batch, now_seconds());
   print_header(comm, cfg, trainer.device_description(), trainer.precision());
   RunInfo info;
-  check_binding(comm, trainer.backend().num_threads(), info);
+  check_binding(comm, hosts, trainer.backend().num_threads(), info);
   RunLog log(rank == 0, cfg.run_dir, cfg, trainer.resumed_from());
   trainer.on_interval([&log](const IntervalTimings& t) { log.interval(t); });
   trainer.on_checkpoint([&log](const CheckpointRecord& c) { log.checkpoint(c); });

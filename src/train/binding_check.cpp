@@ -2,21 +2,17 @@
 // one host and for more compute threads than cores.
 #include "scaletrain/train/binding_check.hpp"
 
-#include <cstdio>
-#include <cstring>
 #include <map>
 #include <numeric>
 
 namespace scaletrain::train {
 namespace {
 
-constexpr size_t kHostLen = 128;
 constexpr size_t kListed = 8;  // ranks named in one warning before "and N more"
 
 struct WireBinding {
-  char host[kHostLen];
   CpuMask mask;
-  int threads;
+  int64_t threads;  // 64-bit: no padding bytes go over the wire
 };
 
 // Union-find root of i.
@@ -60,19 +56,15 @@ std::vector<std::vector<const RankBinding*>> sharing_groups(const std::vector<Ra
 
 }  // namespace
 
-std::vector<RankBinding> gather_bindings(comm::Communicator& comm, int threads) {
-  WireBinding mine{};
-  std::snprintf(mine.host, kHostLen, "%s", comm.host().c_str());
-  mine.mask = CpuMask::of_this_process();
-  mine.threads = threads;
+std::vector<RankBinding> gather_bindings(comm::Communicator& comm, const std::vector<std::string>& hosts,
+                                         int threads) {
+  const WireBinding mine{CpuMask::of_this_process(), threads};
   std::vector<WireBinding> all(static_cast<size_t>(comm.size()));
   comm.gather(&mine, sizeof mine, all.data(), 0);
   if (comm.rank() != 0) return {};
   std::vector<RankBinding> out;
-  for (int r = 0; r < comm.size(); ++r) {
-    const WireBinding& w = all[static_cast<size_t>(r)];
-    out.push_back(RankBinding{r, std::string(w.host, strnlen(w.host, kHostLen)), w.mask, w.threads});
-  }
+  for (size_t r = 0; r < all.size(); ++r)
+    out.push_back(RankBinding{static_cast<int>(r), hosts.at(r), all[r].mask, static_cast<int>(all[r].threads)});
   return out;
 }
 

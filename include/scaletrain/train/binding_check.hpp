@@ -19,8 +19,10 @@ struct RankBinding {
   int threads = 1;  // compute threads the rank runs
 };
 
-// Every rank's binding, on rank 0 (other ranks get an empty vector). Collective.
-std::vector<RankBinding> gather_bindings(comm::Communicator& comm, int threads);
+// Every rank's binding, on rank 0 (other ranks get an empty vector); `hosts` is every rank's host,
+// as the ranks have gathered them already. Collective.
+std::vector<RankBinding> gather_bindings(comm::Communicator& comm, const std::vector<std::string>& hosts,
+                                         int threads);
 
 // One warning per group of ranks sharing cores on a host, and one per rank whose threads exceed
 // its cores; empty when every rank has cores of its own.
