@@ -15,10 +15,11 @@ import sys
 # Run-directory format versions this report reads (jobs/README.md, "Run directory format"). Fields it does
 # not know are ignored; a newer version is refused, since it may have removed or redefined a field.
 FORMAT_VERSIONS = (1, 2, 3)
-PHASES = ["data_wait", "h2d", "input", "forward", "backward", "allreduce_exposed", "optimizer"]
+PHASES = ["data_wait", "h2d", "input", "forward", "backward", "allreduce_exposed", "agree", "optimizer"]
 # Phases a metrics line may leave out, counted as 0 ms: `input` (the normalize/augment kernels) has its own
-# timer since version 2; before, `h2d` held it.
-OPTIONAL_PHASES = {"input"}
+# timer since version 2; before, `h2d` held it. `agree` (the inf/NaN check and the step's agreement across ranks)
+# is a field added within version 3; older files held the loss scaler's check in `optimizer`.
+OPTIONAL_PHASES = {"input", "agree"}
 PHASE_SUM_TOLERANCE = 0.05  # the phases must add up to `step` within 5%
 # Phases whose work is proportional to the per-rank batch (the optimizer's is per parameter).
 BATCH_PHASES = ["data_wait", "h2d", "input", "forward", "backward"]

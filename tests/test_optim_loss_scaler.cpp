@@ -69,13 +69,18 @@ TEST(LossScaler, NeverGrowsToInfinity) {
   EXPECT_EQ(s.scale(), static_cast<float>(static_cast<double>(FLT_MAX) / 1.5));
 }
 
-TEST(LossScaler, DisabledScalesByOneAndNeverSkips) {
+// fp32 and bf16 with train.on_nonfinite = skip: the scale stays 1, a step with inf/NaN is skipped and counted.
+TEST(LossScaler, DisabledScalesByOneAndCountsSkippedSteps) {
   LossScalerOptions o;
   o.enabled = false;
   LossScaler s(o);
   EXPECT_EQ(s.scale(), 1.0f);
-  EXPECT_TRUE(s.update(true));
-  EXPECT_EQ(s.skipped_steps(), 0);
+  EXPECT_TRUE(s.update(false));
+  EXPECT_FALSE(s.update(true));
+  EXPECT_EQ(s.scale(), 1.0f);
+  EXPECT_EQ(s.skipped_steps(), 1);
+  EXPECT_TRUE(s.update(false));
+  EXPECT_EQ(s.skipped_steps(), 1);
 }
 
 TEST(LossScaler, RejectsInvalidOptionsNamingTheKey) {
@@ -133,6 +138,31 @@ TEST_P(UnscaleAndCheck, FindsNegativeInfInThePartialLastBlock) {
 TEST_P(UnscaleAndCheck, ALargeFiniteGradientIsNoOverflow) {
   // FLT_MAX is finite; its unscaled value is too. The check is on the values after unscaling.
   EXPECT_FALSE(check(2.0f, FLT_MAX, 3));
+}
+
+// The per-step check of fp32 and bf16 runs (scale 1): inf/NaN counted apart in the gradients and
+// in the per-row losses, with one read-back.
+TEST_P(UnscaleAndCheck, CountsGradientsAndLossesApart) {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  Tensor host_g({70001}, DType::f32, "grads.host"), host_l({33}, DType::f32, "losses.host");
+  for (int64_t i = 0; i < host_g.numel(); ++i) host_g.data<float>()[i] = 0.5f;
+  for (int64_t i = 0; i < host_l.numel(); ++i) host_l.data<float>()[i] = 2.0f;
+  host_g.data<float>()[1] = nan;
+  host_g.data<float>()[70000] = -inf;
+  host_l.data<float>()[32] = inf;
+  Tensor grads = be->empty({host_g.numel()}, DType::f32, "grads"), losses = be->empty({33}, DType::f32, "losses");
+  be->copy_async(be->compute_stream(), grads, host_g);
+  be->copy_async(be->compute_stream(), losses, host_l);
+  NonFiniteCounts c = unscale_and_count_nonfinite(*be, grads, 1.0f, &losses, scratch);
+  EXPECT_EQ(c.gradients, 2);
+  EXPECT_EQ(c.losses, 1);
+  host_l.data<float>()[32] = 1.0f;
+  be->copy_async(be->compute_stream(), losses, host_l);
+  c = unscale_and_count_nonfinite(*be, grads, 1.0f, &losses, scratch);
+  EXPECT_EQ(c.losses, 0);
+  c = unscale_and_count_nonfinite(*be, grads, 1.0f, nullptr, scratch);
+  EXPECT_EQ(c.gradients, 2);
+  EXPECT_EQ(c.losses, 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, UnscaleAndCheck, ::testing::Values(DeviceKind::cpu, DeviceKind::sim),

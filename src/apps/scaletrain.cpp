@@ -3,6 +3,9 @@
 // (naming rank, host, file and line) and end every rank: a configuration error through rank 0 and a
 // clean exit, anything else through MPI_Abort so no rank is left waiting. At start-up rank 0 warns
 // about ranks sharing cores; with run.mllog it writes MLPerf-HPC-style :::MLLOG lines.
+// Exit codes: 0 done; 75 stopped by SIGUSR1/SIGTERM after writing a checkpoint (resumable with
+// run.resume = auto); 128 + the signal when stopped without run.dir (nothing saved); 69 the hang
+// watchdog ended the job; 1 any error.
 #include <mpi.h>
 
 #include <CLI/CLI.hpp>
@@ -25,6 +28,7 @@
 #include "scaletrain/train/synthetic_data.hpp"
 #include "scaletrain/train/errors.hpp"
 #include "scaletrain/train/run_log.hpp"
+#include "scaletrain/train/stop_signals.hpp"
 #include "scaletrain/train/trainer.hpp"
 
 using namespace scaletrain;
@@ -175,8 +179,25 @@ EpochHooks epoch_events(MlperfLog& mllog, RunLog& log, const RunConfig& cfg, dou
   return h;
 }
 
-// A training run: the Trainer with its logs (progress, run directory, MLPerf log).
-void train_and_log(comm::Communicator& comm, const RunConfig& cfg, double init_start) {
+// Rank 0's line on a run stopped by a signal; the exit code.
+int report_stop(int rank, const TrainResult& r) {
+  const bool saved = !r.stop_checkpoint.empty();
+  const int code = saved ? kExitStoppedResumable : 128 + r.stop_signal;
+  if (rank != 0) return code;
+  std::printf("scaletrain: stopped by %s (received by rank %d) after step %lld: ", signal_name(r.stop_signal).c_str(),
+              r.stop_rank, static_cast<long long>(r.final_step));
+  if (saved)
+    std::printf("checkpoint %s written; exit code %d (resumable: run again with --run.resume auto)\n",
+                r.stop_checkpoint.c_str(), code);
+  else
+    std::printf("nothing saved (no run.dir); exit code %d\n", code);
+  std::fflush(stdout);
+  return code;
+}
+
+// A training run: the Trainer with its logs (progress, run directory, MLPerf log). Returns the exit
+// code.
+int train_and_log(comm::Communicator& comm, const RunConfig& cfg, double init_start) {
   const int rank = comm.rank();
   const std::vector<std::string> hosts = gather_hosts(comm);
   MlperfLog mllog(rank == 0 && cfg.mllog, cfg.run_dir);
@@ -195,8 +216,12 @@ void train_and_log(comm::Communicator& comm, const RunConfig& cfg, double init_s
   trainer.on_checkpoint([&log](const CheckpointRecord& c) { log.checkpoint(c); });
   trainer.on_epoch(epoch_events(mllog, log, cfg, run_start, info.time_to_accuracy_s));
   const TrainResult result = trainer.run();
-  const bool success = cfg.target_accuracy == 0 || result.target_epoch >= 0;
+  const bool success = result.stop_signal == 0 && (cfg.target_accuracy == 0 || result.target_epoch >= 0);
   mllog.stop("run", now_seconds(), {{"status", success ? "success" : "aborted"}});
+  if (result.stop_signal) {
+    log.stopped(result);
+    return report_stop(rank, result);
+  }
   info.world_size = comm.size();
   info.per_rank_batch = trainer.per_rank_batch();
   info.steps_per_epoch = trainer.steps_per_epoch();
@@ -208,6 +233,7 @@ void train_and_log(comm::Communicator& comm, const RunConfig& cfg, double init_s
   info.resumed = trainer.resumed_from();
   log.finish(info, result);
   if (rank == 0 && log.enabled()) std::printf("run directory: %s\n", cfg.run_dir.c_str());
+  return 0;
 }
 
 }  // namespace
@@ -220,6 +246,7 @@ int main(int argc, char** argv) {
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   set_error_rank(rank);
+  install_stop_signal_handlers();  // from here on SIGUSR1/SIGTERM stop the run at a step boundary
   int rc = 0;
   {
     kernels::KokkosScope kokkos;
@@ -236,7 +263,7 @@ int main(int argc, char** argv) {
           auto model = nn::make_zoo_model(cfg.model, ds.sample_shape, ds.classes);
           if (rank == 0) std::printf("%s", model->summary().c_str());
         } else {
-          train_and_log(*comm, cfg, init_start);
+          rc = train_and_log(*comm, cfg, init_start);
         }
       }
     } catch (const ConsistentError& e) {

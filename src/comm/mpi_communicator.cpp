@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <climits>
+#include <cstdlib>
 
 #include "scaletrain/core/check_mpi.hpp"
 #include "scaletrain/core/error.hpp"
@@ -109,6 +110,10 @@ class MpiCommunicator final : public Communicator {
   int local_size() const override { return local_size_; }
   const std::string& host() const override { return host_; }
   std::string name() const override { return "mpi"; }
+  [[noreturn]] void abort(int exit_code) override {
+    MPI_Abort(comm_, exit_code);
+    std::abort();  // MPI_Abort does not return; if it did, this process must still end
+  }
   bool allows_other_threads() const override { return other_threads_; }
 
   std::unique_ptr<Request> allreduce_async(void* buf, int64_t count, DType dtype, ReduceOp op) override {

@@ -11,6 +11,7 @@ std::string_view phase_name(Phase p) {
     case Phase::forward: return "forward";
     case Phase::backward: return "backward";
     case Phase::allreduce_exposed: return "allreduce_exposed";
+    case Phase::agree: return "agree";
     case Phase::optimizer: return "optimizer";
     case Phase::step: return "step";
     case Phase::count: break;

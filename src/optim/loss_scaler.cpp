@@ -27,7 +27,10 @@ void LossScaler::restore(double scale, int64_t clean_steps_in_a_row, int64_t ski
 }
 
 bool LossScaler::update(bool found_nonfinite) {
-  if (!o_.enabled) return true;
+  if (!o_.enabled) {
+    if (found_nonfinite) ++skipped_;
+    return !found_nonfinite;
+  }
   if (found_nonfinite) {
     scale_ *= o_.backoff;
     tracker_ = 0;
@@ -42,20 +45,30 @@ bool LossScaler::update(bool found_nonfinite) {
   return true;
 }
 
-bool unscale_and_find_nonfinite(Backend& backend, const Tensor& grads, float scale, Tensor& scratch) {
+NonFiniteCounts unscale_and_count_nonfinite(Backend& backend, const Tensor& grads, float scale, const Tensor* losses,
+                                            Tensor& scratch) {
   constexpr int64_t kPerBlock = 1 << 16;
-  const int64_t n = grads.numel();
-  const int64_t blocks = (n + kPerBlock - 1) / kPerBlock;
-  if (blocks == 0) return false;
-  if (scratch.numel() != blocks) scratch = backend.empty({blocks}, DType::i32, "loss scaler non-finite counts");
+  const int64_t n = grads.numel(), n_loss = losses ? losses->numel() : 0;
+  const int64_t blocks = (n + kPerBlock - 1) / kPerBlock, loss_blocks = (n_loss + kPerBlock - 1) / kPerBlock;
+  if (blocks + loss_blocks == 0) return {};
+  if (scratch.numel() != blocks + loss_blocks)
+    scratch = backend.empty({blocks + loss_blocks}, DType::i32, "non-finite counts");
   Stream& s = backend.compute_stream();
+  int32_t* counts = scratch.device_data<int32_t>();
   float* g = grads.device_data<float>();
-  if (scale != 1.0f) launch(s, "unscale_gradients", n, kernels::Scale{g, 1.0f / scale});
-  launch(s, "count_nonfinite", blocks, kernels::CountNonFinite{g, n, kPerBlock, scratch.device_data<int32_t>()});
-  const Tensor counts = backend.download(scratch);
-  int64_t bad = 0;
-  for (int64_t b = 0; b < blocks; ++b) bad += counts.data<int32_t>()[b];
-  return bad > 0;
+  if (scale != 1.0f && n > 0) launch(s, "unscale_gradients", n, kernels::Scale{g, 1.0f / scale});
+  if (blocks > 0) launch(s, "count_nonfinite", blocks, kernels::CountNonFinite{g, n, kPerBlock, counts});
+  if (loss_blocks > 0)
+    launch(s, "count_nonfinite_loss", loss_blocks,
+           kernels::CountNonFinite{losses->device_data<float>(), n_loss, kPerBlock, counts + blocks});
+  const Tensor host = backend.download(scratch);
+  NonFiniteCounts c;
+  for (int64_t b = 0; b < blocks + loss_blocks; ++b) (b < blocks ? c.gradients : c.losses) += host.data<int32_t>()[b];
+  return c;
+}
+
+bool unscale_and_find_nonfinite(Backend& backend, const Tensor& grads, float scale, Tensor& scratch) {
+  return unscale_and_count_nonfinite(backend, grads, scale, nullptr, scratch).gradients > 0;
 }
 
 }  // namespace scaletrain::optim

@@ -37,15 +37,14 @@ Checkpointer::Checkpointer(const RunConfig& cfg, comm::Communicator& comm, Ident
   if (!cfg.run_dir.empty()) store_.emplace(cfg.run_dir, cfg.checkpoint_keep);
 }
 
-bool Checkpointer::due(int64_t step) {
+bool Checkpointer::time_due() const {
+  return enabled() && cfg_.checkpoint_seconds > 0 && comm_.rank() == 0 &&
+         now_seconds() - last_time_ >= cfg_.checkpoint_seconds;
+}
+
+bool Checkpointer::due(int64_t step, bool by_time) const {
   if (!enabled()) return false;
-  bool due = cfg_.checkpoint_steps > 0 && step % cfg_.checkpoint_steps == 0;
-  if (cfg_.checkpoint_seconds > 0) {
-    int32_t by_time = comm_.rank() == 0 && now_seconds() - last_time_ >= cfg_.checkpoint_seconds ? 1 : 0;
-    comm_.broadcast(&by_time, sizeof by_time, 0);
-    due = due || by_time != 0;
-  }
-  return due;
+  return by_time || (cfg_.checkpoint_steps > 0 && step % cfg_.checkpoint_steps == 0);
 }
 
 // Every rank's checksum against every other's: replicas must be bitwise identical.
@@ -184,6 +183,8 @@ std::optional<ResumeRecord> resume_from_checkpoint(const RunConfig& cfg, comm::C
     state.optimizer.restore(saved.optimizer_steps, saved.optimizer_buffers, state.model.parameter_count());
     if (state.scaler.enabled() && saved_precision(saved.meta) == "fp16")
       state.scaler.restore(saved.meta.loss_scale, saved.meta.loss_scale_clean_steps, saved.meta.skipped_steps);
+    else if (!state.scaler.enabled())  // train.on_nonfinite = skip counts on
+      state.scaler.restore(state.scaler.raw_scale(), 0, saved.meta.skipped_steps);
   });
   ResumeRecord r;
   r.path = path;

@@ -161,6 +161,9 @@ const std::vector<ConfigKey>& config_keys() {
       enum_key("train.precision", &RunConfig::precision, parse_precision, precision_name,
                "compute type of the layers: fp32, bf16 or fp16 (fp32 master weights, optimizer state, loss and "
                "accumulation; fp16 adds a dynamic loss scaler)"),
+      enum_key("train.on_nonfinite", &RunConfig::on_nonfinite, parse_nonfinite_policy, nonfinite_policy_name,
+               "fp32/bf16: a step with an inf/NaN loss or gradient stops the run with a message (stop) or is skipped "
+               "by every rank and counted (skip); fp16's loss scaler skips such steps itself"),
       enum_key("optimizer.name", &RunConfig::optimizer, optim::parse_optimizer_kind, optim::optimizer_kind_name,
                "sgd or adamw"),
       key_of("optimizer.lr", &RunConfig::lr, "base learning rate"),
@@ -211,9 +214,17 @@ const std::vector<ConfigKey>& config_keys() {
       key_of("run.sim_ignore_events", &RunConfig::sim_ignore_events,
              "sim, tests only: events whose label contains this never make anyone wait (shows a test catches it)"),
       key_of("run.inject_overflow_rank", &RunConfig::inject_overflow_rank,
-             "tests only: this rank's local fp16 overflow flag is set at run.inject_overflow_step (-1: off)"),
+             "tests only: this rank reports inf/NaN gradients at run.inject_overflow_step (-1: off)"),
       key_of("run.inject_overflow_step", &RunConfig::inject_overflow_step,
-             "tests only: the step at which run.inject_overflow_rank reports an overflow"),
+             "tests only: the step at which run.inject_overflow_rank reports inf/NaN gradients"),
+      key_of("run.watchdog_s", &RunConfig::watchdog_s,
+             "a rank in one phase of one step longer than this many seconds ends the job with MPI_Abort (0: off)"),
+      key_of("run.watchdog_long_s", &RunConfig::watchdog_long_s,
+             "the watchdog's allowance for the start-up and first step, evaluations and checkpoint writes"),
+      key_of("run.inject_signal", &RunConfig::inject_signal,
+             "tests only: run.inject_signal_rank sends itself this signal (USR1 or TERM) before run.inject_signal_step"),
+      key_of("run.inject_signal_rank", &RunConfig::inject_signal_rank, "tests only: see run.inject_signal (-1: off)"),
+      key_of("run.inject_signal_step", &RunConfig::inject_signal_step, "tests only: see run.inject_signal"),
       key_of("run.checkpoint_steps", &RunConfig::checkpoint_steps,
              "write a checkpoint to run.dir/checkpoints every N steps (0: off)"),
       key_of("run.checkpoint_seconds", &RunConfig::checkpoint_seconds,
@@ -304,8 +315,11 @@ void validate_config(const RunConfig& c) {
   ST_CHECK(c.target_accuracy >= 0 && c.target_accuracy <= 1, "train.target_accuracy must be in [0, 1] (0: none), got ",
            c.target_accuracy);
   ST_CHECK(c.target_accuracy == 0 || c.evaluate, "train.target_accuracy needs train.evaluate = true");
-  ST_CHECK(c.inject_overflow_rank < 0 || c.precision == Precision::fp16,
-           "run.inject_overflow_rank needs train.precision = fp16 (only fp16 runs a loss scaler)");
+  ST_CHECK(c.watchdog_s >= 0, "run.watchdog_s must be >= 0 (0: off), got ", c.watchdog_s);
+  ST_CHECK(c.watchdog_long_s >= c.watchdog_s, "run.watchdog_long_s must be >= run.watchdog_s (", c.watchdog_s,
+           "), got ", c.watchdog_long_s);
+  ST_CHECK(c.inject_signal.empty() || c.inject_signal == "USR1" || c.inject_signal == "TERM",
+           "run.inject_signal must be USR1, TERM or empty, got '", c.inject_signal, "'");
   ST_CHECK(c.checkpoint_steps >= 0, "run.checkpoint_steps must be >= 0, got ", c.checkpoint_steps);
   ST_CHECK(c.checkpoint_seconds >= 0, "run.checkpoint_seconds must be >= 0, got ", c.checkpoint_seconds);
   ST_CHECK(c.checkpoint_keep >= 1, "run.checkpoint_keep must be >= 1, got ", c.checkpoint_keep);

@@ -88,8 +88,10 @@ void ProgressPrinter::finish(const TrainResult& r) {
               duration(r.seconds).c_str(), r.mean_samples_per_second);
   if (evaluate_ && !r.epochs.empty())
     std::printf(" | final eval accuracy %.2f%% loss %.4f", 100 * r.final_eval_accuracy, r.final_eval_loss);
-  std::printf(" | all-reduce exposed %.1f%% of step time (total %.1f%%)\n", 100 * r.exposed_allreduce_share,
+  std::printf(" | all-reduce exposed %.1f%% of step time (total %.1f%%)", 100 * r.exposed_allreduce_share,
               100 * r.allreduce_total_share);
+  if (r.skipped_steps > 0) std::printf(" | %lld step(s) skipped for inf/NaN", static_cast<long long>(r.skipped_steps));
+  std::printf("\n");
   std::fflush(stdout);
 }
 

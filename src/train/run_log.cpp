@@ -14,6 +14,7 @@
 
 #include "scaletrain/core/error.hpp"
 #include "scaletrain/core/timer.hpp"
+#include "scaletrain/train/stop_signals.hpp"
 
 #include "scaletrain_git_commit.hpp"
 #ifndef SCALETRAIN_GIT_COMMIT
@@ -94,6 +95,12 @@ void RunLog::checkpoint(const CheckpointRecord& c) {
   if (!file_ || c.path.empty()) return;
   write_line({{"version", kRunDirFormatVersion}, {"record", "checkpoint"}, {"step", c.step}, {"path", c.path},
               {"bytes", c.bytes}, {"seconds", c.seconds}});
+}
+
+void RunLog::stopped(const TrainResult& r) {
+  if (!file_) return;
+  write_line({{"version", kRunDirFormatVersion}, {"record", "stopped"}, {"signal", signal_name(r.stop_signal)},
+              {"rank", r.stop_rank}, {"step", r.final_step}, {"checkpoint", r.stop_checkpoint}});
 }
 
 void RunLog::evaluation(const EpochReport& e, double run_seconds) {

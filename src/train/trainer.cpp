@@ -1,14 +1,16 @@
 // Trainer: start-up (backend, data, model, identical weights, optimizer, buckets, a resumed
-// checkpoint), the step, the epoch loop with its intervals and checkpoints, and distributed
-// evaluation. Every piece of device work goes through the backend's streams; loss and accuracy
-// sums stay on the device until an interval ends. Interval and epoch figures are the
-// IntervalReducer's; what comes from the configuration alone is training_setup's.
+// checkpoint), the step with its one agreement across ranks (stop signal, inf/NaN, checkpoint
+// time), the epoch loop with its intervals and checkpoints, and distributed evaluation. Every piece
+// of device work goes through the backend's streams; loss and accuracy sums stay on the device
+// until an interval ends. Interval and epoch figures are the IntervalReducer's; what comes from the
+// configuration alone is training_setup's. The watchdog follows every phase.
 #include "scaletrain/train/trainer.hpp"
 
 #include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <numeric>
 
@@ -24,11 +26,15 @@
 #include "scaletrain/optim/optimizer.hpp"
 #include "scaletrain/train/errors.hpp"
 #include "scaletrain/train/interval_reducer.hpp"
+#include "scaletrain/train/nonfinite_guard.hpp"
 #include "scaletrain/train/phase_clock.hpp"
 #include "scaletrain/train/progress.hpp"
+#include "scaletrain/train/step_agreement.hpp"
+#include "scaletrain/train/stop_signals.hpp"
 #include "scaletrain/train/synthetic_data.hpp"
 #include "scaletrain/train/timeline.hpp"
 #include "scaletrain/train/training_setup.hpp"
+#include "scaletrain/train/watchdog.hpp"
 
 namespace scaletrain::train {
 
@@ -51,7 +57,7 @@ struct Trainer::Impl {
   std::unique_ptr<optim::LrSchedule> schedule;
   std::unique_ptr<comm::GradientBuckets> buckets;
   std::unique_ptr<optim::LossScaler> scaler;
-  Tensor nonfinite_counts;  // the scaler's per-block scratch
+  Tensor nonfinite_counts;  // per-block inf/NaN counts of the gradients and losses
   int64_t local_batch = 0;
   InputBuffers in;
   Tensor interval_sums, eval_sums;  // f64 [3] on the device: loss, correct, rows
@@ -65,6 +71,10 @@ struct Trainer::Impl {
   std::unique_ptr<Checkpointer> checkpointer;
   std::optional<ResumeRecord> resumed;
   TrainingPosition position;  // steps done; where the next step is
+  std::unique_ptr<Watchdog> watchdog;
+  int64_t first_step = -1;  // of this run (the watchdog's long allowance)
+  StepFlags stop;           // the agreed stop signal, once one has arrived
+  std::string stop_checkpoint;
 
   Impl(RunConfig c, comm::Communicator& cm) : cfg(std::move(c)), comm(cm) {}
 
@@ -76,21 +86,27 @@ struct Trainer::Impl {
   void setup_checkpoints();
   TrainingState state() { return TrainingState{*backend, *model, *optimizer, *scaler}; }
   void prepare_input(const data::Batch& b, int64_t step, bool training);
-  void train_step(const data::Batch& b, int64_t step);
-  void apply_update(int64_t step);
-  bool gradients_overflowed(int64_t step);
+  StepFlags train_step(const data::Batch& b, int64_t step);
+  StepFlags agree_on_step(int64_t step);
+  [[noreturn]] void stop_at_nonfinite(const StepFlags& flags, int64_t step);
+  void apply_update(const StepFlags& flags, int64_t step);
+  void inject_signal(int64_t step);
   int64_t run_epoch(int64_t epoch, int64_t planned, IntervalReducer& reducer, ProgressPrinter& progress);
   void finish_interval(int64_t epoch, IntervalReducer& reducer, ProgressPrinter& progress);
   void checkpoint();
+  // Tells the watchdog; the first step of the run has the long allowance.
+  void watch(Phase p) { watchdog->enter(phase_name(p).data(), position.step, position.step == first_step); }
   // Runs host work as a host-timed phase.
   template <class F>
   void host_phase(Phase p, F&& f) {
+    watch(p);
     const double t0 = now_seconds();
     f();
     clock->add_host(p, t0, now_seconds());
   }
   template <class F>
   void device_phase(Phase p, F&& f) {
+    watch(p);
     clock->begin(p);
     f();
     clock->end(p);
@@ -107,6 +123,9 @@ struct Trainer::Impl {
 
 void Trainer::Impl::setup() {
   validate_config(cfg);
+  install_stop_signal_handlers();
+  watchdog = std::make_unique<Watchdog>(WatchdogOptions{cfg.watchdog_s, cfg.watchdog_long_s, comm.rank(), comm.host()},
+                                        [this](const std::string&) { comm.abort(kExitWatchdog); });
   const int world = comm.size();
   if (cfg.batch % world != 0)
     throw ConsistentError("train.batch = " + std::to_string(cfg.batch) + " is not divisible by the " +
@@ -225,13 +244,12 @@ void Trainer::Impl::prepare_input(const data::Batch& b, int64_t step, bool train
   });
 }
 
-void Trainer::Impl::train_step(const data::Batch& b, int64_t step) {
+StepFlags Trainer::Impl::train_step(const data::Batch& b, int64_t step) {
   device_phase(Phase::input, [&] { prepare_input(b, step, true); });
   device_phase(Phase::forward, [&] {
     model->set_random_state(cfg.seed, static_cast<uint64_t>(step), b.device_indices);
     const Tensor& logits = model->forward(in.input, true);
     loss.forward(logits, b.device_labels);
-    loss.accumulate(interval_sums);
   });
   device_phase(Phase::backward, [&] {
     buckets->begin_step();
@@ -247,30 +265,75 @@ void Trainer::Impl::train_step(const data::Batch& b, int64_t step) {
   // Handing the slot back wakes the reader thread; count it as data time, not as a gap.
   host_phase(Phase::data_wait, [&] { train_loader->release(&b); });
   // Exposed communication: the wait after backward has finished on the device.
+  watch(Phase::allreduce_exposed);
   const comm::ExposedWait w = buckets->wait_all();
   clock->add_host(Phase::allreduce_exposed, w.start, w.end);
   record_bucket_events(step);
-  device_phase(Phase::optimizer, [&] { apply_update(step); });
+  const StepFlags flags = agree_on_step(step);
+  if (flags.nonfinite() && !scaler->enabled() && cfg.on_nonfinite == NonFinitePolicy::stop)
+    stop_at_nonfinite(flags, step);
+  device_phase(Phase::optimizer, [&] { apply_update(flags, step); });
+  return flags;
 }
 
-// The optimizer step on the reduced gradients, then the compute-type copy of the weights. With
-// fp16 loss scaling the gradients are unscaled and checked first; a step with an inf or NaN on any
-// rank is skipped by every rank.
-void Trainer::Impl::apply_update(int64_t step) {
-  if (scaler->enabled() && !scaler->update(gradients_overflowed(step))) return;
+// The step's one agreement across ranks. This rank's part: inf/NaN in its unscaled, reduced
+// gradients (the same on every rank, agreed all the same: the decision to skip must be identical
+// everywhere or the replicas diverge; run.inject_overflow_* shows it in the tests) and in its loss,
+// a stop signal it received, and rank 0's checkpoint clock.
+StepFlags Trainer::Impl::agree_on_step(int64_t step) {
+  optim::NonFiniteCounts bad;
+  device_phase(Phase::agree, [&] {
+    bad = optim::unscale_and_count_nonfinite(*backend, model->flat_gradients(), scaler->scale(), &loss.row_losses(),
+                                             nonfinite_counts);
+    if (bad.losses == 0) loss.accumulate(interval_sums);  // an inf/NaN loss would poison the interval's mean
+  });
+  StepFlags local;
+  const int rank = comm.rank(), world = comm.size();
+  local.gradients_nonfinite = bad.gradients > 0 || (rank == cfg.inject_overflow_rank && step == cfg.inject_overflow_step);
+  if (bad.losses > 0) local.loss_nonfinite = StepFlags::mark(rank, world);
+  local.stop_signal = received_stop_signal();
+  if (local.stop_signal) local.stop_rank = StepFlags::mark(rank, world);
+  local.checkpoint_by_time = checkpointer->time_due() ? 1 : 0;
+  const double t0 = now_seconds();
+  const StepFlags all = agree(comm, local);
+  clock->add_host(Phase::agree, t0, now_seconds());
+  return all;
+}
+
+// train.on_nonfinite = stop (fp32, bf16): every rank ends here, before the step's update, with the
+// same message (rank 0 prints it).
+void Trainer::Impl::stop_at_nonfinite(const StepFlags& flags, int64_t step) {
+  NonFiniteStep s;
+  s.step = step;
+  s.epoch = position.epoch;
+  s.lr = schedule->lr(step);
+  s.loss_rank = StepFlags::marked_rank(flags.loss_nonfinite, comm.size());
+  s.gradients = flags.gradients_nonfinite != 0;
+  s.precision = precision_name(cfg.precision);
+  const Tensor grads = backend->download(model->flat_gradients());
+  throw ConsistentError(nonfinite_stop_message(s, first_nonfinite_gradient(*model, grads.data<float>())));
+}
+
+// The optimizer step on the reduced gradients, then the compute-type copy of the weights. A step
+// with inf/NaN on any rank is skipped by every rank (fp16: the loss scaler backs off).
+void Trainer::Impl::apply_update(const StepFlags& flags, int64_t step) {
+  if (!scaler->update(flags.nonfinite())) {
+    const int64_t n = scaler->skipped_steps();
+    if (comm.rank() == 0 && !scaler->enabled() && (n <= 10 || n % 100 == 0))
+      std::fprintf(stderr,
+                   "scaletrain: warning: step %lld: inf/NaN in the loss or gradients; every rank skips its update "
+                   "(train.on_nonfinite = skip; %lld skipped so far)\n",
+                   static_cast<long long>(step), static_cast<long long>(n));
+    return;
+  }
   optimizer->step(model->flat_parameters(), model->flat_gradients(), schedule->lr(step));
   model->refresh_compute_parameters();
 }
 
-// Whether any rank's unscaled, reduced gradients hold an inf or NaN. The reduced gradients agree on
-// every rank, but the flag is all-reduced with MAX all the same: the decision to skip must be
-// identical everywhere or the replicas diverge (run.inject_overflow_* shows it in the tests).
-bool Trainer::Impl::gradients_overflowed(int64_t step) {
-  int32_t flag =
-      optim::unscale_and_find_nonfinite(*backend, model->flat_gradients(), scaler->scale(), nonfinite_counts) ? 1 : 0;
-  if (comm.rank() == cfg.inject_overflow_rank && step == cfg.inject_overflow_step) flag = 1;
-  comm.allreduce(&flag, 1, DType::i32, comm::ReduceOp::max);
-  return flag != 0;
+// Tests (run.inject_signal): this rank sends itself the signal before `step`.
+void Trainer::Impl::inject_signal(int64_t step) {
+  if (cfg.inject_signal.empty() || comm.rank() != cfg.inject_signal_rank || step != cfg.inject_signal_step) return;
+  std::raise(cfg.inject_signal == "TERM" ? SIGTERM : SIGUSR1);
 }
 
 void Trainer::Impl::record_bucket_events(int64_t step) {
@@ -294,6 +357,7 @@ EpochReport Trainer::Impl::evaluate(int64_t epoch) {
   EpochReport r;
   r.epoch = epoch;
   if (!eval_loader) return r;
+  watchdog->enter("evaluation", position.step, true);
   eval_loader->start_epoch(0);
   const int64_t n_total = eval_loader->info().num_samples;
   Stream& s = backend->compute_stream();
@@ -380,6 +444,7 @@ nn::LossResult take_sums(Backend& backend, comm::Communicator& comm, const Tenso
 // The logging interval that ends at the current position: device sums and phase times reduced
 // over ranks, then progress and the interval hook.
 void Trainer::Impl::finish_interval(int64_t epoch, IntervalReducer& reducer, ProgressPrinter& progress) {
+  watchdog->enter("interval", position.step);
   clock->flush();
   record_copies();
   const nn::LossResult sums = take_sums(*backend, comm, interval_sums);
@@ -399,12 +464,15 @@ void Trainer::Impl::finish_interval(int64_t epoch, IntervalReducer& reducer, Pro
 }
 
 void Trainer::Impl::checkpoint() {
+  watchdog->enter("checkpoint", position.step, true);
   const CheckpointRecord rec = checkpointer->save(state(), position);
   if (!rec.path.empty()) rank0_hook(checkpoint_hook, rec);
+  if (stop.stop_signal) stop_checkpoint = checkpointer->saved_path(position.step);
 }
 
 // The steps of `epoch` from the current position, up to `planned` steps in all, with their
-// intervals and periodic checkpoints. Returns the steps taken.
+// intervals and periodic checkpoints. Returns the steps taken. A stop signal (agreed by every rank)
+// ends the epoch after the step with a checkpoint.
 int64_t Trainer::Impl::run_epoch(int64_t epoch, int64_t planned, IntervalReducer& reducer, ProgressPrinter& progress) {
   const int64_t spe = train_loader->steps_per_epoch();
   const int64_t first = position.step_in_epoch;
@@ -412,22 +480,26 @@ int64_t Trainer::Impl::run_epoch(int64_t epoch, int64_t planned, IntervalReducer
   train_loader->start_epoch(epoch, first);
   int64_t in_epoch = first;
   while (position.step < planned && in_epoch < spe) {
+    inject_signal(position.step);
     const double t_step = now_seconds();
     clock->begin_step(position.step);
     const data::Batch* b = nullptr;
     host_phase(Phase::data_wait, [&] { b = train_loader->next(); });
     if (!b) break;
-    train_step(*b, position.step);
+    const StepFlags flags = train_step(*b, position.step);
     clock->end_step();
     timers.add(Phase::step, now_seconds() - t_step);
     ++in_epoch;
     const bool epoch_over = position.step + 1 == planned || in_epoch == spe;
+    const bool stopping = flags.stop_signal != 0;
     position = in_epoch == spe ? TrainingPosition{position.step + 1, epoch + 1, 0}
                                : TrainingPosition{position.step + 1, epoch, in_epoch};
     // The epoch's last copies are logged once the reader has stopped.
-    if (epoch_over) train_loader->end_epoch();
-    if (position.step % cfg.log_every == 0 || epoch_over) finish_interval(epoch, reducer, progress);
-    if (checkpointer->due(position.step)) checkpoint();
+    if (epoch_over || stopping) train_loader->end_epoch();
+    if (position.step % cfg.log_every == 0 || epoch_over || stopping) finish_interval(epoch, reducer, progress);
+    if (stopping) stop = flags;
+    if (stopping || checkpointer->due(position.step, flags.checkpoint_by_time != 0)) checkpoint();
+    if (stopping) break;
   }
   return in_epoch - first;
 }
@@ -439,12 +511,14 @@ TrainResult Trainer::run() {
   const int64_t planned = cfg.max_steps > 0 ? std::min(cfg.max_steps, cfg.epochs * spe) : cfg.epochs * spe;
   ProgressPrinter progress(m.comm.rank() == 0, cfg, spe, planned);
   const int64_t first_step = m.position.step;
+  m.first_step = first_step;
   IntervalReducer reducer(m.comm, cfg.batch, cfg.warmup_log_steps, first_step);
   TrainResult result;
   while (m.position.epoch < cfg.epochs && m.position.step < planned) {
     const int64_t epoch = m.position.epoch;
     m.rank0_hook(m.epoch_hooks.started, epoch);
     const int64_t steps = m.run_epoch(epoch, planned, reducer, progress);
+    if (m.stop.stop_signal) break;  // no evaluation: a stop must be quick (SIGTERM is followed by SIGKILL)
     m.rank0_hook(m.epoch_hooks.trained, epoch);
     EpochReport rep = reducer.close_epoch(epoch, steps);
     if (cfg.evaluate) {
@@ -462,9 +536,13 @@ TrainResult Trainer::run() {
     if (m.position.epoch == epoch) break;               // stopped inside the epoch (train.max_steps)
     if (rep.reached_target && cfg.stop_at_target) break;  // identical on every rank: the accuracy is reduced
   }
+  m.watchdog->enter("finish", m.position.step, true);
   m.backend->synchronize();
-  if (cfg.checkpoint_at_end) m.checkpoint();
+  if (cfg.checkpoint_at_end && !m.stop.stop_signal) m.checkpoint();
   reducer.finish(result, m.position.step - first_step);
+  result.stop_signal = m.stop.stop_signal;
+  result.stop_rank = StepFlags::marked_rank(m.stop.stop_rank, m.comm.size());
+  result.stop_checkpoint = m.stop_checkpoint;
   result.final_step = m.position.step;
   result.final_loss_scale = m.scaler->scale();
   result.skipped_steps = m.scaler->skipped_steps();

@@ -13,6 +13,11 @@
 #                          at the next epoch boundary, saying so); a model change cannot be forced.
 #   stream NP MP           data.mode = stream: NP -> NP replays the reader bitwise; NP -> MP continues
 #                          at the next epoch boundary and says so.
+#   signal NP SIG STOP     the last rank alone sends itself SIG (USR1 or TERM) before step STOP: every
+#                          rank stops after step STOP+1 with its checkpoint and exit code 75, without
+#                          run.json; run.resume = auto then matches the uninterrupted run bitwise.
+#   external NP SIG        the same with a real `kill -SIG` from outside, to the last rank's process,
+#                          once the run is under way (1500 steps; the stop step is read back).
 # EXTRA="flags" (environment) adds flags to every run; LR=... sets the learning rate (0.01).
 # usage: resume_check.sh SCALETRAIN MPIRUN_PREFIX... -- OUTDIR MODE ARGS...
 set -euo pipefail
@@ -54,7 +59,40 @@ must_fail() {
     cat "$out/$name.fail.log"; echo "FAIL: run $name: no '$message' in its output"; exit 1; }
   echo "OK: refused with: $(grep -F -- "$message" "$out/$name.fail.log" | head -1)"
 }
-compare() { /usr/bin/python3 "$here/compare_losses.py" "$out/$1/metrics.jsonl" "$out/$2/metrics.jsonl" --steps 60 "${@:3}"; }
+compare() {
+  /usr/bin/python3 "$here/compare_losses.py" "$out/$1/metrics.jsonl" "$out/$2/metrics.jsonl" --steps "${steps:-60}" "${@:3}"
+}
+# stopped_run NAME NP [flags...]: a run that a stop signal must end with exit code 75 (run in the
+# background with `&` when the caller signals it; the exit code goes to OUTDIR/NAME.rc).
+stopped_run() {
+  local name=$1 np=$2 rc=0; shift 2
+  "${mpirun[@]}" -np "$np" "$st" "${common[@]}" --model.name "${MODEL:-lenet_dropout}" --train.batch "${BATCH:-24}" \
+    --run.dir "$out/$name" "$@" >> "$out/$name.log" 2>&1 || rc=$?
+  echo "$rc" > "$out/$name.rc"
+}
+# check_stopped NAME STEP: exit code 75, the checkpoint of STEP is `latest`, metrics.jsonl ends with a
+# "stopped" record at STEP, and there is no run.json (the run has not finished).
+check_stopped() {
+  local name=$1 step=$2 rc
+  rc=$(cat "$out/$name.rc")
+  [ "$rc" -eq 75 ] || { cat "$out/$name.log"; echo "FAIL: run $name exited $rc, expected 75 (stopped, resumable)"; exit 1; }
+  [ "$(cat "$out/$name/checkpoints/latest")" = "step-$step" ] || {
+    ls -la "$out/$name/checkpoints"; echo "FAIL: latest is not step-$step"; exit 1; }
+  tail -n 1 "$out/$name/metrics.jsonl" | grep -q "\"record\":\"stopped\".*\"step\":$step," || {
+    tail -n 2 "$out/$name/metrics.jsonl"; echo "FAIL: metrics.jsonl does not end with a stopped record at step $step"; exit 1; }
+  [ ! -e "$out/$name/run.json" ] || { echo "FAIL: a stopped run wrote run.json"; exit 1; }
+  echo "OK: every rank stopped after step $step with exit code 75; latest = step-$step"
+}
+# rank_pid LOG RANK: the process id of RANK from the rank table at the top of LOG.
+rank_pid() { awk -v r="$2" '/^  rank  local  host/ {t = 1; next} t && $1 == r {print $4; exit}' "$1"; }
+# wait_for_lines FILE N SECONDS: until FILE has N lines.
+wait_for_lines() {
+  local deadline=$((SECONDS + $3))
+  until [ -f "$1" ] && [ "$(wc -l < "$1")" -ge "$2" ]; do
+    [ "$SECONDS" -lt "$deadline" ] || { echo "FAIL: $1 has fewer than $2 lines after $3 s"; exit 1; }
+    sleep 0.05
+  done
+}
 expect_line() {  # FILE TEXT
   grep -qF -- "$2" "$1" || { cat "$1"; echo "FAIL: no '$2' in $1"; exit 1; }
 }
@@ -99,8 +137,9 @@ PY
     fi
     [ "$(cat "$out/crashed/checkpoints/latest")" = step-20 ] || {
       ls -la "$out/crashed/checkpoints"; echo "FAIL: latest is not step-20 after the crash"; exit 1; }
-    [ -d "$out/crashed/checkpoints/.step-30.tmp" ] && [ ! -e "$out/crashed/checkpoints/step-30" ] || {
-      ls -la "$out/crashed/checkpoints"; echo "FAIL: expected a torn .step-30.tmp and no step-30"; exit 1; }
+    if [ ! -d "$out/crashed/checkpoints/.step-30.tmp" ] || [ -e "$out/crashed/checkpoints/step-30" ]; then
+      ls -la "$out/crashed/checkpoints"; echo "FAIL: expected a torn .step-30.tmp and no step-30"; exit 1
+    fi
     echo "OK: killed while writing step-30: latest still names step-20, step-30 only exists as .step-30.tmp"
     run crashed "$np" --run.resume auto --run.checkpoint_steps 10 "${all[@]}"
     expect_line "$out/crashed.log" "resume: $out/crashed/checkpoints/step-20: step 20"
@@ -132,6 +171,38 @@ PY
     run other "$np" --train.max_steps 25
     run other "$mp" --run.resume auto "${all[@]}"
     expect_line "$out/other.log" "continuing at the start of epoch 2, not at step 25 of epoch 1: data.mode = stream"
+    ;;
+  signal)
+    np=$1 sig=$2 stop=$3
+    after=$((stop + 1))
+    run full "$np" "${all[@]}"
+    stopped_run stopped "$np" "${all[@]}" --run.inject_signal "$sig" --run.inject_signal_rank $((np - 1)) \
+      --run.inject_signal_step "$stop"
+    check_stopped stopped "$after"
+    expect_line "$out/stopped.log" "scaletrain: stopped by SIG$sig (received by rank $((np - 1))) after step $after: checkpoint $out/stopped/checkpoints/step-$after written; exit code 75"
+    run stopped "$np" --run.resume auto "${all[@]}"
+    expect_line "$out/stopped.log" "resume: $out/stopped/checkpoints/step-$after: step $after"
+    compare full stopped
+    ;;
+  external)
+    np=$1 sig=$2 steps=1500
+    for i in "${!common[@]}"; do [ "${common[$i]}" = --train.epochs ] && common[i + 1]=40; done
+    all=(--train.max_steps "$steps")
+    run full "$np" "${all[@]}"
+    stopped_run stopped "$np" "${all[@]}" &
+    job=$!
+    wait_for_lines "$out/stopped/metrics.jsonl" 100 120
+    pid=$(rank_pid "$out/stopped.log" $((np - 1)))
+    [ -n "$pid" ] || { cat "$out/stopped.log"; echo "FAIL: no pid of rank $((np - 1)) in the rank table"; exit 1; }
+    kill -"$sig" "$pid"
+    echo "sent SIG$sig to rank $((np - 1)) (pid $pid) at line $(wc -l < "$out/stopped/metrics.jsonl") of metrics.jsonl"
+    wait "$job"
+    at=$(tail -n 1 "$out/stopped/metrics.jsonl" | grep -o '"step":[0-9]*' | cut -d: -f2)
+    if [ -z "$at" ] || [ "$at" -ge "$steps" ]; then cat "$out/stopped.log"; echo "FAIL: the run was not stopped"; exit 1; fi
+    check_stopped stopped "$at"
+    expect_line "$out/stopped.log" "scaletrain: stopped by SIG$sig (received by rank $((np - 1))) after step $at"
+    run stopped "$np" --run.resume auto "${all[@]}"
+    compare full stopped
     ;;
   *) echo "resume_check.sh: unknown mode $mode" >&2; exit 2 ;;
 esac

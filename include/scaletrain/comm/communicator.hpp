@@ -46,6 +46,9 @@ class Communicator {
   virtual void allgather(const void* send, int64_t bytes_per_rank, void* recv) = 0;
   virtual void barrier() = 0;
   virtual std::string name() const = 0;
+  // Ends every rank of the job now with `exit_code` (MPI_Abort; a device communicator aborts its
+  // own operations first). Any thread may call it.
+  [[noreturn]] virtual void abort(int exit_code) = 0;
 
   // Whether a thread other than the one that created the communicator may issue its operations
   // (one thread at a time). MPI: the library was initialized with at least MPI_THREAD_SERIALIZED.

@@ -1,5 +1,5 @@
 // Wall-clock timing: a steady-clock stopwatch and PhaseTimers, the per-step phase accumulator
-// (data_wait, h2d, input, forward, backward, allreduce_exposed, optimizer, step).
+// (data_wait, h2d, input, forward, backward, allreduce_exposed, agree, optimizer, step).
 #pragma once
 #include <array>
 #include <chrono>
@@ -23,8 +23,9 @@ class Stopwatch {
 };
 
 // h2d: the batch's host-to-device copy (on the copy stream; zero where the device is the host);
-// input: normalization and augmentation on the device.
-enum class Phase : int { data_wait, h2d, input, forward, backward, allreduce_exposed, optimizer, step, count };
+// input: normalization and augmentation on the device; agree: the inf/NaN check of the reduced
+// gradients and the step's one agreement across ranks (train/step_agreement.hpp).
+enum class Phase : int { data_wait, h2d, input, forward, backward, allreduce_exposed, agree, optimizer, step, count };
 constexpr int kPhaseCount = static_cast<int>(Phase::count);
 std::string_view phase_name(Phase p);
 

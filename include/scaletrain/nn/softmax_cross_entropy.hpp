@@ -33,6 +33,9 @@ class SoftmaxCrossEntropy {
   // d(loss)/d(logits) of sum(loss) * scale; scale = 1 / global batch gives the gradient of the mean.
   const Tensor& backward(float scale);
 
+  // The last forward's per-row losses (f32 [N] on the device).
+  const Tensor& row_losses() const { return loss_; }
+
   // forward + accumulate into fresh sums, read back to the host (synchronizes; for tests and tools).
   LossResult forward_and_read(const Tensor& logits, const Tensor& labels, int64_t counted_rows = -1);
   // Copies device sums to the host and synchronizes the compute stream.

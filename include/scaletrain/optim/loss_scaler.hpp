@@ -2,8 +2,9 @@
 // defaults. The loss (its gradient) is multiplied by scale() before backward; after the gradients
 // are reduced, unscaled and checked, update() is told whether any rank found an inf or NaN. A step
 // with one is skipped and the scale backs off; after `interval` clean steps in a row the scale grows.
-// Every rank must pass update() the same flag (the trainer all-reduces it with MAX), so every
-// replica skips the same steps and holds the same scale.
+// Every rank must pass update() the same flag (the trainer agrees on it across ranks), so every
+// replica skips the same steps and holds the same scale. Disabled (fp32, bf16), the scale is 1 and
+// a step with inf/NaN is still skipped and counted (train.on_nonfinite = skip).
 #pragma once
 #include <cstdint>
 
@@ -12,7 +13,7 @@
 namespace scaletrain::optim {
 
 struct LossScalerOptions {
-  bool enabled = true;      // false: scale() is 1 and update() never skips
+  bool enabled = true;      // false: scale() is 1 and never changes
   double init = 65536.0;    // 2^16, GradScaler's init_scale
   double growth = 2.0;      // growth_factor
   double backoff = 0.5;     // backoff_factor
@@ -46,5 +47,15 @@ class LossScaler {
 // result; returns whether there were any on this rank (synchronizes the compute stream). `scratch`
 // holds per-block counts between calls (allocated on first use).
 bool unscale_and_find_nonfinite(Backend& backend, const Tensor& grads, float scale, Tensor& scratch);
+
+// inf/NaN values on this rank.
+struct NonFiniteCounts {
+  int64_t gradients = 0;
+  int64_t losses = 0;
+};
+// The same, and the inf/NaN among `losses` (f32 per-row losses; may be null), read back with one
+// synchronization of the compute stream.
+NonFiniteCounts unscale_and_count_nonfinite(Backend& backend, const Tensor& grads, float scale, const Tensor* losses,
+                                            Tensor& scratch);
 
 }  // namespace scaletrain::optim

@@ -1,7 +1,8 @@
 // Checkpointer: when and how a training run saves itself, and how a run picks up a checkpoint.
 //
 // When: every run.checkpoint_steps steps, every run.checkpoint_seconds on rank 0's clock (rank 0
-// decides and broadcasts, so clock skew cannot split the ranks), and at the end of the run.
+// decides and the step's agreement carries it, so clock skew cannot split the ranks), when a stop
+// signal arrives, and at the end of the run.
 // How: every rank checksums its parameters and the ranks compare (silently diverged replicas are
 // an error naming them); rank 0 writes the replicated state through the CheckpointStore; `latest`
 // moves only once every rank knows the write succeeded.
@@ -54,10 +55,19 @@ class Checkpointer {
   Checkpointer(const RunConfig& cfg, comm::Communicator& comm, IdentityKeys identity);
   // Checkpoints are written only with run.dir set.
   bool enabled() const { return store_.has_value(); }
-  // Collective. Whether a periodic checkpoint is due now that `step` steps are done.
-  bool due(int64_t step);
+  // Rank 0: whether run.checkpoint_seconds have passed since the start or the last checkpoint (the
+  // trainer agrees on it with the other ranks; false elsewhere).
+  bool time_due() const;
+  // Whether a periodic checkpoint is due now that `step` steps are done; `by_time`: time_due() as
+  // agreed by every rank.
+  bool due(int64_t step, bool by_time) const;
   // Collective: checkpoints `state` at `position`. Returns rank 0's record (empty elsewhere).
   CheckpointRecord save(const TrainingState& state, const TrainingPosition& position);
+  // The directory of the checkpoint of `step`, on every rank, if this run saved or resumed from it
+  // ("" otherwise).
+  std::string saved_path(int64_t step) const {
+    return enabled() && step == last_saved_step_ ? store_->root() + "/" + checkpoint_dir_name(step) : "";
+  }
   // A resumed run: the checkpoint of `step` exists (and `latest` may name it), so it is not
   // written again.
   void mark_saved(int64_t step) { last_saved_step_ = step; }

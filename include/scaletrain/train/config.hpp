@@ -14,6 +14,7 @@
 #include "scaletrain/data/loader.hpp"
 #include "scaletrain/optim/lr_schedule.hpp"
 #include "scaletrain/optim/optimizer.hpp"
+#include "scaletrain/train/nonfinite_guard.hpp"
 
 namespace scaletrain::train {
 
@@ -45,6 +46,9 @@ struct RunConfig {
   bool stop_at_target = true;
   // Compute type of layers (fp32 accumulation; master weights, optimizer state, loss in fp32).
   Precision precision = Precision::fp32;
+  // fp32 and bf16: a step with an inf/NaN loss or gradient stops the run (stop) or is skipped and
+  // counted (skip). fp16's loss scaler skips such steps itself.
+  NonFinitePolicy on_nonfinite = NonFinitePolicy::stop;
   // [optimizer]
   optim::OptimizerKind optimizer = optim::OptimizerKind::sgd;
   double lr = 0.05;
@@ -82,10 +86,19 @@ struct RunConfig {
   int64_t sim_memory_mb = 0;     // sim device capacity (0: unlimited)
   int64_t sim_delay_us = 0;      // sim: random delay of up to this before every op on every stream
   std::string sim_ignore_events;  // sim, tests only: events whose label contains this never wait
-  // Tests only: this rank's local overflow flag is set at this step (-1: off), to show that every
-  // rank skips the step together.
+  // Tests only: this rank's local inf/NaN-gradient flag is set at this step (-1: off), to show that
+  // every rank skips (or stops at) the step together.
   int64_t inject_overflow_rank = -1;
   int64_t inject_overflow_step = -1;
+  // Hang watchdog (train/watchdog.hpp): a rank in one phase of one step longer than watchdog_s ends
+  // the job with MPI_Abort; the start-up and first step, evaluations and checkpoint writes get
+  // watchdog_long_s. 0: off.
+  double watchdog_s = 300;
+  double watchdog_long_s = 1800;
+  // Tests only: this rank sends itself SIGUSR1 or SIGTERM ("USR1", "TERM"; "": off) before this step.
+  std::string inject_signal;
+  int64_t inject_signal_rank = -1;
+  int64_t inject_signal_step = -1;
   // Checkpoints in run.dir/checkpoints (train/checkpoint_store.hpp): every N steps, every S seconds
   // (rank 0's clock decides for all), and at the end of the run; the newest `keep` are kept.
   int64_t checkpoint_steps = 0;

@@ -52,6 +52,8 @@ class RunLog {
   bool enabled() const { return file_ != nullptr; }
   void interval(const IntervalTimings& t);
   void checkpoint(const CheckpointRecord& c);
+  // A "stopped" record: a stop signal ended the run (run.json is left for the run that finishes).
+  void stopped(const TrainResult& r);
   // An "evaluation" record: the epoch's evaluation, `run_seconds` after run_start.
   void evaluation(const EpochReport& e, double run_seconds);
   void finish(const RunInfo& info, const TrainResult& result);

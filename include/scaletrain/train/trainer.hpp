@@ -57,7 +57,7 @@ struct IntervalTimings {
   int slowest_rank[kPhaseCount] = {};
   double allreduce_total_mean = 0;  // all-reduce time including the part hidden behind backward
   double loss_scale = 1;            // at the end of the interval (fp16; 1 otherwise)
-  int64_t skipped_steps = 0;        // steps skipped for inf/NaN gradients since the start (fp16)
+  int64_t skipped_steps = 0;        // steps skipped for inf/NaN since the start (identical on every rank)
 };
 
 // The precision a run computes and communicates in, as the start-up table and run.json show it.
@@ -81,7 +81,12 @@ struct TrainResult {
   double allreduce_total_share = 0;
   int64_t target_epoch = -1;    // the first epoch whose evaluation reached train.target_accuracy
   double final_loss_scale = 1;  // fp16's dynamic loss scale at the end (1 without loss scaling)
-  int64_t skipped_steps = 0;    // steps skipped for inf/NaN gradients (identical on every rank)
+  int64_t skipped_steps = 0;    // steps skipped for inf/NaN (fp16: the loss scaler; else train.on_nonfinite = skip)
+  // A stop signal (SIGUSR1, SIGTERM) ended the run after final_step: the signal, the lowest rank
+  // that received it, and the checkpoint written ("" without run.dir).
+  int stop_signal = 0;
+  int stop_rank = -1;
+  std::string stop_checkpoint;
 };
 
 class Trainer {
@@ -93,7 +98,9 @@ class Trainer {
 
   // Starts at step 0, or where run.resume's checkpoint left off, and runs all epochs (or up to
   // train.max_steps steps in total, or until an evaluation reaches train.target_accuracy with
-  // train.stop_at_target), checkpointing as configured; returns what happened.
+  // train.stop_at_target, or until a rank receives SIGUSR1 or SIGTERM: every rank then stops after
+  // the same step and checkpoints), checkpointing as configured; returns what happened. inf/NaN
+  // with train.on_nonfinite = stop throws ConsistentError on every rank.
   TrainResult run();
 
   nn::Model& model();

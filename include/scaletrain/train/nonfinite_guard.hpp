@@ -1,0 +1,41 @@
+// The non-finite guard: train.on_nonfinite, what an fp32 or bf16 run does with a step whose loss or
+// reduced gradients hold inf/NaN (stop: the run ends at that step with a message and a non-zero
+// exit; skip: every rank skips the update and the step is counted). In fp16 the loss scaler owns
+// such steps. Also the stop message: the step, the learning rate, the first layer with inf/NaN
+// gradients and what to try.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "scaletrain/nn/model.hpp"
+
+namespace scaletrain::train {
+
+enum class NonFinitePolicy { stop, skip };
+NonFinitePolicy parse_nonfinite_policy(const std::string& name);  // throws Error naming the key
+std::string nonfinite_policy_name(NonFinitePolicy policy);
+
+// A parameter whose gradients hold inf/NaN.
+struct NonFiniteParameter {
+  std::string layer, parameter;
+  int64_t nonfinite = 0, count = 0;
+  int layers_affected = 0;  // layers with any inf/NaN gradient
+};
+
+// The first parameter, counting from the output (where backward starts), whose gradients in
+// `host_gradients` (the model's flat gradient layout, on the host) hold inf/NaN.
+std::optional<NonFiniteParameter> first_nonfinite_gradient(const nn::Model& model, const float* host_gradients);
+
+// What the stop message reports.
+struct NonFiniteStep {
+  int64_t step = 0;        // global step, from 0
+  int64_t epoch = 0;       // from 0
+  double lr = 0;
+  int loss_rank = -1;      // the lowest rank whose loss was inf/NaN (-1: none)
+  bool gradients = false;  // the reduced gradients held inf/NaN
+  std::string precision;
+};
+std::string nonfinite_stop_message(const NonFiniteStep& s, const std::optional<NonFiniteParameter>& first);
+
+}  // namespace scaletrain::train
