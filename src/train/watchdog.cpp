@@ -33,11 +33,6 @@ void Watchdog::enter(const char* phase, int64_t step, bool long_allowance) {
   long_ = long_allowance;
 }
 
-void Watchdog::add_abort_hook(std::function<void()> hook) {
-  std::lock_guard<std::mutex> lock(mu_);
-  hooks_.push_back(std::move(hook));
-}
-
 std::string Watchdog::message(const WatchdogOptions& o, const char* phase, int64_t step, double waited_s,
                               bool long_allowance) {
   char text[640];
@@ -60,11 +55,9 @@ void Watchdog::watch() {
     const double waited = now_seconds() - since_;
     if (waited <= (long_ ? options_.long_limit_s : options_.limit_s)) continue;
     const std::string msg = message(options_, phase_, step_, waited, long_);
-    std::vector<std::function<void()>> hooks = hooks_;
     lock.unlock();
     std::fprintf(stderr, "scaletrain: error: %s\n", msg.c_str());
     std::fflush(stderr);
-    for (auto& h : hooks) h();
     final_action_(msg);
     return;
   }

@@ -2,8 +2,8 @@
 // so that a rank which stopped, hangs in a read, or waits forever for a dead peer does not hold the
 // job until the scheduler's limit. The start-up and first step, evaluations and checkpoint writes
 // get run.watchdog_long_s instead. A thread polls the phase the training loop last entered; on
-// expiry it prints what this rank waited for, runs the abort hooks (the CUDA backend's
-// ncclCommAbort) and then the final action (the communicator's abort: MPI_Abort).
+// expiry it prints what this rank waited for and calls the final action: the trainer's is the
+// communicator's abort (MPI_Abort; a NCCL communicator calls ncclCommAbort first).
 #pragma once
 #include <condition_variable>
 #include <cstdint>
@@ -11,7 +11,6 @@
 #include <mutex>
 #include <string>
 #include <thread>
-#include <vector>
 
 namespace scaletrain::train {
 
@@ -27,7 +26,7 @@ struct WatchdogOptions {
 
 class Watchdog {
  public:
-  // Called once, on the watchdog's thread, after the message is printed and the hooks have run.
+  // Called once, on the watchdog's thread, after the message is printed.
   using FinalAction = std::function<void(const std::string& message)>;
   Watchdog(WatchdogOptions options, FinalAction final_action);
   ~Watchdog();
@@ -38,8 +37,6 @@ class Watchdog {
   // The loop has entered `phase` (a string with static storage) of `step`; `long_allowance` for
   // the phases that get run.watchdog_long_s.
   void enter(const char* phase, int64_t step, bool long_allowance = false);
-  // Runs, in order of addition, before the final action.
-  void add_abort_hook(std::function<void()> hook);
 
   // The text printed on expiry.
   static std::string message(const WatchdogOptions& o, const char* phase, int64_t step, double waited_s,
@@ -57,7 +54,6 @@ class Watchdog {
   int64_t step_ = 0;
   double since_;
   bool long_ = true;
-  std::vector<std::function<void()>> hooks_;
   std::thread thread_;
 };
 
