@@ -79,7 +79,9 @@ SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
 CredType=cred/munge
-AuthInfo=socket=$dir/munge/munge.socket
+# cred_expire (default 120 s) is also how long a requeued job waits before it may start again: 5 s keeps the
+# requeue tests (jobs/slurm/train_requeue.sbatch) short.
+AuthInfo=socket=$dir/munge/munge.socket,cred_expire=5
 StateSaveLocation=$dir/state
 SlurmdSpoolDir=$dir/spool
 SlurmctldPidFile=$dir/slurmctld.pid
@@ -98,6 +100,9 @@ JobAcctGatherType=jobacct_gather/none
 JobCompType=jobcomp/none
 # Finished jobs are forgotten 4 s after they end: with a MinJobAge above 4, sbatch -W polls every 8 s instead of 2 s.
 MinJobAge=4
+# The main scheduler's pass every second (default 60 s): a requeued job whose begin time has passed starts at the next
+# pass (the backfill scheduler skips it while nothing else changes).
+SchedulerParameters=sched_interval=1
 NodeName=$node NodeAddr=127.0.0.1 CPUs=$cpus State=UNKNOWN
 PartitionName=debug Nodes=$node Default=YES MaxTime=INFINITE State=UP
 EOF

@@ -5,8 +5,9 @@
 # sweep runs twice on the pmi2 cluster (1 and 2 tasks per node into one sweep directory); both sweeps are
 # checked by tests/support/check_run_dirs.py, which also asserts that srun --cpu-bind=cores gave every rank
 # cores of its own (no binding warning in run.json). Jobs with a missing binary or an unknown srun MPI type fail with
-# one clear message. Where Slurm cannot start (not installed, not root) the tests are skipped; under CI=true
-# they fail. Label: slurm.
+# one clear message. jobs/slurm/train_requeue.sbatch is stopped by hand and by its time limit and must checkpoint,
+# requeue, resume and complete; a killed or stopped rank must end its job step. Where Slurm cannot start (not
+# installed, not root) the tests are skipped; under CI=true they fail. Label: slurm.
 if(NOT TARGET scaletrain)
   return()
 endif()
@@ -119,6 +120,44 @@ add_test(NAME slurm_unbound_ranks_warn
                  --config ${_slurm_jobs}/configs/lenet_synthetic.toml --train.max_steps 4 --train.evaluate false)
 set_tests_properties(slurm_unbound_ranks_warn PROPERTIES FIXTURES_REQUIRED slurm_cluster_site
                      ENVIRONMENT_MODIFICATION "${_slurm_clean_env}" PROCESSORS 2 RUN_SERIAL TRUE TIMEOUT 150)
+
+# Jobs longer than the wall-clock limit (jobs/slurm/train_requeue.sbatch, 2 ranks of LeNet): stopped by hand
+# (scancel --batch --signal=USR1 once metrics.jsonl shows progress) and by the time limit (--time=1 with
+# --signal=B:USR1@30: Slurm checks time limits every 30 s and signals at the first check that finds at most lead + 30 s
+# left, here the first one after the start, so a run lasts at most 30 s and 3000 steps, about 50 s, need at least one
+# requeue). Each job checkpoints, exits 75, is requeued (after the test cluster's cred_expire of 5 s), resumes and
+# completes; tests/support/requeue_test.sh checks the job's output and the run directory. About 20 s and 65 s.
+set(_requeue_test bash ${CMAKE_CURRENT_SOURCE_DIR}/support/requeue_test.sh)
+foreach(_case "scancel|600|" "time_limit|3000|--time=1;--signal=B:USR1@30")
+  string(REPLACE "|" ";" _case "${_case}")
+  list(GET _case 0 _mode)
+  list(GET _case 1 _steps)
+  list(SUBLIST _case 2 -1 _options)
+  add_test(NAME slurm_requeue_${_mode}
+           COMMAND ${_requeue_test} requeue ${_slurm_dir_none} ${_slurm_out}/requeue_${_mode} ${_steps} ${_mode}
+                   -- --nodes=1 --ntasks-per-node=2 ${_options}
+           WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+  set_tests_properties(slurm_requeue_${_mode} PROPERTIES
+    ENVIRONMENT "${_slurm_env};SBATCH_OUTPUT=${_slurm_out}/slurm_requeue_${_mode}-%j.out"
+    ENVIRONMENT_MODIFICATION "${_slurm_clean_env};RUN_ROOT=unset:;SLURM_RESTART_COUNT=unset:"
+    FIXTURES_REQUIRED slurm_cluster_none PROCESSORS 2 RUN_SERIAL TRUE TIMEOUT 300)
+endforeach()
+
+# A dead or hung rank ends the job step, started without --kill-on-bad-exit as train_requeue.sbatch starts it: rank 1
+# gets SIGKILL (Slurm's PMIx plugin then cancels the step, in about 1 s) or SIGSTOP (rank 0's scaletrain watchdog,
+# run.watchdog_s = 10, ends the job with MPI_Abort and exit 69, in about 10 s); each must end within 60 s.
+foreach(_case "killed|kill" "stopped|stop")
+  string(REPLACE "|" ";" _case "${_case}")
+  list(GET _case 0 _name)
+  list(GET _case 1 _how)
+  add_test(NAME slurm_watchdog_${_name}_rank
+           COMMAND ${_requeue_test} watchdog ${_slurm_dir_site} ${_how} 60
+                   -- srun --mpi=pmix --nodes=1 --ntasks=2 --cpu-bind=cores $<TARGET_FILE:scaletrain>
+                   --config ${_slurm_jobs}/configs/lenet_synthetic.toml --train.epochs 1000 --train.max_steps 100000
+                   --train.log_every 16 --train.evaluate false --run.watchdog_s 10)
+  set_tests_properties(slurm_watchdog_${_name}_rank PROPERTIES FIXTURES_REQUIRED slurm_cluster_site
+                       ENVIRONMENT_MODIFICATION "${_slurm_clean_env}" PROCESSORS 2 RUN_SERIAL TRUE TIMEOUT 180)
+endforeach()
 
 get_property(_slurm_tests DIRECTORY PROPERTY TESTS)
 list(FILTER _slurm_tests INCLUDE REGEX "^slurm_")

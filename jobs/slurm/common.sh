@@ -294,13 +294,15 @@ st_slurm_sweep() {
   st_sweep
 }
 
-# The job-step prefix of one run under Slurm (srun) or another launcher (mpirun: -np only).
+# st_slurm_launch_prefix RANKS NODES [KILL_ON_BAD_EXIT]: the job-step prefix of one run under Slurm (srun) or another
+# launcher (mpirun: -np only). KILL_ON_BAD_EXIT (srun --kill-on-bad-exit, default 1) is 0 for a step whose ranks
+# all exit 75 when stopped by a signal (train_requeue.sbatch): with 1, the first rank to exit makes srun kill the rest.
 st_slurm_launch_prefix() {
-  local ranks=$1 nodes=$2
+  local ranks=$1 nodes=$2 kill_on_bad_exit=${3:-1}
   ST_LAUNCH=("${ST_LAUNCHER[@]}")
   if st_is_srun "${ST_LAUNCHER[0]}"; then
     ST_LAUNCH+=(--nodes="$nodes" --ntasks="$ranks" --ntasks-per-node="$ST_TPN" --cpus-per-task="$ST_CPUS"
-                --cpu-bind=cores --kill-on-bad-exit=1)
+                --cpu-bind=cores --kill-on-bad-exit="$kill_on_bad_exit")
     [ -n "$ST_SRUN_MPI" ] && ST_LAUNCH+=(--mpi="$ST_SRUN_MPI")
     [ "$ST_GPUS" -gt 0 ] && ST_LAUNCH+=(--gpus-per-task="$ST_GPU_SPEC")
   else

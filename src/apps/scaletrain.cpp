@@ -241,12 +241,14 @@ int train_and_log(comm::Communicator& comm, const RunConfig& cfg, double init_st
 int main(int argc, char** argv) {
   const double init_start = now_seconds();
   setlinebuf(stdout);
+  // First: from here on SIGUSR1/SIGTERM stop the run at a step boundary (one that comes during
+  // MPI's start-up stops it after the first step).
+  install_stop_signal_handlers();
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   set_error_rank(rank);
-  install_stop_signal_handlers();  // from here on SIGUSR1/SIGTERM stop the run at a step boundary
   int rc = 0;
   {
     kernels::KokkosScope kokkos;

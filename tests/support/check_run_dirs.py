@@ -14,7 +14,7 @@ import sys
 
 FORMAT_VERSION = 3  # the run-directory format version scaletrain writes (jobs/README.md)
 PHASES = ["data_wait", "h2d", "forward", "backward", "allreduce_exposed", "optimizer"]
-OPTIONAL_PHASES = ["input"]  # counted when a line has it (the normalize/augment kernels, split from h2d)
+OPTIONAL_PHASES = ["input", "agree"]  # counted when a line has them (input: split from h2d; agree: the step's agreement)
 PLOTS = ["throughput.png", "efficiency.png", "phases.png", "rank_step_time.png"]
 
 

@@ -7,7 +7,8 @@
 #   slurm_test.sh job DIR --readme FILE         the same with the command after `<!-- test: slurm command -->`
 #   slurm_test.sh run DIR -- COMMAND...         runs COMMAND (a check) with the cluster's SLURM_CONF
 # When the cluster cannot start here (no Slurm, not root), every step prints a SKIPPED line and exits 0, so
-# that ctest reports it skipped; under CI=true it fails instead (CI must run these tests).
+# that ctest reports it skipped; under CI=true it fails instead (CI must run these tests). Sourced, it only defines
+# its functions (tests/support/requeue_test.sh).
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -110,4 +111,7 @@ main() {
   esac
 }
 
-main "$@"
+# Run, not sourced (tests/support/requeue_test.sh sources it for its functions).
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+  main "$@"
+fi
