@@ -16,7 +16,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_train_step import ANCHOR_LR, BATCH, ROOT, mpirun_flags  # noqa: E402
+from bench_train_step import BATCH, BENCH_LR, ROOT, mpirun_flags  # noqa: E402
 
 STEPS = {"mlp": 600, "lenet": 600, "fmnist_sepcnn": 60}
 TARGET_SHARE = 0.01
@@ -29,7 +29,7 @@ def run_once(build, model, precision, workdir):
            os.path.join(build, "src/apps/scaletrain"), "--model.name", model, "--data.synthetic_samples", "8192",
            "--train.batch", str(BATCH[model]), "--train.epochs", "1000", "--train.max_steps", str(steps),
            "--train.warmup_log_steps", str(steps // 10), "--train.log_every", str(steps // 10),
-           "--train.evaluate", "false", "--train.precision", precision, "--optimizer.lr", str(ANCHOR_LR),
+           "--train.evaluate", "false", "--train.precision", precision, "--optimizer.lr", str(BENCH_LR),
            "--run.threads", "1",
            "--run.dir", run_dir])
     out = subprocess.run(cmd, capture_output=True, text=True)
