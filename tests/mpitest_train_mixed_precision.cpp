@@ -13,10 +13,12 @@
 
 #include "scaletrain/comm/mpi_communicator.hpp"
 #include "scaletrain/train/trainer.hpp"
+#include "support/replicas.hpp"
 #include "support/shared_temp_dir.hpp"
 #include "support/small_run.hpp"
 
 using namespace scaletrain;
+using scaletrain::testing::identical_on_every_rank;
 
 namespace {
 
@@ -62,16 +64,6 @@ double worst_tensor_error(const nn::Model& m, const Tensor& a, const Tensor& b, 
     }
   }
   return worst;
-}
-
-// Whether every rank holds exactly these bytes (rank 0's are broadcast and compared).
-bool identical_on_every_rank(comm::Communicator& comm, const Tensor& w) {
-  std::vector<char> root(w.bytes());
-  std::memcpy(root.data(), w.raw(), w.bytes());
-  comm.broadcast(root.data(), static_cast<int64_t>(root.size()), 0);
-  int32_t differs = std::memcmp(root.data(), w.raw(), w.bytes()) != 0 ? 1 : 0;
-  comm.allreduce(&differs, 1, DType::i32, comm::ReduceOp::max);
-  return differs == 0;
 }
 
 class MixedPrecision : public ::testing::Test {

@@ -17,24 +17,17 @@
 #include "scaletrain/train/step_agreement.hpp"
 #include "scaletrain/train/stop_signals.hpp"
 #include "scaletrain/train/trainer.hpp"
+#include "support/replicas.hpp"
 #include "support/shared_temp_dir.hpp"
 #include "support/small_run.hpp"
 
 using namespace scaletrain;
+using scaletrain::testing::identical_on_every_rank;
 using namespace scaletrain::train;
 
 namespace {
 
 Tensor weights(Trainer& t) { return t.backend().download(t.model().flat_parameters()); }
-
-bool identical_on_every_rank(comm::Communicator& comm, const Tensor& w) {
-  std::vector<char> root(w.bytes());
-  std::memcpy(root.data(), w.raw(), w.bytes());
-  comm.broadcast(root.data(), static_cast<int64_t>(root.size()), 0);
-  int32_t differs = std::memcmp(root.data(), w.raw(), w.bytes()) != 0 ? 1 : 0;
-  comm.allreduce(&differs, 1, DType::i32, comm::ReduceOp::max);
-  return differs == 0;
-}
 
 bool bitwise_equal(const Tensor& a, const Tensor& b) {
   return a.bytes() == b.bytes() && std::memcmp(a.raw(), b.raw(), a.bytes()) == 0;

@@ -74,7 +74,6 @@ struct Trainer::Impl {
   std::unique_ptr<Watchdog> watchdog;
   int64_t first_step = -1;  // of this run (the watchdog's long allowance)
   StepFlags stop;           // the agreed stop signal, once one has arrived
-  std::string stop_checkpoint;
 
   Impl(RunConfig c, comm::Communicator& cm) : cfg(std::move(c)), comm(cm) {}
 
@@ -467,7 +466,6 @@ void Trainer::Impl::checkpoint() {
   watchdog->enter("checkpoint", position.step, true);
   const CheckpointRecord rec = checkpointer->save(state(), position);
   if (!rec.path.empty()) rank0_hook(checkpoint_hook, rec);
-  if (stop.stop_signal) stop_checkpoint = checkpointer->saved_path(position.step);
 }
 
 // The steps of `epoch` from the current position, up to `planned` steps in all, with their
@@ -542,7 +540,7 @@ TrainResult Trainer::run() {
   reducer.finish(result, m.position.step - first_step);
   result.stop_signal = m.stop.stop_signal;
   result.stop_rank = StepFlags::marked_rank(m.stop.stop_rank, m.comm.size());
-  result.stop_checkpoint = m.stop_checkpoint;
+  if (m.stop.stop_signal) result.stop_checkpoint = m.checkpointer->saved_path(m.position.step);
   result.final_step = m.position.step;
   result.final_loss_scale = m.scaler->scale();
   result.skipped_steps = m.scaler->skipped_steps();
