@@ -67,8 +67,4 @@ NonFiniteCounts unscale_and_count_nonfinite(Backend& backend, const Tensor& grad
   return c;
 }
 
-bool unscale_and_find_nonfinite(Backend& backend, const Tensor& grads, float scale, Tensor& scratch) {
-  return unscale_and_count_nonfinite(backend, grads, scale, nullptr, scratch).gradients > 0;
-}
-
 }  // namespace scaletrain::optim

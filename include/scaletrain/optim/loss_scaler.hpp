@@ -43,18 +43,15 @@ class LossScaler {
   int64_t skipped_ = 0;
 };
 
-// Queues grads *= 1 / scale (f32, on the compute stream) and counts the non-finite values of the
-// result; returns whether there were any on this rank (synchronizes the compute stream). `scratch`
-// holds per-block counts between calls (allocated on first use).
-bool unscale_and_find_nonfinite(Backend& backend, const Tensor& grads, float scale, Tensor& scratch);
-
 // inf/NaN values on this rank.
 struct NonFiniteCounts {
   int64_t gradients = 0;
   int64_t losses = 0;
 };
-// The same, and the inf/NaN among `losses` (f32 per-row losses; may be null), read back with one
-// synchronization of the compute stream.
+// Queues grads *= 1 / scale (f32, on the compute stream; skipped for scale 1) and counts the inf/NaN
+// values of the result and of `losses` (f32 per-row losses; may be null), read back with one
+// synchronization of the compute stream. `scratch` holds per-block counts between calls (allocated
+// on first use).
 NonFiniteCounts unscale_and_count_nonfinite(Backend& backend, const Tensor& grads, float scale, const Tensor* losses,
                                             Tensor& scratch);
 
