@@ -29,11 +29,17 @@ std::unique_ptr<Backend> make_backend(const BackendOptions& o) {
   switch (o.kind) {
     case DeviceKind::cpu: return make_cpu_backend(o.threads, o.onednn_only);
     case DeviceKind::sim: return make_sim_backend(o);
-    case DeviceKind::cuda: break;
+    case DeviceKind::cuda: return make_cuda_backend(o);
   }
-  ST_FAIL("run.device = 'cuda': this build has no CUDA backend yet (configure with the cuda preset once it exists); "
-          "use cpu or sim");
+  ST_FAIL("unknown device kind ", static_cast<int>(o.kind));
 }
+
+#if !SCALETRAIN_HAVE_CUDA
+std::unique_ptr<Backend> make_cuda_backend(const BackendOptions&) {
+  ST_FAIL("run.device = 'cuda': this build has no CUDA backend (configure with the cuda preset, or "
+          "-DSCALETRAIN_ENABLE_CUDA=ON); use cpu or sim");
+}
+#endif
 
 Tensor Backend::zeros(Shape shape, DType dtype, std::string name) {
   Tensor t = empty(std::move(shape), dtype, std::move(name));

@@ -1,6 +1,8 @@
 // Out-of-line anchors of the Communicator and Request interfaces, and ReduceOp names.
 #include "scaletrain/comm/communicator.hpp"
 
+#include "scaletrain/core/error.hpp"
+
 namespace scaletrain::comm {
 
 Request::~Request() = default;
@@ -11,8 +13,13 @@ std::string_view reduce_op_name(ReduceOp op) {
     case ReduceOp::sum: return "sum";
     case ReduceOp::max: return "max";
     case ReduceOp::min: return "min";
+    case ReduceOp::avg: return "avg";
   }
   return "?";
+}
+
+void Communicator::queue_allreduce(void*, int64_t, DType, ReduceOp, Event&, Event&) {
+  ST_FAIL("the ", name(), " communicator works on host buffers and cannot queue an all-reduce on a device stream");
 }
 
 void broadcast_string(Communicator& comm, std::string& s, int root) {

@@ -169,12 +169,14 @@ class MpiCommunicator final : public Communicator {
   }
 
   MPI_Op mpi_op(DType t, ReduceOp op) const {
+    ST_CHECK(op != ReduceOp::avg, "the MPI communicator has no average all-reduce: use sum and divide by ", size_);
     if (t == DType::bf16) return half_ops_[0][static_cast<size_t>(op_index(op))];
     if (t == DType::f16) return half_ops_[1][static_cast<size_t>(op_index(op))];
     switch (op) {
       case ReduceOp::sum: return MPI_SUM;
       case ReduceOp::max: return MPI_MAX;
       case ReduceOp::min: return MPI_MIN;
+      case ReduceOp::avg: break;
     }
     ST_FAIL("unknown ReduceOp ", static_cast<int>(op));
   }

@@ -33,6 +33,9 @@ struct BackendOptions {
   // sim, tests only: events whose label contains this string never make anyone wait (to show that
   // the tests catch a missing wait). Empty: off.
   std::string sim_ignore_events;
+  // cuda: this rank's place among the ranks of its host (device selection: backend/device_selection.hpp).
+  int local_rank = 0;
+  int local_size = 1;
 };
 
 // How a backend computes in a storage type: natively (kernels in that type, f32 accumulation) or
@@ -51,6 +54,9 @@ class Backend {
   virtual std::string description() const = 0;
   // Threads the backend's heavy operators use.
   virtual int num_threads() const = 0;
+  // What identifies this rank's device among the devices of its host (cuda: the PCI bus id); empty
+  // where ranks do not own a device. Two ranks of one host with the same id share a device.
+  virtual std::string device_id() const { return {}; }
 
   // Memory. `name` appears in errors (out of memory, host access).
   virtual Tensor empty(Shape shape, DType dtype, std::string name) = 0;
@@ -62,9 +68,11 @@ class Backend {
   Tensor zeros(Shape shape, DType dtype, std::string name);
 
   // Streams and events. Layers run on the compute stream; the input pipeline copies on the copy
-  // stream.
+  // stream; gradient all-reduces (NCCL, or the host staging of an MPI all-reduce) run on the
+  // communication stream.
   virtual Stream& compute_stream() = 0;
   virtual Stream& copy_stream() = 0;
+  virtual Stream& comm_stream() = 0;
   virtual std::unique_ptr<Event> make_event(std::string label) = 0;
 
   // dst = src (same number of bytes; host or device on either side), in order on `stream`.
@@ -94,6 +102,9 @@ class Backend {
 std::unique_ptr<Backend> make_cpu_backend(int threads = 0, bool onednn_only = false);
 // The simulated device (backend/sim).
 std::unique_ptr<Backend> make_sim_backend(const BackendOptions& options);
+// A CUDA device (backend/cuda), chosen by options.local_rank among the visible devices; throws in a
+// build without SCALETRAIN_ENABLE_CUDA.
+std::unique_ptr<Backend> make_cuda_backend(const BackendOptions& options);
 // The backend options.kind names.
 std::unique_ptr<Backend> make_backend(const BackendOptions& options);
 

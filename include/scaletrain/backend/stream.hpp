@@ -34,8 +34,12 @@ class Stream {
   const std::string& name() const { return name_; }
   // True when work runs inside the call that queues it (the CPU backend).
   virtual bool runs_inline() const = 0;
+  // The cudaStream_t of a CUDA stream (kernels/ functors are launched on it); null on other devices.
+  virtual void* cuda_handle() const { return nullptr; }
   // Queues host-executable work (a kernel launch, a heavy op, a copy) after everything queued
-  // before it. An exception thrown by the work is raised by a later call on this stream.
+  // before it. An exception thrown by the work is raised by a later call on this stream. On CUDA
+  // the work runs on a host thread of the runtime (cudaLaunchHostFunc) and must not touch device
+  // memory or call CUDA.
   virtual void enqueue(std::function<void()> work) = 0;
   // Marks this point of the queue in `e`.
   virtual void record(Event& e) = 0;

@@ -1,6 +1,8 @@
 // Communicator: the collective operations data-parallel training needs (in-place all-reduce,
 // asynchronous with a Request, broadcast, gather, allgather, barrier), independent of transport.
-// MPI on host buffers implements it today (mpi_communicator.hpp); NCCL on device buffers later.
+// MPI on host buffers (mpi_communicator.hpp); NCCL on device buffers (nccl_communicator.hpp), whose
+// all-reduces are also queued on a device stream behind an event, with no host thread waiting
+// (queue_allreduce), as gradient buckets use them.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -9,9 +11,14 @@
 
 #include "scaletrain/core/dtype.hpp"
 
+namespace scaletrain {
+class Event;
+}
+
 namespace scaletrain::comm {
 
-enum class ReduceOp { sum, max, min };
+// avg: the sum divided by the number of ranks (ncclAvg); device communicators only.
+enum class ReduceOp { sum, max, min, avg };
 
 std::string_view reduce_op_name(ReduceOp op);
 
@@ -53,6 +60,17 @@ class Communicator {
   // Whether a thread other than the one that created the communicator may issue its operations
   // (one thread at a time). MPI: the library was initialized with at least MPI_THREAD_SERIALIZED.
   virtual bool allows_other_threads() const { return true; }
+
+  // Device communicators: collectives on device buffers, queued on the backend's communication
+  // stream. queue_allreduce makes that stream wait for `ready` (recorded on another stream behind
+  // the work that writes buf), queues the in-place all-reduce and records `done` behind it; the
+  // caller's stream then waits for `done`. Nothing blocks the host. Host communicators (MPI)
+  // return false and throw from queue_allreduce.
+  virtual bool queues_on_stream() const { return false; }
+  virtual void queue_allreduce(void* buf, int64_t count, DType dtype, ReduceOp op, Event& ready, Event& done);
+  // Throws an Error naming the rank when the transport has failed asynchronously (NCCL's
+  // ncclCommGetAsyncError); nothing to check for MPI, whose calls report their own errors.
+  virtual void check_async_error() {}
 };
 
 // `s` from `root` to every rank (its length, then its bytes).

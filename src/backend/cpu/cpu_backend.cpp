@@ -78,6 +78,7 @@ class CpuBackend final : public Backend {
 
   Stream& compute_stream() override { return compute_; }
   Stream& copy_stream() override { return copy_; }
+  Stream& comm_stream() override { return comm_; }
   std::unique_ptr<Event> make_event(std::string label) override {
     return std::make_unique<cpu::InlineEvent>(std::move(label));
   }
@@ -132,6 +133,7 @@ class CpuBackend final : public Backend {
   bool onednn_only_ = false;
   cpu::InlineStream compute_{"compute"};
   cpu::InlineStream copy_{"copy"};
+  cpu::InlineStream comm_{"comm"};
   int threads_ = 1;
   cpu::OneDnnContextPtr ctx_;
   std::string description_;

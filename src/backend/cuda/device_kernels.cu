@@ -1,10 +1,15 @@
-// The kernels/ functors instantiated as CUDA kernels (grid-stride launches), compiled for the
-// configured architectures (sm_80, sm_90). The CUDA backend's layers call these; with no GPU here
-// this is compiled and linked, not run.
+// The kernels/ functors as CUDA kernels: kernels::launch_cuda (declared in kernels/launch_cuda.hpp)
+// launches the grid-stride kernel of kernels/launch_device.cuh on a stream, and is instantiated here
+// for every functor scaletrain launches, in every storage type (f32, bf16, f16), for the configured
+// architectures (sm_80, sm_90). backend/launch.hpp calls it for a stream with a CUDA handle.
+#include <string>
+
+#include "scaletrain/core/error.hpp"
 #include "scaletrain/kernels/activation.hpp"
 #include "scaletrain/kernels/bias.hpp"
 #include "scaletrain/kernels/cast.hpp"
 #include "scaletrain/kernels/dropout.hpp"
+#include "scaletrain/kernels/launch_cuda.hpp"
 #include "scaletrain/kernels/launch_device.cuh"
 #include "scaletrain/kernels/normalize.hpp"
 #include "scaletrain/kernels/optimizer_update.hpp"
@@ -13,45 +18,41 @@
 
 namespace scaletrain::kernels {
 
-#define ST_INSTANTIATE(F) template cudaError_t launch_device<F>(int64_t, const F&, cudaStream_t);
-#define ST_CAST(A, B) Cast<A, B>
-ST_INSTANTIATE(ReluForward<float>)
-ST_INSTANTIATE(ReluForward<bf16>)
-ST_INSTANTIATE(ReluForward<f16>)
-ST_INSTANTIATE(ReluBackward<float>)
-ST_INSTANTIATE(ReluBackward<bf16>)
-ST_INSTANTIATE(ReluBackward<f16>)
-ST_INSTANTIATE(SeluForward<float>)
-ST_INSTANTIATE(SeluForward<bf16>)
-ST_INSTANTIATE(SeluForward<f16>)
-ST_INSTANTIATE(SeluBackward<float>)
-ST_INSTANTIATE(SeluBackward<bf16>)
-ST_INSTANTIATE(SeluBackward<f16>)
+template <class F>
+void launch_cuda(void* stream, const char* label, int64_t n, const F& f) {
+  const cudaError_t rc = launch_device(n, f, static_cast<cudaStream_t>(stream));
+  if (rc != cudaSuccess)
+    throw_error(__FILE__, __LINE__, "CUDA",
+                std::string("launch of kernel '") + label + "' over " + std::to_string(n) +
+                    " elements failed: " + cudaGetErrorString(rc));
+}
+
+#define ST_INSTANTIATE(...) template void launch_cuda<__VA_ARGS__>(void*, const char*, int64_t, const __VA_ARGS__&);
+#define ST_INSTANTIATE_STORAGE(F) ST_INSTANTIATE(F<float>) ST_INSTANTIATE(F<bf16>) ST_INSTANTIATE(F<f16>)
+ST_INSTANTIATE_STORAGE(ReluForward)
+ST_INSTANTIATE_STORAGE(ReluBackward)
+ST_INSTANTIATE_STORAGE(SeluForward)
+ST_INSTANTIATE_STORAGE(SeluBackward)
+ST_INSTANTIATE_STORAGE(DropoutForward)
+ST_INSTANTIATE_STORAGE(DropoutBackward)
+ST_INSTANTIATE_STORAGE(NormalizeU8)
+ST_INSTANTIATE(Cast<float, float>)
+ST_INSTANTIATE(Cast<float, bf16>)
+ST_INSTANTIATE(Cast<float, f16>)
+ST_INSTANTIATE(Cast<bf16, float>)
+ST_INSTANTIATE(Cast<f16, float>)
 ST_INSTANTIATE(BiasAdd)
 ST_INSTANTIATE(BiasGrad)
-ST_INSTANTIATE(DropoutForward<float>)
-ST_INSTANTIATE(DropoutForward<bf16>)
-ST_INSTANTIATE(DropoutForward<f16>)
-ST_INSTANTIATE(DropoutBackward<float>)
-ST_INSTANTIATE(DropoutBackward<bf16>)
-ST_INSTANTIATE(DropoutBackward<f16>)
 ST_INSTANTIATE(SoftmaxCrossEntropyForward)
 ST_INSTANTIATE(SoftmaxCrossEntropyBackward)
+ST_INSTANTIATE(AccumulateLossSums)
 ST_INSTANTIATE(SgdUpdate)
 ST_INSTANTIATE(AdamWUpdate)
-ST_INSTANTIATE(ST_CAST(float, bf16))
-ST_INSTANTIATE(ST_CAST(bf16, float))
-ST_INSTANTIATE(ST_CAST(float, f16))
-ST_INSTANTIATE(ST_CAST(f16, float))
 ST_INSTANTIATE(Scale)
 ST_INSTANTIATE(DivideBy)
-ST_INSTANTIATE(AccumulateLossSums)
 ST_INSTANTIATE(CountNonFinite)
-ST_INSTANTIATE(NormalizeU8<float>)
-ST_INSTANTIATE(NormalizeU8<bf16>)
-ST_INSTANTIATE(NormalizeU8<f16>)
 ST_INSTANTIATE(AugmentCropFlipU8)
-#undef ST_CAST
+#undef ST_INSTANTIATE_STORAGE
 #undef ST_INSTANTIATE
 
 }  // namespace scaletrain::kernels

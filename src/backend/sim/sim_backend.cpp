@@ -70,7 +70,8 @@ class SimBackend final : public Backend {
         host_(make_cpu_backend(o.threads, o.onednn_only)),
         memory_(std::make_shared<SimMemory>()),
         compute_("compute", stream_options(o, host_->num_threads(), 1)),
-        copy_("copy", stream_options(o, host_->num_threads(), 2)) {
+        copy_("copy", stream_options(o, host_->num_threads(), 2)),
+        comm_("comm", stream_options(o, 1, 3)) {
     ST_CHECK(o.sim_memory_bytes >= 0, "run.sim_memory_mb must be >= 0");
     ST_CHECK(o.sim_max_delay_us >= 0, "run.sim_delay_us must be >= 0");
     memory_->capacity = o.sim_memory_bytes;
@@ -118,6 +119,7 @@ class SimBackend final : public Backend {
 
   Stream& compute_stream() override { return compute_; }
   Stream& copy_stream() override { return copy_; }
+  Stream& comm_stream() override { return comm_; }
   std::unique_ptr<Event> make_event(std::string label) override {
     const bool ignored = !o_.sim_ignore_events.empty() && label.find(o_.sim_ignore_events) != std::string::npos;
     return std::make_unique<sim::SimEvent>(std::move(label), ignored);
@@ -136,6 +138,7 @@ class SimBackend final : public Backend {
 
   void synchronize() override {
     copy_.synchronize();
+    comm_.synchronize();
     compute_.synchronize();
   }
 
@@ -145,6 +148,7 @@ class SimBackend final : public Backend {
   std::shared_ptr<SimMemory> memory_;
   sim::SimStream compute_;
   sim::SimStream copy_;
+  sim::SimStream comm_;
 };
 
 }  // namespace
