@@ -35,8 +35,8 @@ DataLoader::DataLoader(LoaderOptions options, int rank, int world)
     staged_labels_.resize(static_cast<size_t>(info_.num_samples));
     // Contiguous reads of whole chunks, about 64 MiB at a time.
     const int64_t per_read = std::max<int64_t>(
-        info_.chunk_samples, (int64_t{64} << 20) / static_cast<int64_t>(sample_bytes_) / std::max<int64_t>(info_.chunk_samples, 1) *
-                                 std::max<int64_t>(info_.chunk_samples, 1));
+        info_.chunk_samples, (int64_t{64} << 20) / static_cast<int64_t>(sample_bytes_) /
+                                 std::max<int64_t>(info_.chunk_samples, 1) * std::max<int64_t>(info_.chunk_samples, 1));
     auto* dst = static_cast<uint8_t*>(staged_samples_.raw());
     for (int64_t start = 0; start < info_.num_samples; start += per_read) {
       const int64_t n = std::min(per_read, info_.num_samples - start);
@@ -62,8 +62,11 @@ void DataLoader::allocate_slots() {
     const std::string slot = "batch slot " + std::to_string(i);
     Batch& b = s.batch;
     b.samples = be ? be->pinned(bs, info_.dtype, slot + " samples") : Tensor(bs, info_.dtype, slot + " samples");
-    b.labels = be ? be->pinned({o_.batch}, DType::i32, slot + " labels") : Tensor({o_.batch}, DType::i32, slot + " labels");
-    s.host_indices = Tensor({o_.batch}, DType::i64, slot + " indices");
+    b.labels =
+        be ? be->pinned({o_.batch}, DType::i32, slot + " labels") : Tensor({o_.batch}, DType::i32, slot + " labels");
+    // Pinned like the samples (cudaHostAlloc on CUDA), so all three copies of a slot are asynchronous.
+    s.host_indices =
+        be ? be->pinned({o_.batch}, DType::i64, slot + " indices") : Tensor({o_.batch}, DType::i64, slot + " indices");
     b.indices.resize(static_cast<size_t>(o_.batch));
     if (!be) continue;
     if (copies_) {
@@ -144,8 +147,10 @@ void DataLoader::start_epoch(int64_t epoch, int64_t first_step) {
 
 void DataLoader::reader_main(int64_t epoch, int64_t first_step) {
   try {
-    if (mode_ == LoaderMode::stage) produce_stage(epoch, first_step);
-    else produce_stream(epoch, first_step);
+    if (mode_ == LoaderMode::stage)
+      produce_stage(epoch, first_step);
+    else
+      produce_stream(epoch, first_step);
   } catch (...) {
     std::lock_guard lock(mu_);
     error_ = std::current_exception();
@@ -245,7 +250,8 @@ void DataLoader::produce_stream(int64_t epoch, int64_t first_step) {
   int64_t filled = 0;
   std::vector<uint8_t> read_samples;
   std::vector<int32_t> read_labels;
-  uint64_t rng = o_.seed * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(epoch) * 1000003u + static_cast<uint64_t>(rank_) + 7;
+  uint64_t rng =
+      o_.seed * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(epoch) * 1000003u + static_cast<uint64_t>(rank_) + 7;
   size_t run_i = 0;
   int64_t run_off = 0;  // rows consumed of runs[run_i]
   // Pending rows read from the file but not yet in the buffer.
@@ -300,9 +306,10 @@ void DataLoader::produce_stream(int64_t epoch, int64_t first_step) {
         ++filled;
       }
       ST_CHECK(filled > 0, "stream loader of ", o_.path, " ran out of samples (internal error)");
-      const int64_t j = o_.shuffle ? static_cast<int64_t>((splitmix64(rng) >> 32) * static_cast<uint64_t>(filled) >> 32) : 0;
-      std::memcpy(dst + static_cast<size_t>(row) * sample_bytes_, buf_samples.data() + static_cast<size_t>(j) * sample_bytes_,
-                  sample_bytes_);
+      const int64_t j =
+          o_.shuffle ? static_cast<int64_t>((splitmix64(rng) >> 32) * static_cast<uint64_t>(filled) >> 32) : 0;
+      std::memcpy(dst + static_cast<size_t>(row) * sample_bytes_,
+                  buf_samples.data() + static_cast<size_t>(j) * sample_bytes_, sample_bytes_);
       labels[row] = buf_labels[static_cast<size_t>(j)];
       indices[row] = buf_index[static_cast<size_t>(j)];
       // Fill the hole: with shuffling, move the last entry in; without, keep order (capacity is 1).

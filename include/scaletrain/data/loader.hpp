@@ -11,8 +11,8 @@
 // In both modes every rank gets the same number of batches (the remainder is dropped, or padded
 // by wrapping around when drop_remainder is false), and every sample is read once per epoch.
 //
-// Device staging (options.backend set): each of the K slots is a pinned host batch and a device
-// batch. The reader fills the pinned slot, then queues its copy on the backend's copy stream
+// Device staging (options.backend set): each of the K slots is a pinned host batch (Backend::pinned:
+// cudaHostAlloc on CUDA, so the copies are truly asynchronous) and a device batch. The reader fills the pinned slot, then queues its copy on the backend's copy stream
 // (after the compute stream's last read of the device slot, an event) and records `copied`; the
 // consumer's compute stream waits on `copied` before it reads the device batch, and release()
 // records `consumed` on the compute stream. The reader refills a pinned slot only once its
