@@ -1,0 +1,151 @@
+// The CUDA backend's runtime half (part 1): device selection and description, compute/copy/comm
+// streams, device-timed events, cached device memory and pinned buffers, async copies and fills.
+// The cuDNN and cuBLASLt operators come with part 2 (issue 16); until then the op factories throw.
+#include <cstdlib>
+#include <memory>
+
+#include "scaletrain/backend/backend.hpp"
+#include "scaletrain/backend/cuda/cuda_backend.hpp"
+#include "scaletrain/backend/cuda/cuda_device.hpp"
+#include "scaletrain/backend/cuda/cuda_event.hpp"
+#include "scaletrain/backend/cuda/cuda_memory.hpp"
+#include "scaletrain/backend/cuda/cuda_stream.hpp"
+#include "scaletrain/backend/cuda/device_clock.hpp"
+#include "scaletrain/backend/device_selection.hpp"
+#include "scaletrain/core/check_cuda.hpp"
+
+namespace scaletrain {
+namespace {
+
+// The device this rank takes (backend/device_selection.hpp), made current on this thread.
+int select_and_use_device(const BackendOptions& o) {
+  const char* env = std::getenv("CUDA_VISIBLE_DEVICES");
+  const int device = select_device(o.local_rank, o.local_size, cuda::visible_device_count(), env ? env : "");
+  ST_CUDA_CHECK(cudaSetDevice(device));
+  return device;
+}
+
+[[noreturn]] void operator_in_part_2(const char* what) {
+  ST_FAIL("run.device = 'cuda': ", what,
+          " on the GPU (cuDNN and cuBLASLt) come with CUDA backend part 2 (issue 16); this build's cuda backend has "
+          "memory, streams, events, copies and the kernels/ functors only. Use run.device = cpu or sim meanwhile");
+}
+
+class CudaBackend final : public Backend {
+ public:
+  explicit CudaBackend(const BackendOptions& o)
+      : device_(select_and_use_device(o)),
+        description_(cuda::describe_device(device_)),
+        pci_bus_id_(cuda::pci_bus_id(device_)),
+        clock_(std::make_shared<cuda::DeviceClock>(device_)),
+        compute_("compute", device_),
+        copy_("copy", device_),
+        comm_("comm", device_),
+        memory_(std::make_shared<cuda::CudaMemory>(device_, "cuda device " + std::to_string(device_) + " (PCI " +
+                                                                pci_bus_id_ + ")",
+                                                   std::vector<cudaStream_t>{compute_.handle(), copy_.handle(),
+                                                                             comm_.handle()})) {}
+  ~CudaBackend() override {
+    try {
+      synchronize();
+    } catch (...) {
+      // Already reported by the call that saw it.
+    }
+    memory_->close();  // tensors that outlive the backend free their memory at once
+  }
+
+  Device device() const override { return Device::cuda; }
+  std::string description() const override { return description_; }
+  int num_threads() const override { return 1; }  // the host thread that drives the device
+  std::string device_id() const override { return pci_bus_id_; }
+
+  Tensor empty(Shape shape, DType dtype, std::string name) override {
+    return memory_->empty(std::move(shape), dtype, std::move(name));
+  }
+  Tensor pinned(Shape shape, DType dtype, std::string name) override {
+    return memory_->pinned(std::move(shape), dtype, std::move(name));
+  }
+  int64_t memory_in_use() const override { return memory_->stats().bytes_in_use; }
+  AllocatorStats allocator_stats() const { return memory_->stats(); }
+
+  Stream& compute_stream() override { return compute_; }
+  Stream& copy_stream() override { return copy_; }
+  Stream& comm_stream() override { return comm_; }
+  std::unique_ptr<Event> make_event(std::string label) override {
+    return std::make_unique<cuda::CudaEvent>(std::move(label), device_, clock_);
+  }
+
+  void copy_async(Stream& stream, const Tensor& dst, const Tensor& src) override;
+  void fill_zero_async(Stream& stream, const Tensor& dst) override;
+
+  PrecisionSupport precision_support(DType t) const override {
+    switch (t) {
+      case DType::f32: return {true, "f32"};
+      case DType::bf16: return {true, "bf16 native, f32 accumulation"};
+      case DType::f16: return {true, "f16 native, f32 accumulation"};
+      default: break;
+    }
+    ST_FAIL("the cuda backend computes in f32, bf16 or f16, not ", dtype_name(t));
+  }
+  std::unique_ptr<ConvOp> make_conv(const ConvShape&, Stream*) override { operator_in_part_2("convolutions"); }
+  std::unique_ptr<InnerProductOp> make_inner_product(const InnerProductShape&, Stream*) override {
+    operator_in_part_2("inner products (dense layers)");
+  }
+  std::unique_ptr<PoolOp> make_pool(const PoolShape&, Stream*) override { operator_in_part_2("pooling layers"); }
+
+  void synchronize() override {
+    copy_.synchronize();
+    comm_.synchronize();
+    compute_.synchronize();
+  }
+
+ private:
+  cudaStream_t handle_of(Stream& s) const {
+    void* h = s.cuda_handle();
+    ST_CHECK(h != nullptr, "cuda backend: stream '", s.name(), "' is not a CUDA stream");
+    return static_cast<cudaStream_t>(h);
+  }
+
+  int device_;
+  std::string description_;
+  std::string pci_bus_id_;
+  std::shared_ptr<cuda::DeviceClock> clock_;
+  cuda::CudaStream compute_;
+  cuda::CudaStream copy_;
+  cuda::CudaStream comm_;
+  std::shared_ptr<cuda::CudaMemory> memory_;
+};
+
+void CudaBackend::copy_async(Stream& stream, const Tensor& dst, const Tensor& src) {
+  ST_CHECK(dst.bytes() == src.bytes(), "copy from '", src.name(), "' (", src.bytes(), " bytes) to '", dst.name(), "' (",
+           dst.bytes(), " bytes): sizes differ");
+  if (dst.bytes() == 0 || dst.device_raw() == src.device_raw()) return;
+  cuda::use_device(device_);
+  // Unified addressing: the runtime tells host from device memory. A pageable host source is staged
+  // before the call returns; a pageable host destination is written before it returns.
+  ST_CUDA_CHECK(cudaMemcpyAsync(dst.device_raw(), src.device_raw(), dst.bytes(), cudaMemcpyDefault, handle_of(stream)));
+}
+
+void CudaBackend::fill_zero_async(Stream& stream, const Tensor& dst) {
+  if (dst.bytes() == 0) return;
+  if (dst.on_host()) {
+    Backend::fill_zero_async(stream, dst);  // a host function in stream order
+    return;
+  }
+  cuda::use_device(device_);
+  ST_CUDA_CHECK(cudaMemsetAsync(dst.device_raw(), 0, dst.bytes(), handle_of(stream)));
+}
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cuda_backend(const BackendOptions& options) {
+  return std::make_unique<CudaBackend>(options);
+}
+
+AllocatorStats cuda::allocator_stats(Backend& backend) {
+  auto* b = dynamic_cast<CudaBackend*>(&backend);
+  ST_CHECK(b != nullptr, "allocator statistics: backend '", backend.description(), "' is not a CUDA backend");
+  return b->allocator_stats();
+}
+
+}  // namespace scaletrain

@@ -1,0 +1,39 @@
+# The CUDA backend's tests, registered in the cuda build only (SCALETRAIN_ENABLE_CUDA):
+#   tests/cuda/cudatest_*.cpp  one binary each. The GPU tests (labels cuda, gpu) skip every test
+#       when cudaGetDeviceCount finds no device, and CTest reports them Skipped, not Passed.
+#       cudatest_versions and cudatest_startup need no GPU: they run everywhere (label cuda).
+#   cuda_elf_sm80_sm90         scaletrain carries SASS for sm_80 and sm_90 (cuobjdump --list-elf).
+#   cuda_ldd_resolves          ldd -r resolves every symbol of scaletrain and of every libcudnn*.so.9.
+# cuda_test_targets builds all of them (the cuda-ci build preset).
+if(SCALETRAIN_ENABLE_CUDA)
+  set(_cuda_test_targets "")
+  file(GLOB _cuda_test_srcs CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/cuda/cudatest_*.cpp)
+  foreach(src IN LISTS _cuda_test_srcs)
+    get_filename_component(name ${src} NAME_WE)
+    add_executable(${name} ${src})
+    target_link_libraries(${name} PRIVATE scaletrain_data scaletrain_backend scaletrain_test_main scaletrain_warnings)
+    target_include_directories(${name} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+    add_test(NAME ${name} COMMAND ${name})
+    list(APPEND _cuda_test_targets ${name})
+    if(name MATCHES "^cudatest_(versions|startup)$")
+      set_tests_properties(${name} PROPERTIES LABELS cuda TIMEOUT 60)
+    else()
+      # The fixture's skip message (tests/cuda/cuda_test_support.hpp): only a test binary that found
+      # no device reports Skipped; on a GPU a failure is a failure, whatever else skipped.
+      set_tests_properties(${name} PROPERTIES LABELS "cuda;gpu" TIMEOUT 300
+                           SKIP_REGULAR_EXPRESSION "no CUDA device on this machine \\(cudaGetDeviceCount\\)")
+    endif()
+  endforeach()
+  add_custom_target(cuda_test_targets DEPENDS ${_cuda_test_targets})
+
+  if(TARGET scaletrain)
+    get_filename_component(_nvcc_dir "${CMAKE_CUDA_COMPILER}" DIRECTORY)
+    add_test(NAME cuda_elf_sm80_sm90
+             COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/support/check_cuda_elf.sh ${_nvcc_dir}/cuobjdump
+                     $<TARGET_FILE:scaletrain> 80 90)
+    get_filename_component(_cudnn_dir "${SCALETRAIN_CUDNN_LIBRARY}" DIRECTORY)
+    add_test(NAME cuda_ldd_resolves
+             COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/support/check_ldd.sh ${_cudnn_dir} $<TARGET_FILE:scaletrain>)
+    set_tests_properties(cuda_elf_sm80_sm90 cuda_ldd_resolves PROPERTIES LABELS cuda TIMEOUT 120)
+  endif()
+endif()
