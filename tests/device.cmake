@@ -1,7 +1,8 @@
 # The device model end to end: cpu against the simulated device (bitwise-identical per-step losses
 # for lenet and fmnist_sepcnn over 50 steps at 1 and 2 ranks, also with random delays before every
-# op on every stream), the same runs with a wait removed (they must diverge: the tests catch it),
-# an out-of-memory error on a small sim device, and a sim timeline with the copy track.
+# op on every stream), through MPI (host-staged) and through the NCCL path (comm.backend = nccl),
+# the same runs with a wait removed (they must diverge: the tests catch it), an out-of-memory error
+# on a small sim device, and sim timelines with the copy track.
 if(TARGET scaletrain)
   set(_st $<TARGET_FILE:scaletrain>)
   set(_eq ${CMAKE_CURRENT_SOURCE_DIR}/support/device_equivalence.sh ${_st} ${MPIEXEC_EXECUTABLE} ${_mpi_flags} --)
@@ -23,12 +24,38 @@ if(TARGET scaletrain)
     set_tests_properties(device_cpu_vs_sim_${prec}_lenet_np2 PROPERTIES PROCESSORS 2 LABELS "device;mpi;precision"
                          TIMEOUT 300)
   endforeach()
+  # The NCCL path's orchestration on the simulated device (comm.backend = nccl: stream-ordered buckets,
+  # averaged by the transport, MPI on the sim comm stream) against cpu, bitwise, with and without delays.
+  # (Without it, sim reduces through MPI host-staged: the tests above and below.)
+  foreach(np 1 2)
+    add_test(NAME device_cpu_vs_sim_nccl_lenet_np${np}
+             COMMAND ${_eq} ${_dev}/nccl_lenet_np${np} lenet ${np} -- --comm.backend nccl)
+    add_test(NAME device_cpu_vs_sim_nccl_delays_lenet_np${np}
+             COMMAND ${_eq} ${_dev}/nccl_delays_lenet_np${np} lenet ${np} --delays 200 -- --comm.backend nccl)
+    set_tests_properties(device_cpu_vs_sim_nccl_lenet_np${np} device_cpu_vs_sim_nccl_delays_lenet_np${np}
+                         PROPERTIES PROCESSORS ${np} LABELS "device;mpi" TIMEOUT 300)
+  endforeach()
+  add_test(NAME device_nccl_missing_bucket_wait_is_caught
+           COMMAND ${_eq} ${_dev}/nccl_missing_bucket_wait lenet 2 --delays 200 --expect-mismatch
+                   -- --comm.backend nccl --run.sim_ignore_events "bucket ready" --run.checkpoint_at_end false)
+  add_test(NAME device_sim_nccl_says_so
+           COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/support/expect_output.sh 120
+                   --has "transport nccl path simulated with MPI on the sim comm stream" --
+                   ${_mpirun} -np 2 ${_st} --run.device sim --comm.backend nccl --train.max_steps 2
+                   --data.synthetic_samples 1024 --train.evaluate false --run.dir ${_dev}/nccl_says_so)
+  set_tests_properties(device_nccl_missing_bucket_wait_is_caught device_sim_nccl_says_so
+                       PROPERTIES PROCESSORS 2 LABELS "device;mpi" TIMEOUT 300)
+
   # A wait removed: the batch's copy event, and (2 ranks) a bucket's gradients-ready event.
   add_test(NAME device_missing_copy_wait_is_caught
            COMMAND ${_eq} ${_dev}/missing_copy_wait lenet 1 --delays 200 --expect-mismatch
                    -- --run.sim_ignore_events "batch copied")
   # The per-step losses catch the missing bucket wait (the end-of-run checkpoint is off, since its
-  # replica checksum would stop the run first); the second test: that checksum catches it too.
+  # replica checksum would stop the run first); the second test: that checksum catches it too, on the
+  # NCCL path, where the reduced bucket lands in the device gradients while a late backward write
+  # can still overwrite it with this rank's own values. (Through MPI the copy back is ordered on
+  # the compute stream: a missing wait reduces stale gradients, the same on every rank, which the
+  # losses catch but the replicas do not show.)
   add_test(NAME device_missing_bucket_wait_is_caught
            COMMAND ${_eq} ${_dev}/missing_bucket_wait lenet 2 --delays 200 --expect-mismatch
                    -- --run.sim_ignore_events "bucket ready" --run.checkpoint_at_end false)
@@ -37,7 +64,8 @@ if(TARGET scaletrain)
                    ${_mpirun} -np 2 ${_st} --run.device sim --run.sim_delay_us 200 --model.name lenet
                    --data.synthetic_samples 2048 --train.batch 32 --train.max_steps 50
                    --optimizer.lr 0.002 --train.evaluate false --comm.bucket_mb 0.05 --run.threads 1
-                   --run.sim_ignore_events "bucket ready" --run.dir ${_dev}/missing_bucket_wait_checksum)
+                   --run.sim_ignore_events "bucket ready" --comm.backend nccl
+                   --run.dir ${_dev}/missing_bucket_wait_checksum)
   set_tests_properties(device_missing_copy_wait_is_caught device_missing_bucket_wait_is_caught
                        device_missing_bucket_wait_diverges_the_replicas
                        PROPERTIES PROCESSORS 2 LABELS "device;mpi" TIMEOUT 300)
@@ -60,4 +88,18 @@ if(TARGET scaletrain)
                        FIXTURES_SETUP device_sim_timeline)
   set_tests_properties(device_sim_timeline_check PROPERTIES LABELS device TIMEOUT 60
                        FIXTURES_REQUIRED device_sim_timeline)
+  # The NCCL path's timeline: bucket times from events on the comm stream, the exposed wait on the device.
+  set(_tl ${_dev}/timeline_sim_nccl)
+  add_test(NAME device_sim_nccl_timeline_run
+           COMMAND ${_mpirun} -np 2 ${_st} --config ${PROJECT_SOURCE_DIR}/jobs/configs/lenet_synthetic.toml
+                   --run.device sim --comm.backend nccl --data.synthetic_samples 2048 --train.batch 96
+                   --train.max_steps 20 --train.evaluate false --comm.bucket_mb 0.05 --run.timeline true
+                   --run.dir ${_tl})
+  add_test(NAME device_sim_nccl_timeline_check
+           COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/support/check_timeline.py ${_tl} --ranks 2
+                   --steps 20 --copy-track)
+  set_tests_properties(device_sim_nccl_timeline_run PROPERTIES PROCESSORS 2 LABELS "device;mpi" TIMEOUT 300
+                       FIXTURES_SETUP device_sim_nccl_timeline)
+  set_tests_properties(device_sim_nccl_timeline_check PROPERTIES LABELS device TIMEOUT 60
+                       FIXTURES_REQUIRED device_sim_nccl_timeline)
 endif()

@@ -1,8 +1,8 @@
 // The central test of synchronous data parallelism: with the same seed, W ranks with per-rank batch
 // B/W end with the same weights as 1 rank with batch B (up to float summation order), here after
 // several SGD-momentum steps of lenet on a real HDF5 file, with tiny gradient buckets so that many
-// all-reduces overlap backward, in both progress modes, on the cpu and the simulated device, and
-// with augmentation and dropout on. Passes at any rank count dividing B.
+// all-reduces overlap backward, in both progress modes, on the cpu and the simulated device (through
+// MPI and through the simulated NCCL path), and with augmentation and dropout on. Passes at any rank count dividing B.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -21,6 +21,7 @@ namespace {
 struct Case {
   std::string device, progress, model;
   bool augment;
+  std::string comm_backend = "auto";
 };
 
 train::RunConfig small_run(const std::string& dir, const Case& k) {
@@ -32,6 +33,7 @@ train::RunConfig small_run(const std::string& dir, const Case& k) {
   c.lr = 0.05;
   c.weight_decay = 1e-4;
   c.progress = comm::parse_comm_progress(k.progress);
+  c.comm_backend = comm::parse_comm_backend(k.comm_backend);
   return c;
 }
 
@@ -94,10 +96,12 @@ INSTANTIATE_TEST_SUITE_P(Runs, Equivalence,
                          ::testing::Values(Case{"cpu", "thread", "lenet", false}, Case{"cpu", "test", "lenet", false},
                                            Case{"cpu", "test", "lenet_dropout", true},
                                            Case{"sim", "test", "lenet_dropout", true},
-                                           Case{"sim", "thread", "lenet", false}),
+                                           Case{"sim", "thread", "lenet", false},
+                                           Case{"sim", "test", "lenet_dropout", true, "nccl"}),
                          [](const auto& info) {
                            const Case& k = info.param;
-                           return k.device + "_" + k.progress + "_" + k.model + (k.augment ? "_augment" : "");
+                           return k.device + "_" + k.progress + "_" + k.model + (k.augment ? "_augment" : "") +
+                                  (k.comm_backend == "auto" ? "" : "_" + k.comm_backend);
                          });
 
 }  // namespace

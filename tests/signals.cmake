@@ -3,7 +3,8 @@
 # - one rank alone gets SIGUSR1 or SIGTERM (sent by itself at a fixed step, or with kill from
 #   outside): every rank stops after the same step with a checkpoint and exit code 75, and
 #   run.resume = auto continues bitwise (tests/support/resume_check.sh);
-# - a rank stopped with SIGSTOP: the watchdog ends the job in under 60 s with its message;
+# - a rank stopped with SIGSTOP: the watchdog ends the job in under 60 s with its message (also on
+#   the simulated device's NCCL path, whose abort goes through the gradient communicator);
 # - a learning rate far too large: the run stops with the inf/NaN message and a non-zero exit;
 #   with train.on_nonfinite = skip it finishes and reports the skipped steps.
 if(TARGET scaletrain)
@@ -16,6 +17,9 @@ if(TARGET scaletrain)
   add_test(NAME signal_watchdog_stopped_rank_np2
            COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/support/watchdog_check.sh ${_st} ${MPIEXEC_EXECUTABLE} ${_mpi_flags} --
                    ${_sig}/watchdog 2)
+  add_test(NAME signal_watchdog_stopped_rank_sim_nccl_np2
+           COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/support/watchdog_check.sh ${_st} ${MPIEXEC_EXECUTABLE} ${_mpi_flags} --
+                   ${_sig}/watchdog_sim_nccl 2 --run.device sim --comm.backend nccl)
   set(_nan_run ${_mpirun} -np 2 ${_st} --train.max_steps 30 --train.evaluate false --optimizer.lr 1e30)
   add_test(NAME nonfinite_stops_with_message_np2
            COMMAND ${_fail} "the first layer with inf/NaN gradients, counting from the output, is dense_2" -- ${_nan_run})
@@ -24,10 +28,11 @@ if(TARGET scaletrain)
                    --has "\\| [0-9]+ step\\(s\\) skipped for inf/NaN" --has "warning: step [0-9]+: inf/NaN in the loss"
                    -- ${_nan_run} --train.on_nonfinite skip)
   set_tests_properties(signal_usr1_one_rank_stops_all_np2 signal_usr1_from_outside_np2
-                       signal_watchdog_stopped_rank_np2 nonfinite_stops_with_message_np2
-                       nonfinite_skip_reports_count_np2 PROPERTIES PROCESSORS 2)
+                       signal_watchdog_stopped_rank_np2 signal_watchdog_stopped_rank_sim_nccl_np2
+                       nonfinite_stops_with_message_np2 nonfinite_skip_reports_count_np2 PROPERTIES PROCESSORS 2)
   set_tests_properties(signal_term_one_rank_stops_all_np3 PROPERTIES PROCESSORS 3)
   set_tests_properties(signal_usr1_one_rank_stops_all_np2 signal_term_one_rank_stops_all_np3
-                       signal_usr1_from_outside_np2 signal_watchdog_stopped_rank_np2 nonfinite_stops_with_message_np2
+                       signal_usr1_from_outside_np2 signal_watchdog_stopped_rank_np2
+                       signal_watchdog_stopped_rank_sim_nccl_np2 nonfinite_stops_with_message_np2
                        nonfinite_skip_reports_count_np2 PROPERTIES LABELS "signals;mpi" TIMEOUT 300)
 endif()

@@ -118,7 +118,7 @@ std::vector<std::string> gather_hosts(comm::Communicator& comm) {
 }
 
 void print_header(comm::Communicator& comm, const RunConfig& cfg, const std::string& device,
-                  const PrecisionReport& p) {
+                  const PrecisionReport& p, const TransportReport& t) {
   const std::string table = rank_table(comm, device);
   if (comm.rank() != 0) return;
   std::printf("scaletrain | %d ranks | model %s | global batch %lld (%lld per rank) | data %s\n", comm.size(),
@@ -127,8 +127,8 @@ void print_header(comm::Communicator& comm, const RunConfig& cfg, const std::str
   std::printf("%s", table.c_str());
   char scaling[64] = "off";
   if (p.loss_scaling) std::snprintf(scaling, sizeof scaling, "dynamic, initial scale %g", p.loss_scale_init);
-  std::printf("precision: compute %s (%s) | gradients on the wire %s | loss scaling %s\n", p.train.c_str(),
-              p.compute.c_str(), p.comm.c_str(), scaling);
+  std::printf("precision: compute %s (%s) | gradients on the wire %s | loss scaling %s | transport %s\n",
+              p.train.c_str(), p.compute.c_str(), p.comm.c_str(), scaling, t.description.c_str());
   std::printf("configuration:\n%s\n", config_to_toml(cfg).c_str());
 }
 
@@ -208,7 +208,7 @@ int train_and_log(comm::Communicator& comm, const RunConfig& cfg, double init_st
   mllog.start("staging", trainer.staging_time().start);
   mllog.stop("staging", trainer.staging_time().end);
   mllog.point("train_samples", trainer.steps_per_epoch() * cfg.batch, now_seconds());
-  print_header(comm, cfg, trainer.device_description(), trainer.precision());
+  print_header(comm, cfg, trainer.device_description(), trainer.precision(), trainer.transport());
   RunInfo info;
   check_binding(comm, hosts, trainer.backend().num_threads(), info);
   RunLog log(rank == 0, cfg.run_dir, cfg, trainer.resumed_from());
@@ -230,6 +230,7 @@ int train_and_log(comm::Communicator& comm, const RunConfig& cfg, double init_st
   info.parameters = trainer.model().parameter_count();
   info.flops_per_sample = trainer.model().flops_per_sample();
   info.precision = trainer.precision();
+  info.transport = trainer.transport();
   info.resumed = trainer.resumed_from();
   log.finish(info, result);
   if (rank == 0 && log.enabled()) std::printf("run directory: %s\n", cfg.run_dir.c_str());

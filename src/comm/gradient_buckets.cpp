@@ -1,26 +1,18 @@
-// GradientBuckets: bucket layout over the flat gradient buffer, readiness tracking with events,
-// in-order launch of bucket all-reduces, and their progress by a communication thread or by
-// MPI_Test polls; the mean is a division queued on the compute stream.
+// GradientBuckets: the transport choice, bucket layout over the flat gradient buffer, readiness
+// tracking with events, the wire-type rounding and widening (with the mean), and statistics. The
+// host transports' progress is in gradient_buckets_host.cpp, the stream-ordered one in
+// gradient_buckets_stream.cpp.
 #include "scaletrain/comm/gradient_buckets.hpp"
 
 #include <algorithm>
-#include <chrono>
-#include <thread>
 
 #include "scaletrain/backend/launch.hpp"
 #include "scaletrain/core/error.hpp"
-#include "scaletrain/core/timer.hpp"
 #include "scaletrain/core/dispatch.hpp"
 #include "scaletrain/kernels/cast.hpp"
 #include "scaletrain/kernels/scale.hpp"
 
 namespace scaletrain::comm {
-namespace {
-// How long the communication thread sleeps between progress tests when nothing completed. Short
-// enough to keep transfers moving, long enough not to steal a core from backward (see report in
-// scaletrain-bench-allreduce --overlap).
-constexpr auto kThreadPollInterval = std::chrono::microseconds(50);
-}  // namespace
 
 CommProgress parse_comm_progress(const std::string& name) {
   if (name == "test") return CommProgress::test;
@@ -30,6 +22,21 @@ CommProgress parse_comm_progress(const std::string& name) {
 
 std::string comm_progress_name(CommProgress p) { return p == CommProgress::test ? "test" : "thread"; }
 
+BucketTransport bucket_transport(const Communicator& comm, const Backend& backend) {
+  if (comm.queues_on_stream()) return BucketTransport::stream_ordered;
+  if (!host_accessible(backend.device())) return BucketTransport::host_staged;
+  return BucketTransport::host;
+}
+
+std::string bucket_transport_name(BucketTransport t) {
+  switch (t) {
+    case BucketTransport::host: return "host";
+    case BucketTransport::host_staged: return "host-staged";
+    case BucketTransport::stream_ordered: return "stream-ordered";
+  }
+  return "?";
+}
+
 GradientBuckets::GradientBuckets(Communicator& comm, Backend& backend, Tensor flat_grads,
                                  std::vector<GradientSlice> slices, int64_t bucket_bytes, CommProgress progress,
                                  DType wire)
@@ -38,7 +45,8 @@ GradientBuckets::GradientBuckets(Communicator& comm, Backend& backend, Tensor fl
       grads_(std::move(flat_grads)),
       wire_dtype_(wire),
       slices_(std::move(slices)),
-      progress_(progress) {
+      progress_(progress),
+      transport_(bucket_transport(comm, backend)) {
   ST_CHECK(wire == DType::f32 || wire == DType::bf16 || wire == DType::f16,
            "GradientBuckets: gradients travel as f32, bf16 or f16, not ", dtype_name(wire));
   ST_CHECK(bucket_bytes > 0, "GradientBuckets: bucket_bytes must be positive, got ", bucket_bytes);
@@ -73,9 +81,20 @@ GradientBuckets::GradientBuckets(Communicator& comm, Backend& backend, Tensor fl
     wire_ = backend_.empty(grads_.shape(), wire_dtype_, "gradients." + std::string(dtype_name(wire_dtype_)));
   for (Bucket& b : buckets_) b.pending = b.slices;
   events_.reserve(buckets_.size());
-  for (size_t b = 0; b < buckets_.size(); ++b) ready_.push_back(backend_.make_event("bucket ready " + std::to_string(b)));
+  if (transport_ == BucketTransport::host_staged && grads_.defined())
+    mirror_ = backend_.pinned(reduced().shape(), reduced().dtype(), reduced().name() + " (host mirror)");
+  auto events = [&](std::vector<std::unique_ptr<Event>>& v, const std::string& label) {
+    for (size_t b = 0; b < buckets_.size(); ++b) v.push_back(backend_.make_event(label + std::to_string(b)));
+  };
+  // Tests ignore the events labelled "bucket ready" to show that a missing wait is caught.
+  events(ready_, "bucket ready ");
+  if (transport_ == BucketTransport::host_staged) events(staged_, "bucket staged ");
+  if (stream_ordered()) {
+    events(begin_, "bucket all-reduce begin ");
+    events(done_, "bucket all-reduce done ");
+  }
 
-  threaded_ = progress_ == CommProgress::thread && comm_.size() > 1;
+  threaded_ = progress_ == CommProgress::thread && comm_.size() > 1 && !stream_ordered();
   if (threaded_) {
     ST_CHECK(comm_.allows_other_threads(), "GradientBuckets: progress = 'thread' needs a communicator that may be "
              "called from another thread (MPI initialized with at least MPI_THREAD_SERIALIZED); initialize MPI with "
@@ -85,6 +104,13 @@ GradientBuckets::GradientBuckets(Communicator& comm, Backend& backend, Tensor fl
 }
 
 GradientBuckets::~GradientBuckets() {
+  if (transport_ != BucketTransport::host) {
+    try {
+      backend_.comm_stream().synchronize();  // its queued work records and waits on this object's events
+    } catch (...) {
+      // Reported by the call that saw it first.
+    }
+  }
   if (thread_.joinable()) {
     {
       std::lock_guard<std::mutex> lk(mutex_);
@@ -97,6 +123,7 @@ GradientBuckets::~GradientBuckets() {
 
 void GradientBuckets::begin_step() {
   ST_CHECK(!in_step_, "GradientBuckets::begin_step: the previous step was not finished with wait_all()");
+  if (stream_ordered()) harvest_stream_events(true);  // its events are recorded again in this step
   std::fill(slice_ready_.begin(), slice_ready_.end(), 0);
   for (Bucket& b : buckets_) b.pending = b.slices;
   next_to_start_ = 0;
@@ -118,47 +145,23 @@ void GradientBuckets::mark_ready(size_t slice_index) {
   const size_t bi = slice_bucket_[slice_index];
   Bucket& b = buckets_[bi];
   --b.pending;
-  if (b.pending == 0) {
-    // Behind the queued backward work that writes this bucket's gradients (and its rounding).
-    if (rounds_to_wire()) round_to_wire(bi);
-    backend_.compute_stream().record(*ready_[bi]);
-    start_ready_buckets(false);
-  }
+  if (b.pending == 0) complete_bucket(bi);
 }
 
-void GradientBuckets::start_ready_buckets(bool block) {
-  // Collectives on one communicator must be issued in the same order on every rank, so a bucket
-  // completed early waits until every bucket before it has started. The communication thread waits
-  // on the ready event itself; the polling mode starts a bucket only once its event has completed.
-  while (next_to_start_ < buckets_.size() && buckets_[next_to_start_].pending == 0) {
-    Event& ready = *ready_[next_to_start_];
-    if (!threaded_ && comm_.size() > 1) {
-      if (block)
-        ready.synchronize();
-      else if (!ready.query())
-        return;
-    }
-    launch(next_to_start_++);
-  }
-}
-
-void GradientBuckets::launch(size_t b) {
-  if (comm_.size() == 1) return;  // the sum over one rank is the buffer itself, its mean too
-  if (threaded_) {
-    {
-      std::lock_guard<std::mutex> lk(mutex_);
-      queue_.push_back(b);
-    }
-    work_cv_.notify_one();
+void GradientBuckets::complete_bucket(size_t b) {
+  // Behind the queued backward work that writes this bucket's gradients (and its rounding).
+  if (rounds_to_wire()) round_to_wire(b);
+  backend_.compute_stream().record(*ready_[b]);
+  if (stream_ordered()) {
+    queue_ready_buckets();
     return;
   }
-  const double start = now_seconds();
-  in_flight_.push_back(
-      InFlight{b, start, comm_.allreduce_async(bucket_data(b), buckets_[b].count, wire_dtype_, ReduceOp::sum)});
+  if (transport_ == BucketTransport::host_staged && comm_.size() > 1) stage_to_host(b);
+  start_ready_buckets(false);
 }
 
 void* GradientBuckets::bucket_data(size_t b) const {
-  const Tensor& t = rounds_to_wire() ? wire_ : grads_;
+  const Tensor& t = transport_ == BucketTransport::host_staged ? mirror_ : reduced();
   return static_cast<char*>(t.device_raw()) + buckets_[b].offset * static_cast<int64_t>(dtype_size(t.dtype()));
 }
 
@@ -168,8 +171,10 @@ int64_t GradientBuckets::bucket_bytes(size_t b) const {
 
 void GradientBuckets::round_to_wire(size_t b) {
   const Bucket& k = buckets_[b];
-  // fp16 is divided by the world size before the sum (its range is 65504); bf16 has f32's range.
-  const float divisor = wire_dtype_ == DType::f16 ? static_cast<float>(comm_.size()) : 1.0f;
+  // Through MPI, fp16 is divided by the world size before the sum (its range is 65504; bf16 has
+  // f32's); a device communicator's average pre-multiplies by 1/world itself.
+  const bool pre_divide = wire_dtype_ == DType::f16 && !stream_ordered();
+  const float divisor = pre_divide ? static_cast<float>(comm_.size()) : 1.0f;
   visit_float_type(wire_dtype_, [&](auto t) {
     using T = decltype(t);
     scaletrain::launch(backend_.compute_stream(), "gradients_to_wire", k.count,
@@ -179,7 +184,8 @@ void GradientBuckets::round_to_wire(size_t b) {
 }
 
 void GradientBuckets::widen_and_average() {
-  if (buckets_.empty() || (comm_.size() == 1 && !rounds_to_wire())) return;
+  // f32 needs nothing on one rank (its sum is its mean) or after a device communicator's average.
+  if (buckets_.empty() || (!rounds_to_wire() && (comm_.size() == 1 || stream_ordered()))) return;
   const int64_t first = buckets_.front().offset;
   const int64_t span = buckets_.back().offset + buckets_.back().count - first;
   const float world = static_cast<float>(comm_.size());
@@ -189,7 +195,7 @@ void GradientBuckets::widen_and_average() {
     scaletrain::launch(s, "gradient_mean", span, kernels::DivideBy{grads_.device_data<float>() + first, world});
     return;
   }
-  const float divisor = wire_dtype_ == DType::f16 ? 1.0f : world;
+  const float divisor = wire_dtype_ == DType::bf16 && !stream_ordered() ? world : 1.0f;
   visit_float_type(wire_dtype_, [&](auto t) {
     using T = decltype(t);
     scaletrain::launch(s, "gradients_from_wire", span,
@@ -198,36 +204,7 @@ void GradientBuckets::widen_and_average() {
   });
 }
 
-bool GradientBuckets::drive(InFlight& f) {
-  if (!f.request->test()) return false;
-  finish(f.bucket, f.start);
-  return true;
-}
-
-void GradientBuckets::finish(size_t b, double start) {
-  const int64_t bytes = bucket_bytes(b);
-  const double end = now_seconds();
-  std::lock_guard<std::mutex> lk(mutex_);
-  stats_.allreduce_seconds += end - start;
-  stats_.buckets += 1;
-  stats_.bytes += bytes;
-  events_.push_back(BucketEvent{static_cast<int64_t>(b), bytes, start, end});
-  ++completed_;
-}
-
-void GradientBuckets::poll() {
-  if (threaded_) return;
-  start_ready_buckets(false);
-  for (auto it = in_flight_.begin(); it != in_flight_.end();) {
-    if (drive(*it))
-      it = in_flight_.erase(it);
-    else
-      ++it;
-  }
-}
-
-ExposedWait GradientBuckets::wait_all() {
-  ST_CHECK(in_step_, "GradientBuckets::wait_all outside a step: call begin_step() first");
+void GradientBuckets::check_all_ready() const {
   size_t missing = 0, first = slices_.size();
   for (size_t i = 0; i < slices_.size(); ++i)
     if (!slice_ready_[i]) {
@@ -238,92 +215,30 @@ ExposedWait GradientBuckets::wait_all() {
     ST_FAIL("GradientBuckets::wait_all: ", missing, " of ", slices_.size(),
             " gradients were never marked ready in this step (first: slice ", first, ")");
   }
-  // Until backward has finished on the device, keep starting buckets as their gradients land; only
-  // the wait after that is communication the step exposes.
-  if (!ready_.empty()) {
-    Event& last = *ready_.back();
-    while (!last.query()) {
-      if (!threaded_) {
-        start_ready_buckets(false);
-        poll();
-      }
-      std::this_thread::yield();
-    }
-  }
-  const double t0 = now_seconds();
-  start_ready_buckets(true);
-  if (threaded_) {
-    std::unique_lock<std::mutex> lk(mutex_);
-    done_cv_.wait(lk, [&] { return completed_ == buckets_.size() || thread_error_; });
-    if (thread_error_) std::rethrow_exception(thread_error_);
-  } else {
-    while (!in_flight_.empty()) {
-      InFlight& f = in_flight_.front();
-      f.request->wait();
-      finish(f.bucket, f.start);
-      in_flight_.pop_front();
-    }
-  }
-  widen_and_average();
-  const double t1 = now_seconds();
-  {
-    std::lock_guard<std::mutex> lk(mutex_);
-    stats_.exposed_seconds += t1 - t0;
-  }
-  in_step_ = false;
-  return ExposedWait{t0, t1};
 }
 
-BucketStats GradientBuckets::stats() const {
+ExposedWait GradientBuckets::wait_all() {
+  ST_CHECK(in_step_, "GradientBuckets::wait_all outside a step: call begin_step() first");
+  check_all_ready();
+  const ExposedWait w = stream_ordered() ? wait_on_stream() : wait_on_host();
+  in_step_ = false;
+  return w;
+}
+
+BucketStats GradientBuckets::stats() {
+  if (stream_ordered()) harvest_stream_events(false);
   std::lock_guard<std::mutex> lk(mutex_);
   return stats_;
+}
+
+const std::vector<BucketEvent>& GradientBuckets::last_step_events() {
+  if (stream_ordered()) harvest_stream_events(false);
+  return events_;
 }
 
 void GradientBuckets::reset_stats() {
   std::lock_guard<std::mutex> lk(mutex_);
   stats_ = BucketStats{};
-}
-
-void GradientBuckets::comm_thread_main() {
-  // The only thread that calls the communicator between begin_step() and wait_all(); outside a step
-  // it sleeps on work_cv_, so the caller's own collectives never run concurrently with it.
-  std::deque<InFlight> mine;
-  std::vector<size_t> todo;
-  for (;;) {
-    {
-      std::unique_lock<std::mutex> lk(mutex_);
-      if (mine.empty()) work_cv_.wait(lk, [&] { return stop_ || !queue_.empty(); });
-      if (stop_ && queue_.empty() && mine.empty()) return;
-      todo.assign(queue_.begin(), queue_.end());
-      queue_.clear();
-    }
-    try {
-      for (size_t b : todo) {
-        ready_[b]->synchronize();  // backward has written this bucket's gradients
-        const double start = now_seconds();
-        mine.push_back(
-            InFlight{b, start, comm_.allreduce_async(bucket_data(b), buckets_[b].count, wire_dtype_, ReduceOp::sum)});
-      }
-      bool any = false;
-      for (auto it = mine.begin(); it != mine.end();) {
-        if (drive(*it)) {
-          it = mine.erase(it);
-          any = true;
-        } else {
-          ++it;
-        }
-      }
-      if (any) done_cv_.notify_all();
-      if (!mine.empty() && !any) std::this_thread::sleep_for(kThreadPollInterval);
-    } catch (...) {
-      // MPI failed: hand the error to wait_all(); abandon the requests rather than wait on them.
-      for (InFlight& f : mine) (void)f.request.release();
-      std::lock_guard<std::mutex> lk(mutex_);
-      thread_error_ = std::current_exception();
-      done_cv_.notify_all();
-      return;
-    }
-  }
 }
 
 }  // namespace scaletrain::comm

@@ -115,6 +115,7 @@ class MpiCommunicator final : public Communicator {
     std::abort();  // MPI_Abort does not return; if it did, this process must still end
   }
   bool allows_other_threads() const override { return other_threads_; }
+  MPI_Comm mpi_comm() const { return comm_; }
 
   std::unique_ptr<Request> allreduce_async(void* buf, int64_t count, DType dtype, ReduceOp op) override {
     const int n = checked_int(count, "allreduce count");
@@ -204,5 +205,10 @@ class MpiCommunicator final : public Communicator {
 }  // namespace
 
 std::unique_ptr<Communicator> make_mpi_communicator(MPI_Comm comm) { return std::make_unique<MpiCommunicator>(comm); }
+
+MPI_Comm mpi_comm_of(const Communicator& comm) {
+  const auto* mpi = dynamic_cast<const MpiCommunicator*>(&comm);
+  return mpi ? mpi->mpi_comm() : MPI_COMM_NULL;
+}
 
 }  // namespace scaletrain::comm

@@ -198,6 +198,10 @@ const std::vector<ConfigKey>& config_keys() {
       enum_key("comm.dtype", &RunConfig::comm_dtype, parse_precision, precision_name,
                "gradient type on the wire: fp32, bf16 or fp16 (half the bytes; fp16 is divided by the world size "
                "before the sum)"),
+      enum_key("comm.backend", &RunConfig::comm_backend, comm::parse_comm_backend, comm::comm_backend_name,
+               "gradient transport: auto (nccl on run.device = cuda, mpi elsewhere), nccl (NCCL on the device's comm "
+               "stream; on sim, the NCCL path simulated with MPI on the comm stream) or mpi (host MPI; device "
+               "gradients are staged through pinned host buffers)"),
       key_of("run.dir", &RunConfig::run_dir, "run directory for metrics.jsonl and run.json (empty: none)"),
       key_of("run.timeline", &RunConfig::timeline,
              "write run.dir/timeline.json: every rank's phases and all-reduces (chrome://tracing, Perfetto)"),
@@ -308,6 +312,7 @@ void validate_config(const RunConfig& c) {
            "optimizer.schedule = step needs optimizer.step_epochs > 0");
   ST_CHECK(c.reference_batch > 0, "optimizer.reference_batch must be positive");
   ST_CHECK(c.bucket_mb > 0, "comm.bucket_mb must be positive, got ", c.bucket_mb);
+  (void)comm::resolve_comm_backend(c.comm_backend, c.device);  // throws for nccl on cpu
   ST_CHECK(c.threads >= 0, "run.threads must be >= 0");
   ST_CHECK(c.sim_memory_mb >= 0, "run.sim_memory_mb must be >= 0, got ", c.sim_memory_mb);
   ST_CHECK(c.sim_delay_us >= 0, "run.sim_delay_us must be >= 0, got ", c.sim_delay_us);

@@ -168,6 +168,8 @@ void RunLog::finish(const RunInfo& info, const TrainResult& r) {
                     {"comm", p.comm},         {"loss_scaling", p.loss_scaling},
                     {"loss_scale_init", p.loss_scale_init}, {"final_loss_scale", r.final_loss_scale},
                     {"skipped_steps", r.skipped_steps}};
+  j["transport"] = {{"backend", info.transport.backend}, {"buckets", info.transport.buckets},
+                    {"description", info.transport.description}};
   for (const auto& [k, v] : build_versions()) j["versions"][k] = v;
   j["steps"] = r.steps;
   j["final_step"] = r.final_step;

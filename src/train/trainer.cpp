@@ -1,14 +1,16 @@
-// Trainer: start-up (backend, data, model, identical weights, optimizer, buckets, a resumed
-// checkpoint), the step with its one agreement across ranks (stop signal, inf/NaN, checkpoint
-// time), the epoch loop with its intervals and checkpoints, and distributed evaluation. Every piece
-// of device work goes through the backend's streams; loss and accuracy sums stay on the device
-// until an interval ends. Interval and epoch figures are the IntervalReducer's; what comes from the
-// configuration alone is training_setup's. The watchdog follows every phase.
+// Trainer: start-up (backend, gradient transport, data, model, identical weights, optimizer,
+// buckets, a resumed checkpoint), the step with its one agreement across ranks (stop signal,
+// inf/NaN, checkpoint time), the epoch loop with its intervals and checkpoints, and distributed
+// evaluation. Every piece of device work goes through the backend's streams; loss and accuracy
+// sums stay on the device until an interval ends. Interval and epoch figures are the
+// IntervalReducer's; what comes from the configuration alone is training_setup's. The watchdog
+// follows every phase.
 #include "scaletrain/train/trainer.hpp"
 
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
@@ -16,6 +18,7 @@
 
 #include "scaletrain/backend/launch.hpp"
 #include "scaletrain/comm/gradient_buckets.hpp"
+#include "scaletrain/comm/gradient_transport.hpp"
 #include "scaletrain/data/loader.hpp"
 #include "scaletrain/kernels/normalize.hpp"
 #include "scaletrain/nn/softmax_cross_entropy.hpp"
@@ -24,6 +27,7 @@
 #include "scaletrain/optim/loss_scaler.hpp"
 #include "scaletrain/optim/lr_schedule.hpp"
 #include "scaletrain/optim/optimizer.hpp"
+#include "scaletrain/train/device_setup.hpp"
 #include "scaletrain/train/errors.hpp"
 #include "scaletrain/train/interval_reducer.hpp"
 #include "scaletrain/train/nonfinite_guard.hpp"
@@ -49,6 +53,11 @@ struct Trainer::Impl {
   RunConfig cfg;
   comm::Communicator& comm;
   std::unique_ptr<Backend> backend;
+  // comm.backend = nccl: the device communicator that carries the gradients (NCCL, or its
+  // simulation on sim); null when `comm` (MPI) carries them. Destroyed before the backend.
+  std::unique_ptr<comm::Communicator> grad_comm;
+  // What the watchdog aborts: the gradient communicator once there is one (NCCL aborts first).
+  std::atomic<comm::Communicator*> abort_comm;
   std::string data_path;
   std::unique_ptr<data::DataLoader> train_loader, eval_loader;
   std::unique_ptr<nn::Model> model;
@@ -75,9 +84,10 @@ struct Trainer::Impl {
   int64_t first_step = -1;  // of this run (the watchdog's long allowance)
   StepFlags stop;           // the agreed stop signal, once one has arrived
 
-  Impl(RunConfig c, comm::Communicator& cm) : cfg(std::move(c)), comm(cm) {}
+  Impl(RunConfig c, comm::Communicator& cm) : cfg(std::move(c)), comm(cm), abort_comm(&cm) {}
 
   void setup();
+  void setup_device();
   void setup_data();
   void setup_model();
   void setup_optimizer();
@@ -86,6 +96,7 @@ struct Trainer::Impl {
   TrainingState state() { return TrainingState{*backend, *model, *optimizer, *scaler}; }
   void prepare_input(const data::Batch& b, int64_t step, bool training);
   StepFlags train_step(const data::Batch& b, int64_t step);
+  void wait_for_gradients();
   StepFlags agree_on_step(int64_t step);
   [[noreturn]] void stop_at_nonfinite(const StepFlags& flags, int64_t step);
   void apply_update(const StepFlags& flags, int64_t step);
@@ -124,14 +135,14 @@ void Trainer::Impl::setup() {
   validate_config(cfg);
   install_stop_signal_handlers();
   watchdog = std::make_unique<Watchdog>(WatchdogOptions{cfg.watchdog_s, cfg.watchdog_long_s, comm.rank(), comm.host()},
-                                        [this](const std::string&) { comm.abort(kExitWatchdog); });
+                                        [this](const std::string&) { abort_comm.load()->abort(kExitWatchdog); });
   const int world = comm.size();
   if (cfg.batch % world != 0)
     throw ConsistentError("train.batch = " + std::to_string(cfg.batch) + " is not divisible by the " +
                           std::to_string(world) + " ranks: choose a multiple of " + std::to_string(world));
   local_batch = cfg.batch / world;
   timeline = std::make_unique<Timeline>(comm, cfg.timeline);
-  collective_check(comm, [&] { backend = make_backend(backend_options(cfg)); });
+  setup_device();
   clock = std::make_unique<PhaseClock>(*backend, timers, *timeline);
   staging.start = now_seconds();
   setup_data();
@@ -140,6 +151,14 @@ void Trainer::Impl::setup() {
   setup_optimizer();
   setup_input();
   setup_checkpoints();
+}
+
+// The backend on this rank's device (none shared with another rank) and the gradient transport.
+void Trainer::Impl::setup_device() {
+  collective_check(comm, [&] { backend = make_backend(rank_backend_options(cfg, comm)); });
+  check_devices_not_shared(comm, *backend);
+  grad_comm = comm::make_gradient_communicator(comm, *backend, cfg.comm_backend);
+  if (grad_comm) abort_comm.store(grad_comm.get());
 }
 
 void Trainer::Impl::setup_data() {
@@ -167,10 +186,8 @@ void Trainer::Impl::setup_model() {
     loss.build(*backend, local_batch, static_cast<int64_t>(info.classes.size()));
   });
   model->init_parameters(cfg.seed);
-  // Identical replicas: rank 0's weights everywhere (device-aware: the communicator reads the
-  // device buffer once the copy that put the weights there has completed).
-  backend->synchronize();
-  comm.broadcast(model->flat_parameters().device_raw(), static_cast<int64_t>(model->flat_parameters().bytes()), 0);
+  // Identical replicas: rank 0's weights everywhere.
+  broadcast_tensor(comm, *backend, model->flat_parameters(), 0);
   model->refresh_compute_parameters();
 }
 
@@ -182,7 +199,8 @@ void Trainer::Impl::setup_optimizer() {
   });
   std::vector<comm::GradientSlice> slices;
   for (const auto& s : model->slots()) slices.push_back(comm::GradientSlice{s.offset, s.count});
-  buckets = std::make_unique<comm::GradientBuckets>(comm, *backend, model->flat_gradients(), slices,
+  comm::Communicator& transport = grad_comm ? *grad_comm : comm;
+  buckets = std::make_unique<comm::GradientBuckets>(transport, *backend, model->flat_gradients(), slices,
                                                     static_cast<int64_t>(cfg.bucket_mb * 1024 * 1024), cfg.progress,
                                                     precision_dtype(cfg.comm_dtype));
 }
@@ -263,16 +281,26 @@ StepFlags Trainer::Impl::train_step(const data::Batch& b, int64_t step) {
   });
   // Handing the slot back wakes the reader thread; count it as data time, not as a gap.
   host_phase(Phase::data_wait, [&] { train_loader->release(&b); });
-  // Exposed communication: the wait after backward has finished on the device.
-  watch(Phase::allreduce_exposed);
-  const comm::ExposedWait w = buckets->wait_all();
-  clock->add_host(Phase::allreduce_exposed, w.start, w.end);
-  record_bucket_events(step);
+  wait_for_gradients();
   const StepFlags flags = agree_on_step(step);
+  record_bucket_events(step);  // after the step's host read: stream-ordered bucket times are events
   if (flags.nonfinite() && !scaler->enabled() && cfg.on_nonfinite == NonFinitePolicy::stop)
     stop_at_nonfinite(flags, step);
   device_phase(Phase::optimizer, [&] { apply_update(flags, step); });
   return flags;
+}
+
+// Exposed communication: the wait after backward has finished on the device. A stream-ordered
+// transport makes the compute stream wait for the last all-reduce, so that wait is timed with
+// device events; the host transports block the host, timed with its clock.
+void Trainer::Impl::wait_for_gradients() {
+  if (buckets->transport() == comm::BucketTransport::stream_ordered) {
+    device_phase(Phase::allreduce_exposed, [&] { buckets->wait_all(); });
+    return;
+  }
+  watch(Phase::allreduce_exposed);
+  const comm::ExposedWait w = buckets->wait_all();
+  clock->add_host(Phase::allreduce_exposed, w.start, w.end);
 }
 
 // The step's one agreement across ranks. This rank's part: inf/NaN in its unscaled, reduced
@@ -413,6 +441,15 @@ PrecisionReport Trainer::precision() const {
   r.comm = precision_name(c.comm_dtype);
   r.loss_scaling = impl_->scaler->enabled();
   r.loss_scale_init = r.loss_scaling ? c.loss_scale_init : 1.0;
+  return r;
+}
+TransportReport Trainer::transport() const {
+  const RunConfig& c = impl_->cfg;
+  const comm::CommBackend b = comm::resolve_comm_backend(c.comm_backend, c.device);
+  TransportReport r;
+  r.backend = comm::comm_backend_name(b);
+  r.buckets = comm::bucket_transport_name(impl_->buckets->transport());
+  r.description = comm::gradient_transport_description(b, c.device);
   return r;
 }
 int64_t Trainer::per_rank_batch() const { return impl_->local_batch; }

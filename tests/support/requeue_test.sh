@@ -20,10 +20,32 @@ readonly START_WAIT_S=90  # until the job trains (it may wait for a previous tes
 
 fail() { say "FAILED: $*"; exit 1; }
 
-# requeue_job RUN_DIR STEPS MODE SBATCH OPTIONS...
+# steps_lasting SECONDS: the step count of about SECONDS of the requeue job's training on this machine (2 ranks,
+# bound to cores), from two short runs (the difference removes the start-up); at least 3000. Machines differ by 4x
+# and more (lenet: 3.7 ms a step on one, 16 on another), and the time-limit case needs a run longer than Slurm's 30 s
+# between time-limit checks.
+steps_lasting() {
+  local seconds=$1 bin=${SCALETRAIN_BIN:-$ROOT/build/cpu/src/apps/scaletrain} root_flag=() t0 t1 t2
+  [ "$(id -u)" = 0 ] && root_flag=(--allow-run-as-root)
+  timed_run() {
+    mpirun "${root_flag[@]}" --oversubscribe -np 2 --bind-to core "$bin" --config "$SCALETRAIN_CONFIG" \
+      --train.epochs 1000 --train.max_steps "$1" --train.evaluate false --train.log_every 1000 >/dev/null \
+      || fail "calibration run of $1 steps failed"
+  }
+  t0=$(date +%s.%N); timed_run 50; t1=$(date +%s.%N); timed_run 550; t2=$(date +%s.%N)
+  /usr/bin/python3 -c "import sys; t0, t1, t2, s = map(float, sys.argv[1:]); \
+per = max((t2 - t1) - (t1 - t0), 1e-3) / 500; print(max(3000, int(s / per)))" "$t0" "$t1" "$t2" "$seconds"
+}
+
+# requeue_job RUN_DIR STEPS MODE SBATCH OPTIONS...   (STEPS: a number, or auto:SECONDS for steps_lasting)
 requeue_job() {
   local run_dir=$1 steps=$2 mode=$3
   shift 3
+  if [[ $steps == auto:* ]]; then
+    local seconds=${steps#auto:}
+    steps=$(steps_lasting "$seconds") || exit 1
+    say "calibrated: $steps steps last about $seconds s here"
+  fi
   [ "${1:-}" = -- ] && shift
   rm -rf "$run_dir"
   export RUN_DIR=$run_dir

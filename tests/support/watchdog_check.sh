@@ -2,19 +2,22 @@
 # The hang watchdog end to end: NP ranks train (run.watchdog_s = 10); once they are under way, the
 # last rank is stopped with SIGSTOP. The ranks still running wait for it in a collective until
 # their watchdog ends the job with MPI_Abort: the launcher must return non-zero in under 60 s, with
-# the watchdog's message naming the rank, the phase, the step and the wait.
-# usage: watchdog_check.sh SCALETRAIN MPIRUN_PREFIX... -- OUTDIR NP
+# the watchdog's message naming the rank, the phase, the step and the wait. Extra scaletrain flags
+# (a device, a transport) follow NP.
+# usage: watchdog_check.sh SCALETRAIN MPIRUN_PREFIX... -- OUTDIR NP [scaletrain flags...]
 set -euo pipefail
 st=$1; shift
 mpirun=()
 while [ "$1" != "--" ]; do mpirun+=("$1"); shift; done
 shift
 out=$1 np=$2
+shift 2
+extra=("$@")
 rm -rf "$out"
 mkdir -p "$out"
 log=$out/run.log
 "${mpirun[@]}" -np "$np" "$st" --data.synthetic_samples 960 --train.batch 24 --train.epochs 1000 \
-  --train.log_every 10 --train.evaluate false --run.threads 1 --run.watchdog_s 10 > "$log" 2>&1 &
+  --train.log_every 10 --train.evaluate false --run.threads 1 --run.watchdog_s 10 "${extra[@]}" > "$log" 2>&1 &
 job=$!
 deadline=$((SECONDS + 120))
 until grep -q '^epoch 1/1000 | step 20/' "$log"; do

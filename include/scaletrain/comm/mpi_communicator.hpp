@@ -12,4 +12,8 @@ namespace scaletrain::comm {
 // Collective over comm: every rank of comm must call it. MPI must be initialized.
 std::unique_ptr<Communicator> make_mpi_communicator(MPI_Comm comm = MPI_COMM_WORLD);
 
+// The MPI communicator under `comm` (its private duplicate) when `comm` is one that
+// make_mpi_communicator made; MPI_COMM_NULL otherwise.
+MPI_Comm mpi_comm_of(const Communicator& comm);
+
 }  // namespace scaletrain::comm

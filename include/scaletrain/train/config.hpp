@@ -10,6 +10,7 @@
 
 #include "scaletrain/backend/backend.hpp"
 #include "scaletrain/comm/gradient_buckets.hpp"
+#include "scaletrain/comm/gradient_transport.hpp"
 #include "scaletrain/core/precision.hpp"
 #include "scaletrain/data/loader.hpp"
 #include "scaletrain/optim/lr_schedule.hpp"
@@ -76,6 +77,8 @@ struct RunConfig {
   comm::CommProgress progress = comm::CommProgress::test;
   // Type of the gradients on the wire: bf16 and fp16 halve the all-reduce bytes.
   Precision comm_dtype = Precision::fp32;
+  // What carries the gradients: auto is nccl on run.device = cuda, mpi elsewhere (comm/gradient_transport.hpp).
+  comm::CommBackend comm_backend = comm::CommBackend::auto_;
   // [run]
   std::string run_dir = "";  // empty: no files written
   bool timeline = false;     // write <run_dir>/timeline.json (Chrome trace)

@@ -70,6 +70,13 @@ struct PrecisionReport {
   double loss_scale_init = 1;
 };
 
+// What carries the gradients (comm.backend), as the start-up output and run.json show it.
+struct TransportReport {
+  std::string backend;      // comm.backend resolved for the device: "nccl" or "mpi"
+  std::string buckets;      // comm::bucket_transport_name: "host", "host-staged" or "stream-ordered"
+  std::string description;  // one line for people
+};
+
 struct TrainResult {
   std::vector<EpochReport> epochs;
   int64_t steps = 0;       // taken by this run (a resumed run counts from its checkpoint)
@@ -108,6 +115,7 @@ class Trainer {
   // "cpu (oneDNN ..., N threads, ...)", and in bf16/fp16 how the backend computes in that type
   std::string device_description() const;
   PrecisionReport precision() const;
+  TransportReport transport() const;
   int64_t per_rank_batch() const;
   int64_t steps_per_epoch() const;
   // Called on rank 0 after each logging interval (the timing log of the scaling issue hooks here).
