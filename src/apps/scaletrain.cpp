@@ -106,17 +106,6 @@ void check_same_config(comm::Communicator& comm, const RunConfig& cfg) {
                             " differs from rank 0): every rank must be started with the same --config and options");
 }
 
-std::vector<std::string> gather_hosts(comm::Communicator& comm) {
-  constexpr size_t kLen = 128;
-  char mine[kLen] = {};
-  std::snprintf(mine, kLen, "%s", comm.host().c_str());
-  std::vector<char> all(kLen * static_cast<size_t>(comm.size()));
-  comm.allgather(mine, kLen, all.data());
-  std::vector<std::string> hosts;
-  for (int r = 0; r < comm.size(); ++r) hosts.emplace_back(all.data() + static_cast<size_t>(r) * kLen);
-  return hosts;
-}
-
 void print_header(comm::Communicator& comm, const RunConfig& cfg, const std::string& device,
                   const PrecisionReport& p, const TransportReport& t) {
   const std::string table = rank_table(comm, device);
@@ -199,7 +188,7 @@ int report_stop(int rank, const TrainResult& r) {
 // code.
 int train_and_log(comm::Communicator& comm, const RunConfig& cfg, double init_start) {
   const int rank = comm.rank();
-  const std::vector<std::string> hosts = gather_hosts(comm);
+  const std::vector<std::string> hosts = comm::allgather_strings(comm, comm.host());
   MlperfLog mllog(rank == 0 && cfg.mllog, cfg.run_dir);
   log_init(mllog, cfg, hosts, init_start);
   const double run_start = now_seconds();

@@ -2,7 +2,6 @@
 // check on every rank's host and device id, and the broadcast of a device tensor through the host.
 #include "scaletrain/train/device_setup.hpp"
 
-#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -10,21 +9,6 @@
 #include "scaletrain/train/errors.hpp"
 
 namespace scaletrain::train {
-namespace {
-
-// Every rank's `mine` (at most kLen - 1 characters), in rank order.
-std::vector<std::string> allgather_strings(comm::Communicator& comm, const std::string& mine) {
-  constexpr size_t kLen = 256;
-  char buf[kLen] = {};
-  std::snprintf(buf, kLen, "%s", mine.c_str());
-  std::vector<char> all(kLen * static_cast<size_t>(comm.size()));
-  comm.allgather(buf, kLen, all.data());
-  std::vector<std::string> out;
-  for (int r = 0; r < comm.size(); ++r) out.emplace_back(all.data() + static_cast<size_t>(r) * kLen);
-  return out;
-}
-
-}  // namespace
 
 BackendOptions rank_backend_options(const RunConfig& cfg, const comm::Communicator& comm) {
   BackendOptions o = backend_options(cfg);
@@ -34,8 +18,8 @@ BackendOptions rank_backend_options(const RunConfig& cfg, const comm::Communicat
 }
 
 void check_devices_not_shared(comm::Communicator& comm, const Backend& backend) {
-  const std::vector<std::string> hosts = allgather_strings(comm, comm.host());
-  const std::vector<std::string> ids = allgather_strings(comm, backend.device_id());
+  const std::vector<std::string> hosts = comm::allgather_strings(comm, comm.host());
+  const std::vector<std::string> ids = comm::allgather_strings(comm, backend.device_id());
   const std::vector<std::string> shared = shared_devices(hosts, ids);
   if (shared.empty()) return;
   std::string msg = "two ranks would share a device:";

@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "scaletrain/core/dtype.hpp"
 
@@ -75,5 +76,7 @@ class Communicator {
 
 // `s` from `root` to every rank (its length, then its bytes).
 void broadcast_string(Communicator& comm, std::string& s, int root);
+// Every rank's `mine` (its first 255 characters), in rank order, on every rank.
+std::vector<std::string> allgather_strings(Communicator& comm, const std::string& mine);
 
 }  // namespace scaletrain::comm
