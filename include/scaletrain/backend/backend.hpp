@@ -36,6 +36,14 @@ struct BackendOptions {
   // cuda: this rank's place among the ranks of its host (device selection: backend/device_selection.hpp).
   int local_rank = 0;
   int local_size = 1;
+  // cuda: how operators are chosen (run.deterministic, train.allow_tf32, run.cudnn_workspace_mb).
+  // deterministic: only algorithms whose results do not depend on scheduling (no atomics in cuDNN's
+  // backward-filter, no split-K with a nondeterministic reduction in cuBLASLt). allow_tf32: f32
+  // convolutions and GEMMs may use TF32 tensor cores. workspace_limit_bytes: the most scratch memory
+  // one operator's algorithm may use.
+  bool deterministic = true;
+  bool allow_tf32 = false;
+  int64_t workspace_limit_bytes = int64_t{512} << 20;
 };
 
 // How a backend computes in a storage type: natively (kernels in that type, f32 accumulation) or
@@ -92,6 +100,10 @@ class Backend {
   virtual std::unique_ptr<InnerProductOp> make_inner_product(const InnerProductShape& shape,
                                                              Stream* stream = nullptr) = 0;
   virtual std::unique_ptr<PoolOp> make_pool(const PoolShape& shape, Stream* stream = nullptr) = 0;
+
+  // One line per operator algorithm this backend chose (cuda: the cuDNN algorithm or cuBLASLt heuristic
+  // per shape, with its workspace and time); empty where there is no choice to report.
+  virtual std::vector<std::string> operator_choices() const { return {}; }
 
   // Waits for all work queued on every stream of this backend.
   virtual void synchronize() = 0;

@@ -2,6 +2,7 @@
 #pragma once
 #include <cstdint>
 
+#include "scaletrain/core/half.hpp"
 #include "scaletrain/core/macros.hpp"
 
 namespace scaletrain::kernels {
@@ -23,6 +24,34 @@ struct BiasGrad {
   SCALETRAIN_HOST_DEVICE void operator()(int64_t c) const {
     float s = 0.0f;
     for (int64_t r = 0; r < rows; ++r) s += dy[r * channels + c];
+    dbias[c] = s;
+  }
+};
+
+// The same over activations stored in T (float, bf16, f16), with float arithmetic and f32 biases:
+// what the CUDA backend's convolutions and inner products use around cuDNN and cuBLASLt.
+// i over all elements: y[i] = round_T(y[i] + bias[i % channels]).
+template <class T>
+struct BiasAddStored {
+  T* y;
+  const float* bias;
+  int64_t channels;
+  SCALETRAIN_HOST_DEVICE void operator()(int64_t i) const {
+    y[i] = from_float<T>(to_float(y[i]) + bias[i % channels]);
+  }
+};
+
+// c over channels: dbias[c] = sum over rows of dy[r * channels + c], in float, rows in order (so the
+// result does not depend on the launch configuration).
+template <class T>
+struct BiasGradStored {
+  const T* dy;
+  float* dbias;
+  int64_t rows;
+  int64_t channels;
+  SCALETRAIN_HOST_DEVICE void operator()(int64_t c) const {
+    float s = 0.0f;
+    for (int64_t r = 0; r < rows; ++r) s += to_float(dy[r * channels + c]);
     dbias[c] = s;
   }
 };

@@ -1,6 +1,6 @@
-// The CUDA backend's runtime half (part 1): device selection and description, compute/copy/comm
-// streams, device-timed events, cached device memory and pinned buffers, async copies and fills.
-// The cuDNN and cuBLASLt operators come with part 2 (issue 16); until then the op factories throw.
+// The CUDA backend: device selection and description, compute/copy/comm streams, device-timed
+// events, cached device memory and pinned buffers, async copies and fills, and the heavy operators
+// on cuDNN (convolution, pooling) and cuBLASLt (inner product) through a shared CudaOpContext.
 #include <cstdlib>
 #include <memory>
 
@@ -9,6 +9,7 @@
 #include "scaletrain/backend/cuda/cuda_device.hpp"
 #include "scaletrain/backend/cuda/cuda_event.hpp"
 #include "scaletrain/backend/cuda/cuda_memory.hpp"
+#include "scaletrain/backend/cuda/cuda_op_context.hpp"
 #include "scaletrain/backend/cuda/cuda_stream.hpp"
 #include "scaletrain/backend/cuda/device_clock.hpp"
 #include "scaletrain/backend/device_selection.hpp"
@@ -25,10 +26,8 @@ int select_and_use_device(const BackendOptions& o) {
   return device;
 }
 
-[[noreturn]] void operator_in_part_2(const char* what) {
-  ST_FAIL("run.device = 'cuda': ", what,
-          " on the GPU (cuDNN and cuBLASLt) come with CUDA backend part 2 (issue 16); this build's cuda backend has "
-          "memory, streams, events, copies and the kernels/ functors only. Use run.device = cpu or sim meanwhile");
+cuda::CudaOpSettings op_settings(const BackendOptions& o) {
+  return {o.deterministic, o.allow_tf32, o.workspace_limit_bytes};
 }
 
 class CudaBackend final : public Backend {
@@ -44,13 +43,15 @@ class CudaBackend final : public Backend {
         memory_(std::make_shared<cuda::CudaMemory>(device_, "cuda device " + std::to_string(device_) + " (PCI " +
                                                                 pci_bus_id_ + ")",
                                                    std::vector<cudaStream_t>{compute_.handle(), copy_.handle(),
-                                                                             comm_.handle()})) {}
+                                                                             comm_.handle()})),
+        ops_(std::make_unique<cuda::CudaOpContext>(device_, memory_, op_settings(o))) {}
   ~CudaBackend() override {
     try {
       synchronize();
     } catch (...) {
       // Already reported by the call that saw it.
     }
+    ops_.reset();
     memory_->close();  // tensors that outlive the backend free their memory at once
   }
 
@@ -87,11 +88,16 @@ class CudaBackend final : public Backend {
     }
     ST_FAIL("the cuda backend computes in f32, bf16 or f16, not ", dtype_name(t));
   }
-  std::unique_ptr<ConvOp> make_conv(const ConvShape&, Stream*) override { operator_in_part_2("convolutions"); }
-  std::unique_ptr<InnerProductOp> make_inner_product(const InnerProductShape&, Stream*) override {
-    operator_in_part_2("inner products (dense layers)");
+  std::unique_ptr<ConvOp> make_conv(const ConvShape& shape, Stream* stream) override {
+    return cuda::make_cudnn_conv(*ops_, shape, handle_of(stream ? *stream : compute_));
   }
-  std::unique_ptr<PoolOp> make_pool(const PoolShape&, Stream*) override { operator_in_part_2("pooling layers"); }
+  std::unique_ptr<InnerProductOp> make_inner_product(const InnerProductShape& shape, Stream* stream) override {
+    return cuda::make_cublaslt_inner_product(*ops_, shape, handle_of(stream ? *stream : compute_));
+  }
+  std::unique_ptr<PoolOp> make_pool(const PoolShape& shape, Stream* stream) override {
+    return cuda::make_cudnn_pool(*ops_, shape, handle_of(stream ? *stream : compute_));
+  }
+  std::vector<std::string> operator_choices() const override { return ops_->choices(); }
 
   void synchronize() override {
     copy_.synchronize();
@@ -114,6 +120,7 @@ class CudaBackend final : public Backend {
   cuda::CudaStream copy_;
   cuda::CudaStream comm_;
   std::shared_ptr<cuda::CudaMemory> memory_;
+  std::unique_ptr<cuda::CudaOpContext> ops_;
 };
 
 void CudaBackend::copy_async(Stream& stream, const Tensor& dst, const Tensor& src) {

@@ -1,0 +1,72 @@
+// CudaOpContext: what the CUDA backend's heavy operators share. One cuDNN handle and one cuBLASLt
+// handle per backend, the selection settings (deterministic, TF32, workspace limit), one scratch
+// workspace per stream sized at operator creation to the largest need (so nothing is allocated in
+// the step loop), and the log of the algorithms chosen. The operators themselves live in
+// cudnn_conv.cpp, cudnn_pool.cpp and cublaslt_inner_product.cpp.
+#pragma once
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+#include <cudnn.h>
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "scaletrain/backend/ops.hpp"
+#include "scaletrain/core/tensor.hpp"
+
+namespace scaletrain::cuda {
+
+class CudaMemory;
+class CudaStream;
+
+struct CudaOpSettings {
+  bool deterministic = true;
+  bool allow_tf32 = false;
+  int64_t workspace_limit_bytes = int64_t{512} << 20;
+};
+
+class CudaOpContext {
+ public:
+  CudaOpContext(int device, std::shared_ptr<CudaMemory> memory, CudaOpSettings settings);
+  ~CudaOpContext();
+  CudaOpContext(const CudaOpContext&) = delete;
+  CudaOpContext& operator=(const CudaOpContext&) = delete;
+
+  int device() const { return device_; }
+  const CudaOpSettings& settings() const { return settings_; }
+  // The cuDNN handle, bound to `stream` (cudnnSetStream) for the call that follows.
+  cudnnHandle_t cudnn(cudaStream_t stream);
+  cublasLtHandle_t cublaslt() const { return cublaslt_; }
+
+  // At operator creation: the workspace of `stream` grows to at least `bytes` (at most the limit;
+  // more is an Error naming `who`). The old buffer is released in stream order.
+  void reserve_workspace(cudaStream_t stream, int64_t bytes, const std::string& who);
+  // At a call: the workspace of `stream` (null when nothing was reserved) and its size.
+  void* workspace(cudaStream_t stream) const;
+  int64_t workspace_bytes(cudaStream_t stream) const;
+
+  // A line for Backend::operator_choices (and the start-up log).
+  void log_choice(std::string line);
+  std::vector<std::string> choices() const;
+
+ private:
+  int device_;
+  std::shared_ptr<CudaMemory> memory_;
+  CudaOpSettings settings_;
+  cudnnHandle_t cudnn_ = nullptr;
+  cublasLtHandle_t cublaslt_ = nullptr;
+  std::map<cudaStream_t, Tensor> workspaces_;
+  mutable std::mutex mu_;
+  std::vector<std::string> choices_;
+};
+
+// The operators (each binds to `stream`; the context outlives them).
+std::unique_ptr<ConvOp> make_cudnn_conv(CudaOpContext& ctx, const ConvShape& shape, cudaStream_t stream);
+std::unique_ptr<PoolOp> make_cudnn_pool(CudaOpContext& ctx, const PoolShape& shape, cudaStream_t stream);
+std::unique_ptr<InnerProductOp> make_cublaslt_inner_product(CudaOpContext& ctx, const InnerProductShape& shape,
+                                                            cudaStream_t stream);
+
+}  // namespace scaletrain::cuda
