@@ -4,6 +4,8 @@
 #       cudatest_versions and cudatest_startup need no GPU: they run everywhere (label cuda).
 #   cuda_elf_sm80_sm90         scaletrain carries SASS for sm_80 and sm_90 (cuobjdump --list-elf).
 #   cuda_ldd_resolves          ldd -r resolves every symbol of scaletrain and of every libcudnn*.so.9.
+#   cuda_vs_cpu_<model>_<prec> a 1-rank run on cuda against cpu, per-step losses within a tolerance
+#       (support/cuda_vs_cpu_losses.sh; labels cuda, gpu: Skipped without a device).
 # cuda_test_targets builds all of them (the cuda-ci build preset).
 if(SCALETRAIN_ENABLE_CUDA)
   set(_cuda_test_targets "")
@@ -35,5 +37,21 @@ if(SCALETRAIN_ENABLE_CUDA)
     add_test(NAME cuda_ldd_resolves
              COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/support/check_ldd.sh ${_cudnn_dir} $<TARGET_FILE:scaletrain>)
     set_tests_properties(cuda_elf_sm80_sm90 cuda_ldd_resolves PROPERTIES LABELS cuda TIMEOUT 120)
+
+    # A 1-rank training run end to end on cuda against cpu: per-step losses of lenet and
+    # fmnist_sepcnn over 50 steps within a tolerance, in fp32 (TF32 off) and bf16.
+    foreach(model lenet fmnist_sepcnn)
+      foreach(prec_tol fp32:1e-3 bf16:3e-2)
+        string(REPLACE ":" ";" _pt ${prec_tol})
+        list(GET _pt 0 _prec)
+        list(GET _pt 1 _tol)
+        add_test(NAME cuda_vs_cpu_${model}_${_prec}
+                 COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/support/cuda_vs_cpu_losses.sh $<TARGET_FILE:scaletrain>
+                         ${MPIEXEC_EXECUTABLE} ${_mpi_flags} -- ${CMAKE_CURRENT_BINARY_DIR}/cuda_vs_cpu/${model}_${_prec}
+                         ${model} ${_prec} ${_tol})
+        set_tests_properties(cuda_vs_cpu_${model}_${_prec} PROPERTIES LABELS "cuda;gpu" TIMEOUT 600
+                             SKIP_REGULAR_EXPRESSION "no CUDA device on this machine \\(cudaGetDeviceCount\\)")
+      endforeach()
+    endforeach()
   endif()
 endif()

@@ -121,6 +121,13 @@ void print_header(comm::Communicator& comm, const RunConfig& cfg, const std::str
   std::printf("configuration:\n%s\n", config_to_toml(cfg).c_str());
 }
 
+// Rank 0's operator algorithms (cuda: one line per cuDNN/cuBLASLt choice), after the header.
+void print_operator_choices(int rank, const std::vector<std::string>& choices) {
+  if (rank != 0 || choices.empty()) return;
+  std::printf("operators (rank 0's choices):\n");
+  for (const std::string& c : choices) std::printf("  %s\n", c.c_str());
+}
+
 // Rank 0 warns when ranks share cores or run more threads than they have cores, and keeps every
 // rank's mask and the warnings for run.json.
 void check_binding(comm::Communicator& comm, const std::vector<std::string>& hosts, int threads, RunInfo& info) {
@@ -199,6 +206,8 @@ int train_and_log(comm::Communicator& comm, const RunConfig& cfg, double init_st
   mllog.point("train_samples", trainer.steps_per_epoch() * cfg.batch, now_seconds());
   print_header(comm, cfg, trainer.device_description(), trainer.precision(), trainer.transport());
   RunInfo info;
+  info.operator_choices = trainer.backend().operator_choices();
+  print_operator_choices(rank, info.operator_choices);
   check_binding(comm, hosts, trainer.backend().num_threads(), info);
   RunLog log(rank == 0, cfg.run_dir, cfg, trainer.resumed_from());
   trainer.on_interval([&log](const IntervalTimings& t) { log.interval(t); });

@@ -161,6 +161,9 @@ const std::vector<ConfigKey>& config_keys() {
       enum_key("train.precision", &RunConfig::precision, parse_precision, precision_name,
                "compute type of the layers: fp32, bf16 or fp16 (fp32 master weights, optimizer state, loss and "
                "accumulation; fp16 adds a dynamic loss scaler)"),
+      key_of("train.allow_tf32", &RunConfig::allow_tf32,
+             "fp32 on cuda: convolutions and GEMMs may use TF32 tensor cores (10-bit mantissa products; PyTorch's "
+             "allow_tf32)"),
       enum_key("train.on_nonfinite", &RunConfig::on_nonfinite, parse_nonfinite_policy, nonfinite_policy_name,
                "fp32/bf16: a step with an inf/NaN loss or gradient stops the run with a message (stop) or is skipped "
                "by every rank and counted (skip); fp16's loss scaler skips such steps itself"),
@@ -209,7 +212,13 @@ const std::vector<ConfigKey>& config_keys() {
              "rank 0 writes MLPerf-HPC-style :::MLLOG lines to stdout and run.dir/mllog.log"),
       key_of("run.threads", &RunConfig::threads, "compute threads per rank (0: the cores the rank is bound to)"),
       enum_key("run.device", &RunConfig::device, parse_device_kind, device_kind_name,
-               "compute device: cpu (oneDNN), sim (a simulated GPU: device memory, stream threads, events)"),
+               "compute device: cpu (oneDNN), sim (a simulated GPU: device memory, stream threads, events), cuda "
+               "(cuDNN, cuBLASLt, NCCL; a build with SCALETRAIN_ENABLE_CUDA)"),
+      key_of("run.deterministic", &RunConfig::deterministic,
+             "cuda: deterministic cuDNN and cuBLASLt algorithms only (no atomics in backward-filter, no split-K with "
+             "a nondeterministic reduction); bitwise resume and N-rank = 1-rank rely on it"),
+      key_of("run.cudnn_workspace_mb", &RunConfig::cudnn_workspace_mb,
+             "cuda: the most scratch memory (MiB) one operator's cuDNN or cuBLASLt algorithm may use"),
       key_of("run.cpu_onednn_only", &RunConfig::cpu_onednn_only,
              "cpu operators: oneDNN primitives only, no sgemm inner products or direct max pooling (comparisons)"),
       key_of("run.sim_memory_mb", &RunConfig::sim_memory_mb, "sim device memory in MiB (0: unlimited)"),
@@ -314,6 +323,7 @@ void validate_config(const RunConfig& c) {
   ST_CHECK(c.bucket_mb > 0, "comm.bucket_mb must be positive, got ", c.bucket_mb);
   (void)comm::resolve_comm_backend(c.comm_backend, c.device);  // throws for nccl on cpu
   ST_CHECK(c.threads >= 0, "run.threads must be >= 0");
+  ST_CHECK(c.cudnn_workspace_mb >= 0, "run.cudnn_workspace_mb must be >= 0, got ", c.cudnn_workspace_mb);
   ST_CHECK(c.sim_memory_mb >= 0, "run.sim_memory_mb must be >= 0, got ", c.sim_memory_mb);
   ST_CHECK(c.sim_delay_us >= 0, "run.sim_delay_us must be >= 0, got ", c.sim_delay_us);
   ST_CHECK(!c.timeline || !c.run_dir.empty(), "run.timeline = true needs run.dir");
@@ -344,6 +354,9 @@ BackendOptions backend_options(const RunConfig& c) {
   o.sim_max_delay_us = c.sim_delay_us;
   o.sim_delay_seed = c.seed;
   o.sim_ignore_events = c.sim_ignore_events;
+  o.deterministic = c.deterministic;
+  o.allow_tf32 = c.allow_tf32;
+  o.workspace_limit_bytes = c.cudnn_workspace_mb << 20;
   return o;
 }
 

@@ -170,6 +170,10 @@ void RunLog::finish(const RunInfo& info, const TrainResult& r) {
                     {"skipped_steps", r.skipped_steps}};
   j["transport"] = {{"backend", info.transport.backend}, {"buckets", info.transport.buckets},
                     {"description", info.transport.description}};
+  j["operators"] = {{"deterministic", cfg_.deterministic},
+                    {"allow_tf32", cfg_.allow_tf32},
+                    {"cudnn_workspace_mb", cfg_.cudnn_workspace_mb},
+                    {"choices", info.operator_choices}};
   for (const auto& [k, v] : build_versions()) j["versions"][k] = v;
   j["steps"] = r.steps;
   j["final_step"] = r.final_step;

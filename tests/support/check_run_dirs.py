@@ -42,6 +42,9 @@ def check_run(d, ranks, tolerance, errors, phase_check=True):
     cfg_batch = (info.get("config") or {}).get("train", {}).get("batch")
     if cfg_batch != gb:
         err(f"run.json: config train.batch {cfg_batch} differs from global_batch {gb}")
+    ops = info.get("operators") or {}
+    if not isinstance(ops.get("deterministic"), bool) or not isinstance(ops.get("choices"), list):
+        err(f"run.json: operators {ops!r} lacks deterministic (bool) and choices (list)")
     if not (isinstance(info.get("samples_per_s"), (int, float)) and info["samples_per_s"] > 0):
         err(f"run.json: samples_per_s {info.get('samples_per_s')!r} is not positive")
 

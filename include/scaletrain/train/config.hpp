@@ -47,6 +47,7 @@ struct RunConfig {
   bool stop_at_target = true;
   // Compute type of layers (fp32 accumulation; master weights, optimizer state, loss in fp32).
   Precision precision = Precision::fp32;
+  bool allow_tf32 = false;  // fp32 on cuda: TF32 tensor cores in convolutions and GEMMs
   // fp32 and bf16: a step with an inf/NaN loss or gradient stops the run (stop) or is skipped and
   // counted (skip). fp16's loss scaler skips such steps itself.
   NonFinitePolicy on_nonfinite = NonFinitePolicy::stop;
@@ -85,6 +86,10 @@ struct RunConfig {
   bool mllog = false;        // rank 0 writes MLPerf-style :::MLLOG lines (stdout, <run_dir>/mllog.log)
   int64_t threads = 0;       // compute threads per rank; 0: the cores this rank is bound to
   DeviceKind device = DeviceKind::cpu;
+  // cuda operator selection (BackendOptions): deterministic algorithms only (the default while the
+  // speed difference is unmeasured), and the workspace one operator's algorithm may use.
+  bool deterministic = true;
+  int64_t cudnn_workspace_mb = 512;
   bool cpu_onednn_only = false;  // oneDNN primitives for every cpu operator (no sgemm/direct paths)
   int64_t sim_memory_mb = 0;     // sim device capacity (0: unlimited)
   int64_t sim_delay_us = 0;      // sim: random delay of up to this before every op on every stream

@@ -29,6 +29,7 @@ struct RunInfo {
   int64_t steps_per_epoch = 0;
   std::vector<std::string> hosts;    // per rank
   std::string device;                // backend description of rank 0
+  std::vector<std::string> operator_choices;  // rank 0's (Backend::operator_choices)
   int64_t parameters = 0;
   int64_t flops_per_sample = 0;      // forward
   PrecisionReport precision;
