@@ -2,15 +2,22 @@
 // tests/support/fake_nvml.c (no driver NVML exists here): values read and converted to the log's units
 // (mW -> W, bytes -> MiB), the library named by SCALETRAIN_NVML_LIBRARY, NVML's older entry-point name;
 // and no telemetry, with a note saying why, for a missing library, a missing symbol, a failed
-// nvmlInit, a bus id NVML does not know and a rank without a GPU. Also the start-up line and the
-// reason names.
+// nvmlInit, a bus id NVML does not know and a rank without a GPU. Also the start-up line, the reason
+// names, and the interval's per-rank samples in metrics.jsonl (present with telemetry, absent without).
 #include <dlfcn.h>
 #include <gtest/gtest.h>
+#include <mpi.h>
 
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 
+#include "scaletrain/comm/mpi_communicator.hpp"
 #include "scaletrain/train/gpu_telemetry.hpp"
+#include "scaletrain/train/interval_reducer.hpp"
+#include "scaletrain/train/run_log.hpp"
 
 namespace scaletrain::train {
 namespace {
@@ -141,6 +148,45 @@ TEST(GpuTelemetry, ReasonNames) {
   EXPECT_EQ(clock_event_reason_names(0), std::vector<std::string>{});
   EXPECT_EQ(clock_event_reason_names(0x1 | 0x8 | 0x40 | (uint64_t{1} << 20)),
             (std::vector<std::string>{"gpu_idle", "hw_slowdown", "hw_thermal_slowdown", "bit20"}));
+}
+
+// One rank (this test runs as one process): the interval keeps the rank's sample, and RunLog writes it
+// as `gpus`, leaving out what NVML did not give; without a sample there is no `gpus` at all.
+TEST(GpuTelemetry, IntervalLogCarriesTheSampleOnlyWhenThereIsOne) {
+  auto world = comm::make_mpi_communicator(MPI_COMM_WORLD);
+  ASSERT_EQ(world->size(), 1);
+  const std::string dir = (std::filesystem::temp_directory_path() / "scaletrain-telemetry-log").string();
+  std::filesystem::remove_all(dir);
+  IntervalReducer reducer(*world, 64, 0, 0);
+  PhaseTimers timers;
+  timers.add(Phase::step, 0.5);
+  nn::LossResult sums{1.0, 32, 64};
+  GpuSample g;
+  g.sm_clock_mhz = 1410;
+  g.temperature_c = 71;
+  g.clock_event_reasons = 0x40;  // power, memory and the max clock unknown
+  const IntervalTimings with = reducer.close_interval(0, 10, sums, timers, 0.1, g);
+  const IntervalTimings without = reducer.close_interval(0, 20, sums, timers, 0.1, std::nullopt);
+  ASSERT_EQ(with.gpus.size(), 1u);
+  EXPECT_EQ(with.gpus[0].temperature_c, 71);
+  EXPECT_TRUE(std::isnan(with.gpus[0].power_w));
+  EXPECT_EQ(with.mean[static_cast<int>(Phase::step)], 0.5);  // the phase times still reduce
+  EXPECT_TRUE(without.gpus.empty());
+  {
+    RunLog log(true, dir, RunConfig{});
+    log.interval(with);
+    log.interval(without);
+  }
+  std::ifstream in(dir + "/metrics.jsonl");
+  std::string line;
+  ASSERT_TRUE(std::getline(in, line));
+  const nlohmann::json a = nlohmann::json::parse(line);
+  ASSERT_TRUE(a.contains("gpus"));
+  EXPECT_EQ(a["gpus"], nlohmann::json::parse(R"([{"rank": 0, "sm_clock_mhz": 1410.0, "temperature_c": 71.0,
+      "clock_event_reasons": 64, "clock_event_reason_names": ["hw_thermal_slowdown"]}])"));
+  ASSERT_TRUE(std::getline(in, line));
+  EXPECT_FALSE(nlohmann::json::parse(line).contains("gpus"));
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
