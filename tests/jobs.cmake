@@ -110,6 +110,33 @@ set_tests_properties(jobs_report_without_matplotlib PROPERTIES LABELS jobs TIMEO
   PASS_REGULAR_EXPRESSION "\n\\| 2 \\| 64 \\| 32 \\|.*Plots not drawn: the Python module matplotlib is not installed for /"
   FAIL_REGULAR_EXPRESSION "!\\[|\\.png")
 
+# The report's GPU telemetry section on synthetic sweeps (tests/support/make_telemetry_runs.py): a throttling rank
+# (clock down 29%, sw_thermal_slowdown) and a hot rank (62 -> 88 C) are flagged and named in the main loss, and
+# the steady ranks are not; a sweep with steady GPUs (application clocks set, idle in the warm-up) has the section
+# and no flag; a sweep without telemetry has no section and says nothing about GPUs.
+set(_gpu_fix ${CMAKE_CURRENT_BINARY_DIR}/jobs_report_gpu)
+add_test(NAME jobs_report_gpu_fixtures
+         COMMAND sh -c "rm -rf \"$1\" && \"$0\" \"$2\" \"$1\"" ${_jobs_py} ${_gpu_fix}
+                 ${CMAKE_CURRENT_SOURCE_DIR}/support/make_telemetry_runs.py)
+set_tests_properties(jobs_report_gpu_fixtures PROPERTIES FIXTURES_SETUP jobs_report_gpu LABELS jobs TIMEOUT 60)
+add_test(NAME jobs_report_gpu_flags_throttled_and_hot
+         COMMAND ${_jobs_report} ${_gpu_fix}/throttle --kind strong --out ${_gpu_fix}/throttle-report)
+set_tests_properties(jobs_report_gpu_flags_throttled_and_hot PROPERTIES
+  PASS_REGULAR_EXPRESSION "4 ranks.*GPU telemetry flags ranks 2, 3.*## GPU telemetry.*\\| 2 \\| fixture \\| 1965 / 1400 / 1400 \\(1980\\) \\| sw_thermal_slowdown \\(4/7\\) .*\\*\\*yes\\*\\*.*- \\*\\*rank 2\\*\\* \\(fixture\\): SM clock fell to 1400 MHz from 1965 early \\(-29%\\).*sw_thermal_slowdown in 4 of 7 intervals.*- \\*\\*rank 3\\*\\* \\(fixture\\): temperature reached 88 C; temperature rose 23 C"
+  FAIL_REGULAR_EXPRESSION "\\*\\*rank [01]\\*\\*")
+add_test(NAME jobs_report_gpu_normal_not_flagged
+         COMMAND ${_jobs_report} ${_gpu_fix}/normal --kind strong --out ${_gpu_fix}/normal-report)
+set_tests_properties(jobs_report_gpu_normal_not_flagged PROPERTIES
+  PASS_REGULAR_EXPRESSION "## GPU telemetry.*### 4 ranks.*\\| 3 \\| fixture \\| 1965 / 1950 / 1965 \\(1980\\) \\| none \\|.*No rank throttled or ran hot\\.\n\n## Phase-sum"
+  FAIL_REGULAR_EXPRESSION "\\*\\*rank [0-9]|GPU telemetry flags|\\*\\*yes")
+add_test(NAME jobs_report_gpu_absent_no_section
+         COMMAND ${_jobs_report} ${_gpu_fix}/none --kind strong --out ${_gpu_fix}/none-report)
+set_tests_properties(jobs_report_gpu_absent_no_section PROPERTIES PASS_REGULAR_EXPRESSION "## Phase-sum check"
+  FAIL_REGULAR_EXPRESSION "GPU|gpu|telemetry")
+set_tests_properties(jobs_report_gpu_flags_throttled_and_hot jobs_report_gpu_normal_not_flagged
+                     jobs_report_gpu_absent_no_section PROPERTIES FIXTURES_REQUIRED jobs_report_gpu LABELS jobs
+                     TIMEOUT 60)
+
 if(TARGET scaletrain)
   list(JOIN _mpi_flags " " _jobs_mpi_flags)
   set(_jobs_bench none)
