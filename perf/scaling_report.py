@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 # The scaling report of a sweep: reads every run directory of a sweep (run.json + metrics.jsonl, format in
 # jobs/README.md), writes report.md (table, phase breakdown, the main loss of efficiency of each run, the
-# phase-sum check, an alpha-beta prediction at larger rank counts) and PNG plots beside it (without
-# matplotlib: the tables, and a line naming the missing module).
+# phase-sum check, an alpha-beta prediction at larger rank counts; where the logs carry GPU telemetry, a per-rank
+# table that flags throttled and hot GPUs) and PNG plots beside it (without matplotlib: the tables, and a line
+# naming the missing module).
 """usage: /usr/bin/python3 perf/scaling_report.py SWEEP_DIR [--kind strong|weak] [--allreduce-json FILE]
                                                   [--cores-per-host N] [--out DIR] [--strict]"""
 import argparse
@@ -23,6 +24,22 @@ OPTIONAL_PHASES = {"input", "agree"}
 PHASE_SUM_TOLERANCE = 0.05  # the phases must add up to `step` within 5%
 # Phases whose work is proportional to the per-rank batch (the optimizer's is per parameter).
 BATCH_PHASES = ["data_wait", "h2d", "input", "forward", "backward"]
+
+# GPU telemetry (metrics.jsonl `gpus`, NVML): when a rank is flagged (perf/README.md, "GPU telemetry", says why
+# these values). Over the measured (non-warm-up) intervals of a run:
+CLOCK_DROP = 0.15          # its SM clock fell more than 15% below its own early clock (median of its first samples)
+CLOCK_EARLY_SAMPLES = 3    # the early clock: the median of this many first measured samples
+CLOCK_BEHIND = 0.10        # its median SM clock is more than 10% below the median of all ranks' medians
+TEMP_RISE_C = 15.0         # its temperature rose more than 15 C above its first measured sample
+TEMP_HOT_C = 85.0          # its temperature reached 85 C
+TEMP_ABOVE_PEERS_C = 10.0  # its peak temperature is more than 10 C above the median of all ranks' peaks
+# NVML clock event reasons that mean the clock was held down (nvmlClocksEventReasons bits). Not counted: gpu_idle
+# (0x1), applications_clocks_setting (0x2, the configured application clock), sync_boost (0x10) and
+# display_clock_setting (0x100): configuration or idleness, not throttling.
+THROTTLE_REASONS = {0x4: "sw_power_cap", 0x8: "hw_slowdown", 0x20: "sw_thermal_slowdown",
+                    0x40: "hw_thermal_slowdown", 0x80: "hw_power_brake_slowdown"}
+GPU_FIELDS = ("sm_clock_mhz", "sm_clock_max_mhz", "temperature_c", "power_w", "memory_used_mib",
+              "clock_event_reasons")
 
 
 class ReportError(Exception):
@@ -80,10 +97,27 @@ def read_metrics(path):
                 ph = phases[p]
                 iv["phases"][p] = {k: _num(ph, k, f"{where} phases.{p}") for k in ("mean_ms", "min_ms", "max_ms")}
                 iv["phases"][p]["slowest_rank"] = int(ph.get("slowest_rank", -1))
+            iv["gpus"] = read_gpus(j, where)
             intervals.append(iv)
     if not intervals:
         raise ReportError(f"{path}: no intervals (is train.log_every larger than the run?)")
     return intervals
+
+
+def read_gpus(line, where):
+    """The per-rank GPU telemetry of one metrics line ({rank: {field: value}}), or None without it."""
+    gpus = line.get("gpus")
+    if gpus is None:
+        return None
+    if not isinstance(gpus, list):
+        raise ReportError(f"{where}: 'gpus' is {gpus!r}, expected a list of per-rank objects")
+    out = {}
+    for g in gpus:
+        if not isinstance(g, dict) or not isinstance(g.get("rank"), int) or isinstance(g.get("rank"), bool):
+            raise ReportError(f"{where}: 'gpus' holds {g!r}, expected an object with an integer 'rank'")
+        out[g["rank"]] = {k: float(g[k]) for k in GPU_FIELDS
+                          if isinstance(g.get(k), (int, float)) and not isinstance(g.get(k), bool)}
+    return out
 
 
 def phase_sum_error(iv):
@@ -134,7 +168,114 @@ def read_run(run_dir):
         "phase_sum_bad": [iv["line"] for iv in intervals if phase_sum_error(iv) > PHASE_SUM_TOLERANCE],
         "slowest_rank_counts": slowest,
         "optional_phases": {p for p in OPTIONAL_PHASES if any(p in iv["present"] for iv in intervals)},
+        "gpu": gpu_summary(measured, hosts),
     }
+
+
+# ---------------------------------------------------------------- GPU telemetry
+
+
+def _median(xs):
+    xs = sorted(xs)
+    n = len(xs)
+    return (xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2) if n else None
+
+
+def gpu_summary(intervals, hosts):
+    """Per rank, over the given intervals: SM clock (early, lowest, median, the board's maximum), temperature
+    (first, peak), power and memory, and how many intervals had each throttle reason; then the flags. None when no
+    interval carries telemetry."""
+    if not any(iv["gpus"] for iv in intervals):
+        return None
+    ranks = sorted({r for iv in intervals if iv["gpus"] for r in iv["gpus"]})
+    stats = {}
+    for r in ranks:
+        samples = [iv["gpus"][r] for iv in intervals if iv["gpus"] and r in iv["gpus"]]
+        series = {k: [g[k] for g in samples if k in g] for k in GPU_FIELDS}
+        clocks, temps = series["sm_clock_mhz"], series["temperature_c"]
+        reasons = [int(m) for m in series["clock_event_reasons"]]
+        stats[r] = {
+            "host": hosts[r] if r < len(hosts) else "",
+            "samples": len(samples),
+            "clock_early": _median(clocks[:CLOCK_EARLY_SAMPLES]), "clock_min": min(clocks) if clocks else None,
+            "clock_median": _median(clocks), "clock_max_board": max(series["sm_clock_max_mhz"], default=None),
+            "temp_first": temps[0] if temps else None, "temp_max": max(temps) if temps else None,
+            "power_mean": sum(series["power_w"]) / len(series["power_w"]) if series["power_w"] else None,
+            "memory_max": max(series["memory_used_mib"], default=None),
+            "reason_samples": len(reasons),
+            "throttle_counts": {name: sum(1 for m in reasons if m & bit) for bit, name in THROTTLE_REASONS.items()
+                                if any(m & bit for m in reasons)},
+            "flags": [],
+        }
+    medians = [s["clock_median"] for s in stats.values() if s["clock_median"] is not None]
+    peaks = [s["temp_max"] for s in stats.values() if s["temp_max"] is not None]
+    peer_clock = _median(medians) if len(medians) >= 2 else None
+    peer_peak = _median(peaks) if len(peaks) >= 2 else None
+    for r, s in stats.items():
+        f = s["flags"]
+        if s["clock_early"] and s["clock_min"] is not None and s["clock_min"] < (1 - CLOCK_DROP) * s["clock_early"]:
+            f.append(f"SM clock fell to {s['clock_min']:.0f} MHz from {s['clock_early']:.0f} early "
+                     f"(-{100 * (1 - s['clock_min'] / s['clock_early']):.0f}%)")
+        if peer_clock and s["clock_median"] is not None and s["clock_median"] < (1 - CLOCK_BEHIND) * peer_clock:
+            f.append(f"SM clock {s['clock_median']:.0f} MHz (median), {100 * (1 - s['clock_median'] / peer_clock):.0f}% "
+                     f"below the ranks' median {peer_clock:.0f}")
+        for name, n in s["throttle_counts"].items():
+            f.append(f"{name} in {n} of {s['reason_samples']} intervals")
+        if s["temp_max"] is not None and s["temp_max"] >= TEMP_HOT_C:
+            f.append(f"temperature reached {s['temp_max']:.0f} C")
+        if s["temp_first"] is not None and s["temp_max"] - s["temp_first"] > TEMP_RISE_C:
+            f.append(f"temperature rose {s['temp_max'] - s['temp_first']:.0f} C "
+                     f"({s['temp_first']:.0f} -> {s['temp_max']:.0f} C)")
+        if peer_peak is not None and s["temp_max"] is not None and s["temp_max"] - peer_peak > TEMP_ABOVE_PEERS_C:
+            f.append(f"peak temperature {s['temp_max'] - peer_peak:.0f} C above the ranks' median peak "
+                     f"{peer_peak:.0f} C")
+    return {"ranks": stats, "peer_clock": peer_clock, "peer_peak": peer_peak}
+
+
+def gpu_flagged(run):
+    """The ranks of a run that the GPU telemetry flags, in rank order."""
+    g = run.get("gpu")
+    return [r for r, s in sorted(g["ranks"].items()) if s["flags"]] if g else []
+
+
+def gpu_markdown(runs):
+    """The report's GPU telemetry section; [] when no run carries telemetry (the report then says nothing)."""
+    with_gpu = [r for r in runs if r.get("gpu")]
+    if not with_gpu:
+        return []
+    out = ["", "## GPU telemetry", ""]
+    out.append(f"Per rank over the measured intervals (NVML, sampled once per logging interval). A rank is flagged when "
+               f"its SM clock falls more than {100 * CLOCK_DROP:.0f}% below its own early clock (median of its first "
+               f"{CLOCK_EARLY_SAMPLES} samples) or its median clock is more than {100 * CLOCK_BEHIND:.0f}% below the "
+               f"ranks' median; when a throttle reason is set ({', '.join(THROTTLE_REASONS.values())}; not idle, "
+               f"application clocks, sync boost or display clock); or when its temperature reaches "
+               f"{TEMP_HOT_C:.0f} C, rises more than {TEMP_RISE_C:.0f} C over the run, or peaks more than "
+               f"{TEMP_ABOVE_PEERS_C:.0f} C above the ranks' median peak. In synchronous data parallelism the "
+               "slowest GPU sets every step's time.")
+    for run in with_gpu:
+        g = run["gpu"]
+        out += ["", f"### {run['world']} ranks ({run['name']})", ""]
+        out.append("| rank | host | SM clock MHz early / min / median (max) | throttle reasons (intervals) "
+                   "| temperature C first / peak | power W mean | memory MiB peak | flagged |")
+        out.append("|---:|---|---|---|---|---:|---:|---|")
+
+        def num(v, fmt="{:.0f}"):
+            return fmt.format(v) if v is not None else "-"
+
+        for r, s in sorted(g["ranks"].items()):
+            reasons = ", ".join(f"{k} ({n}/{s['reason_samples']})" for k, n in s["throttle_counts"].items()) or (
+                "none" if s["reason_samples"] else "-")
+            out.append(f"| {r} | {s['host']} | {num(s['clock_early'])} / {num(s['clock_min'])} / "
+                       f"{num(s['clock_median'])} ({num(s['clock_max_board'])}) | {reasons} | "
+                       f"{num(s['temp_first'])} / {num(s['temp_max'])} | {num(s['power_mean'], '{:.1f}')} | "
+                       f"{num(s['memory_max'])} | {'**yes**' if s['flags'] else 'no'} |")
+        out.append("")
+        flagged = gpu_flagged(run)
+        if not flagged:
+            out.append("No rank throttled or ran hot.")
+        for r in flagged:
+            out.append(f"- **rank {r}** ({g['ranks'][r]['host']}): " + "; ".join(g["ranks"][r]["flags"]) + ".")
+    return out
 
 
 def find_runs(sweep_dir):
@@ -254,6 +395,11 @@ def analyse(runs, kind, cores_per_host):
         elif name == "exposed communication":
             text += f" (all-reduce {r['allreduce_total_ms']:.2f} ms/step, {ph['allreduce_exposed']['mean_ms']:.2f} exposed)"
         r["main_loss"] = text
+    for r in runs:
+        flagged = gpu_flagged(r)
+        if flagged:
+            r["main_loss"] += (f"; GPU telemetry flags rank{'s' if len(flagged) > 1 else ''} "
+                               f"{', '.join(str(k) for k in flagged)} (throttled or hot, see GPU telemetry)")
     return runs
 
 
@@ -367,6 +513,7 @@ def markdown(runs, kind, skipped, pred, plots, meta, plot_note=None):
                    f"{ph['step']['min_ms']:.2f}/{ph['step']['mean_ms']:.2f}/{ph['step']['max_ms']:.2f} ms; "
                    f"{r['ranks_per_host']} ranks per host on {r['host_count']} host(s)"
                    + (f" with {r['cores_per_host']} cores" if r["cores_per_host"] else "") + ".")
+    out += gpu_markdown(runs)
     out += ["", "## Phase-sum check", ""]
     bad = [r for r in runs if r["phase_sum_bad"]]
     for r in runs:

@@ -110,6 +110,33 @@ set_tests_properties(jobs_report_without_matplotlib PROPERTIES LABELS jobs TIMEO
   PASS_REGULAR_EXPRESSION "\n\\| 2 \\| 64 \\| 32 \\|.*Plots not drawn: the Python module matplotlib is not installed for /"
   FAIL_REGULAR_EXPRESSION "!\\[|\\.png")
 
+# The report's GPU telemetry section on synthetic sweeps (tests/support/make_telemetry_runs.py): a throttling rank
+# (clock down 29%, sw_thermal_slowdown) and a hot rank (62 -> 88 C) are flagged and named in the main loss, and
+# the steady ranks are not; a sweep with steady GPUs (application clocks set, idle in the warm-up) has the section
+# and no flag; a sweep without telemetry has no section and says nothing about GPUs.
+set(_gpu_fix ${CMAKE_CURRENT_BINARY_DIR}/jobs_report_gpu)
+add_test(NAME jobs_report_gpu_fixtures
+         COMMAND sh -c "rm -rf \"$1\" && \"$0\" \"$2\" \"$1\"" ${_jobs_py} ${_gpu_fix}
+                 ${CMAKE_CURRENT_SOURCE_DIR}/support/make_telemetry_runs.py)
+set_tests_properties(jobs_report_gpu_fixtures PROPERTIES FIXTURES_SETUP jobs_report_gpu LABELS jobs TIMEOUT 60)
+add_test(NAME jobs_report_gpu_flags_throttled_and_hot
+         COMMAND ${_jobs_report} ${_gpu_fix}/throttle --kind strong --out ${_gpu_fix}/throttle-report)
+set_tests_properties(jobs_report_gpu_flags_throttled_and_hot PROPERTIES
+  PASS_REGULAR_EXPRESSION "4 ranks.*GPU telemetry flags ranks 2, 3.*## GPU telemetry.*\\| 2 \\| fixture \\| 1965 / 1400 / 1400 \\(1980\\) \\| sw_thermal_slowdown \\(4/7\\) .*\\*\\*yes\\*\\*.*- \\*\\*rank 2\\*\\* \\(fixture\\): SM clock fell to 1400 MHz from 1965 early \\(-29%\\).*sw_thermal_slowdown in 4 of 7 intervals.*- \\*\\*rank 3\\*\\* \\(fixture\\): temperature reached 88 C; temperature rose 23 C"
+  FAIL_REGULAR_EXPRESSION "\\*\\*rank [01]\\*\\*")
+add_test(NAME jobs_report_gpu_normal_not_flagged
+         COMMAND ${_jobs_report} ${_gpu_fix}/normal --kind strong --out ${_gpu_fix}/normal-report)
+set_tests_properties(jobs_report_gpu_normal_not_flagged PROPERTIES
+  PASS_REGULAR_EXPRESSION "## GPU telemetry.*### 4 ranks.*\\| 3 \\| fixture \\| 1965 / 1950 / 1965 \\(1980\\) \\| none \\|.*No rank throttled or ran hot\\.\n\n## Phase-sum"
+  FAIL_REGULAR_EXPRESSION "\\*\\*rank [0-9]|GPU telemetry flags|\\*\\*yes")
+add_test(NAME jobs_report_gpu_absent_no_section
+         COMMAND ${_jobs_report} ${_gpu_fix}/none --kind strong --out ${_gpu_fix}/none-report)
+set_tests_properties(jobs_report_gpu_absent_no_section PROPERTIES PASS_REGULAR_EXPRESSION "## Phase-sum check"
+  FAIL_REGULAR_EXPRESSION "GPU|gpu|telemetry")
+set_tests_properties(jobs_report_gpu_flags_throttled_and_hot jobs_report_gpu_normal_not_flagged
+                     jobs_report_gpu_absent_no_section PROPERTIES FIXTURES_REQUIRED jobs_report_gpu LABELS jobs
+                     TIMEOUT 60)
+
 if(TARGET scaletrain)
   list(JOIN _mpi_flags " " _jobs_mpi_flags)
   set(_jobs_bench none)
@@ -145,6 +172,49 @@ if(TARGET scaletrain)
     set_tests_properties(jobs_slurm_${kind}_clean jobs_slurm_${kind}_fake_allocation jobs_slurm_${kind}_run_dirs
                          PROPERTIES LABELS jobs)
   endforeach()
+
+  # The GPU scripts' job steps, printed by SCALETRAIN_DRY_RUN=1 in a fake allocation of 2 nodes x 4 tasks with one
+  # GPU each and 32 cores per node (what `sbatch --nodes=2 jobs/slurm/*_gpu.sbatch` gives): by default every rank
+  # sees the node's GPUs (--gpu-bind=none, the rank takes the one at its local rank) and gets its own block of 8
+  # cores (--cpu-bind=cores --distribution=block:block); SCALETRAIN_GPU_BIND=single asks Slurm for the GPU nearest
+  # each rank's cores instead; the CPU script has no GPU option; an unknown binding is refused. Nothing is run or
+  # written (srun is a stand-in that would fail).
+  set(_dry_bin ${CMAKE_CURRENT_BINARY_DIR}/jobs_dry_run_bin)
+  file(WRITE ${_dry_bin}/srun "#!/bin/sh\necho 'stand-in srun of tests/jobs.cmake: a dry run must not start it' >&2\nexit 1\n")
+  file(CHMOD ${_dry_bin}/srun PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE GROUP_READ GROUP_EXECUTE)
+  set(_dry_sweep ${CMAKE_CURRENT_BINARY_DIR}/jobs_dry_run_sweep)
+  set(_dry_env "SLURM_JOB_ID=4243;SLURM_JOB_NUM_NODES=2;SLURM_NNODES=2;SLURM_NTASKS=8;SLURM_NTASKS_PER_NODE=4;SLURM_CPUS_ON_NODE=32;SLURM_SUBMIT_DIR=${PROJECT_SOURCE_DIR};SCALETRAIN_LAUNCHER=${_dry_bin}/srun;SCALETRAIN_BIN=$<TARGET_FILE:scaletrain>;SCALETRAIN_DRY_RUN=1;SWEEP_DIR=${_dry_sweep}")
+  set(_dry_unset "SLURM_JOBID=unset:" "SLURM_CPUS_PER_TASK=unset:" "SLURM_GPUS_ON_NODE=unset:" "GPUS_PER_TASK=unset:"
+                 "TASKS_PER_NODE=unset:" "SCALETRAIN_SRUN_MPI=unset:" "SCALETRAIN_CPU_BIND=unset:" "NODE_COUNTS=unset:"
+                 "GLOBAL_BATCH=unset:" "PER_RANK_BATCH=unset:" "SCALETRAIN_ARGS=unset:")
+  set(_dry_step "--cpus-per-task=8 --cpu-bind=cores --kill-on-bad-exit=1 --mpi=pmix --gpus-per-task=1")
+  set(_dry_run sh -c "rm -rf \"$1\" && bash \"$0\" && test ! -e \"$1\"")
+  add_test(NAME jobs_slurm_gpu_strong_dry_run
+           COMMAND ${_dry_run} ${_jobs_dir}/slurm/strong_scaling_gpu.sbatch ${_dry_sweep})
+  set_tests_properties(jobs_slurm_gpu_strong_dry_run PROPERTIES
+    ENVIRONMENT "${_dry_env};SLURM_GPUS_PER_TASK=1" ENVIRONMENT_MODIFICATION "${_dry_unset};SCALETRAIN_GPU_BIND=unset:"
+    PASS_REGULAR_EXPRESSION "dry run: [^\n]*/srun --nodes=1 --ntasks=4 --ntasks-per-node=4 ${_dry_step} --gpu-bind=none --distribution=block:block [^\n]*/scaletrain --config [^\n]* --run.dir [^\n]*/ranks-4 --train.batch 1024 [^\n]*\ndry run: [^\n]*/srun --nodes=2 --ntasks=8 --ntasks-per-node=4 ${_dry_step} --gpu-bind=none --distribution=block:block [^\n]*/ranks-8 --train.batch 1024 ")
+  add_test(NAME jobs_slurm_gpu_weak_dry_run_single
+           COMMAND ${_dry_run} ${_jobs_dir}/slurm/weak_scaling_gpu.sbatch ${_dry_sweep})
+  set_tests_properties(jobs_slurm_gpu_weak_dry_run_single PROPERTIES
+    ENVIRONMENT "${_dry_env};SLURM_GPUS_PER_TASK=1;SCALETRAIN_GPU_BIND=single" ENVIRONMENT_MODIFICATION "${_dry_unset}"
+    PASS_REGULAR_EXPRESSION "dry run: [^\n]*/srun --nodes=1 --ntasks=4 --ntasks-per-node=4 ${_dry_step} --gpu-bind=single:1 [^\n]*/ranks-4 --train.batch 512 [^\n]*\ndry run: [^\n]*--nodes=2 --ntasks=8 [^\n]*--gpu-bind=single:1 [^\n]*/ranks-8 --train.batch 1024 "
+    FAIL_REGULAR_EXPRESSION "distribution")
+  add_test(NAME jobs_slurm_cpu_dry_run_no_gpu_options
+           COMMAND ${_dry_run} ${_jobs_dir}/slurm/strong_scaling.sbatch ${_dry_sweep})
+  set_tests_properties(jobs_slurm_cpu_dry_run_no_gpu_options PROPERTIES
+    ENVIRONMENT "${_dry_env}" ENVIRONMENT_MODIFICATION "${_dry_unset};SLURM_GPUS_PER_TASK=unset:;SCALETRAIN_GPU_BIND=unset:"
+    PASS_REGULAR_EXPRESSION "dry run: [^\n]*/srun --nodes=2 --ntasks=8 --ntasks-per-node=4 --cpus-per-task=8 --cpu-bind=cores --kill-on-bad-exit=1 --mpi=pmix [^\n]*/scaletrain "
+    FAIL_REGULAR_EXPRESSION "--gpu|distribution")
+  add_test(NAME jobs_slurm_gpu_rejects_unknown_binding
+           COMMAND bash ${PROJECT_SOURCE_DIR}/tests/expect_failure.sh 30
+                   "SCALETRAIN_GPU_BIND 'closest' is not local-rank or single" --
+                   bash ${_jobs_dir}/slurm/strong_scaling_gpu.sbatch)
+  set_tests_properties(jobs_slurm_gpu_rejects_unknown_binding PROPERTIES
+    ENVIRONMENT "${_dry_env};SLURM_GPUS_PER_TASK=1;SCALETRAIN_GPU_BIND=closest" ENVIRONMENT_MODIFICATION "${_dry_unset}")
+  set(_dry_tests jobs_slurm_gpu_strong_dry_run jobs_slurm_gpu_weak_dry_run_single jobs_slurm_cpu_dry_run_no_gpu_options
+                 jobs_slurm_gpu_rejects_unknown_binding)
+  set_tests_properties(${_dry_tests} PROPERTIES LABELS jobs TIMEOUT 30 RESOURCE_LOCK jobs_dry_run_sweep)
 
   # The local sweep: strong scaling at 1, 2 and 4 ranks, report and plots. The phase sums are checked at 1 and
   # 2 ranks only: 4 ranks time-share 2 cores, and a rank descheduled between two phases loses that time from

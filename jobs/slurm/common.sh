@@ -77,6 +77,10 @@ st_powers_of_two() {
 # st_is_srun WORD: whether the launcher's command is Slurm's srun.
 st_is_srun() { [ "$(basename -- "$1")" = srun ]; }
 
+# st_dry_run: whether SCALETRAIN_DRY_RUN=1 asks the sweep to print each run's job-step command instead of running
+# it (no run directories, no sweep.json, no benchmark, no report).
+st_dry_run() { [ "${SCALETRAIN_DRY_RUN:-0}" = 1 ]; }
+
 # st_run_one RUN_DIR LOG -- COMMAND...: runs one training run, its output on the terminal and in LOG.
 # Returns the command's exit status (the caller decides whether the sweep goes on).
 st_run_one() {
@@ -110,7 +114,8 @@ st_report() {
 #             (default: the last run's)
 #   ST_ARGS   array of extra scaletrain options; ST_REPORT_ARGS array of extra report options
 # and calls "$ST_LAUNCH_FN" RANKS NODES (a function of the caller), which sets the array ST_LAUNCH.
-# One run directory per run: $ST_SWEEP/ranks-<RANKS>. Returns 1 if a run or the report failed.
+# One run directory per run: $ST_SWEEP/ranks-<RANKS>. Returns 1 if a run or the report failed. With
+# SCALETRAIN_DRY_RUN=1 it prints the runs' commands ("dry run: srun ... scaletrain ...") and returns 0.
 st_sweep() {
   local failed=() done_runs=0 spec ranks nodes batch dir
   for spec in $ST_RUNS; do
@@ -126,7 +131,7 @@ st_sweep() {
       batch=$((ST_BATCH * ranks))
     fi
     dir=$ST_SWEEP/ranks-$ranks
-    if ! st_prepare_run_dir "$dir"; then
+    if ! st_dry_run && ! st_prepare_run_dir "$dir"; then
       st_log "skipping $ranks ranks: $dir/run.json exists (finished earlier)"
       done_runs=$((done_runs + 1))
       continue
@@ -138,12 +143,17 @@ st_sweep() {
           --train.log_every "$ST_LOG_EVERY" --train.warmup_log_steps "$ST_WARMUP" --run.threads "$ST_THREADS")
     cmd+=("${ST_ARGS[@]}")
     "$ST_LAUNCH_FN" "$ranks" "$nodes"
+    if st_dry_run; then
+      printf 'dry run: %s\n' "${ST_LAUNCH[*]} ${cmd[*]}"
+      continue
+    fi
     if st_run_one "$dir" "$dir/output.log" -- "${ST_LAUNCH[@]}" "${cmd[@]}"; then
       done_runs=$((done_runs + 1))
     else
       failed+=("$ranks")
     fi
   done
+  st_dry_run && return 0
   [ "$done_runs" -gt 0 ] || st_die "no run of the sweep finished (failed: ${failed[*]:-none ran})"
 
   # The all-reduce benchmark (default: at the largest rank count) for the report's alpha-beta prediction.
@@ -214,7 +224,7 @@ st_slurm_resources() {
 st_slurm_srun_mpi() {
   ST_SRUN_MPI=${SCALETRAIN_SRUN_MPI-pmix}
   [ "$ST_SRUN_MPI" = default ] && ST_SRUN_MPI=""
-  if [ -z "$ST_SRUN_MPI" ] || ! st_is_srun "${ST_LAUNCHER[0]}"; then
+  if [ -z "$ST_SRUN_MPI" ] || ! st_is_srun "${ST_LAUNCHER[0]}" || st_dry_run; then
     return 0
   fi
   local types
@@ -244,6 +254,12 @@ st_slurm_settings() {
   ST_EPOCHS=${EPOCHS:-1000}
   ST_THREADS=${SCALETRAIN_THREADS:-0}
   ST_PYTHON=${SCALETRAIN_PYTHON:-python3}
+  ST_GPU_BIND=${SCALETRAIN_GPU_BIND:-local-rank}
+  case "$ST_GPU_BIND" in
+    local-rank | single) ;;
+    *) st_die "SCALETRAIN_GPU_BIND '$ST_GPU_BIND' is not local-rank or single (jobs/slurm/README.md, GPU binding)" ;;
+  esac
+  ST_CPU_BIND=${SCALETRAIN_CPU_BIND:-cores}
   read -r -a ST_ARGS <<<"${SCALETRAIN_ARGS:-}"
   ST_REPORT_ARGS=()
   read -r -a ST_LAUNCHER <<<"${SCALETRAIN_LAUNCHER:-srun}"
@@ -278,18 +294,20 @@ st_slurm_sweep() {
   st_slurm_srun_mpi
   ST_LAUNCH_FN=st_slurm_launch_prefix
 
-  mkdir -p "$ST_SWEEP"
   local batch_key=global_batch
   [ "$ST_KIND" = weak ] && batch_key=per_rank_batch
-  st_write_sweep_json "$ST_SWEEP" "$ST_KIND" \
+  st_dry_run || mkdir -p "$ST_SWEEP"
+  st_dry_run || st_write_sweep_json "$ST_SWEEP" "$ST_KIND" \
     config "$(st_json_str "$ST_CONFIG")" model "$(st_json_str "${ST_MODEL:-from config}")" \
     binary "$(st_json_str "$ST_BIN")" "$batch_key" "$ST_BATCH" steps "$ST_STEPS" \
     node_counts "$(st_json_ints "$node_counts")" tasks_per_node "$ST_TPN" cpus_per_task "$ST_CPUS" \
-    gpus_per_task "$ST_GPUS" cores_per_host "${SLURM_CPUS_ON_NODE:-$(nproc)}" \
+    gpus_per_task "$ST_GPUS" gpu_bind "$(st_json_str "$ST_GPU_BIND")" cpu_bind "$(st_json_str "$ST_CPU_BIND")" \
+    cores_per_host "${SLURM_CPUS_ON_NODE:-$(nproc)}" \
     launcher "$(st_json_str "${ST_LAUNCHER[*]}")" srun_mpi "$(st_json_str "${ST_SRUN_MPI:-default}")" \
     slurm_job_id "$(st_json_str "$SLURM_JOB_ID")" created "$(st_json_str "$(date -Iseconds)")"
   st_log "$ST_KIND-scaling sweep in $ST_SWEEP: node counts $node_counts x $ST_TPN tasks per node" \
-         "($ST_CPUS cores, $ST_GPUS GPUs per task), batch $ST_BATCH ($batch_key), $ST_STEPS steps per run," \
+         "($ST_CPUS cores, $ST_GPUS GPUs per task$([ "$ST_GPUS" -gt 0 ] && echo ", GPU binding $ST_GPU_BIND")), batch" \
+         "$ST_BATCH ($batch_key), $ST_STEPS steps per run," \
          "binary $ST_BIN, launcher ${ST_LAUNCHER[*]}$(st_is_srun "${ST_LAUNCHER[0]}" && echo " --mpi=${ST_SRUN_MPI:-<MpiDefault>}")"
   st_sweep
 }
@@ -297,14 +315,27 @@ st_slurm_sweep() {
 # st_slurm_launch_prefix RANKS NODES [KILL_ON_BAD_EXIT]: the job-step prefix of one run under Slurm (srun) or another
 # launcher (mpirun: -np only). KILL_ON_BAD_EXIT (srun --kill-on-bad-exit, default 1) is 0 for a step whose ranks
 # all exit 75 when stopped by a signal (train_requeue.sbatch): with 1, the first rank to exit makes srun kill the rest.
+# One rank per GPU (jobs/slurm/README.md, "GPU binding"): SCALETRAIN_GPU_BIND=local-rank (the default) gives the step
+# the node's GPUs without binding any to a task (--gpu-bind=none), so every rank sees all of them and takes the one at
+# its local rank (src/backend/device_selection.cpp) and NCCL sees every GPU of the node (P2P/NVLink between them),
+# and hands out cores in blocks (--distribution=block:block: local rank i gets the i-th block of C cores, on the
+# socket of GPU i where GPU numbering follows the sockets); SCALETRAIN_GPU_BIND=single lets Slurm give each rank the
+# one GPU nearest its cores (--gpu-bind=single:1), which a cgroup-constrained site then isolates per task.
 st_slurm_launch_prefix() {
   local ranks=$1 nodes=$2 kill_on_bad_exit=${3:-1}
   ST_LAUNCH=("${ST_LAUNCHER[@]}")
   if st_is_srun "${ST_LAUNCHER[0]}"; then
     ST_LAUNCH+=(--nodes="$nodes" --ntasks="$ranks" --ntasks-per-node="$ST_TPN" --cpus-per-task="$ST_CPUS"
-                --cpu-bind=cores --kill-on-bad-exit="$kill_on_bad_exit")
+                --cpu-bind="$ST_CPU_BIND" --kill-on-bad-exit="$kill_on_bad_exit")
     [ -n "$ST_SRUN_MPI" ] && ST_LAUNCH+=(--mpi="$ST_SRUN_MPI")
-    [ "$ST_GPUS" -gt 0 ] && ST_LAUNCH+=(--gpus-per-task="$ST_GPU_SPEC")
+    if [ "$ST_GPUS" -gt 0 ]; then
+      ST_LAUNCH+=(--gpus-per-task="$ST_GPU_SPEC")
+      if [ "$ST_GPU_BIND" = single ]; then
+        ST_LAUNCH+=(--gpu-bind=single:1)
+      else
+        ST_LAUNCH+=(--gpu-bind=none --distribution=block:block)
+      fi
+    fi
   else
     ST_LAUNCH+=(-np "$ranks")
   fi

@@ -106,8 +106,8 @@ void check_same_config(comm::Communicator& comm, const RunConfig& cfg) {
                             " differs from rank 0): every rank must be started with the same --config and options");
 }
 
-void print_header(comm::Communicator& comm, const RunConfig& cfg, const std::string& device,
-                  const PrecisionReport& p, const TransportReport& t) {
+void print_header(comm::Communicator& comm, const RunConfig& cfg, const std::string& device, const PrecisionReport& p,
+                  const TransportReport& t, const std::string& telemetry) {
   const std::string table = rank_table(comm, device);
   if (comm.rank() != 0) return;
   std::printf("scaletrain | %d ranks | model %s | global batch %lld (%lld per rank) | data %s\n", comm.size(),
@@ -118,6 +118,7 @@ void print_header(comm::Communicator& comm, const RunConfig& cfg, const std::str
   if (p.loss_scaling) std::snprintf(scaling, sizeof scaling, "dynamic, initial scale %g", p.loss_scale_init);
   std::printf("precision: compute %s (%s) | gradients on the wire %s | loss scaling %s | transport %s\n",
               p.train.c_str(), p.compute.c_str(), p.comm.c_str(), scaling, t.description.c_str());
+  if (!telemetry.empty()) std::printf("%s\n", telemetry.c_str());
   std::printf("configuration:\n%s\n", config_to_toml(cfg).c_str());
 }
 
@@ -204,7 +205,8 @@ int train_and_log(comm::Communicator& comm, const RunConfig& cfg, double init_st
   mllog.start("staging", trainer.staging_time().start);
   mllog.stop("staging", trainer.staging_time().end);
   mllog.point("train_samples", trainer.steps_per_epoch() * cfg.batch, now_seconds());
-  print_header(comm, cfg, trainer.device_description(), trainer.precision(), trainer.transport());
+  print_header(comm, cfg, trainer.device_description(), trainer.precision(), trainer.transport(),
+               trainer.gpu_telemetry_line());
   RunInfo info;
   info.operator_choices = trainer.backend().operator_choices();
   print_operator_choices(rank, info.operator_choices);

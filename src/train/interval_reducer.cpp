@@ -2,6 +2,7 @@
 #include "scaletrain/train/interval_reducer.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 namespace scaletrain::train {
@@ -9,21 +10,50 @@ namespace {
 
 double ratio(double a, double b) { return b > 0 ? a / b : 0; }
 
+// Per-rank GPU telemetry rides on the phase-time gather: these slots follow the phase times.
+enum GpuSlot { kSmClock, kSmClockMax, kTemperature, kPower, kMemoryUsed, kReasons, kGpuSlots };
+
+void pack_gpu(const std::optional<GpuSample>& g, double* out) {
+  const GpuSample s = g.value_or(GpuSample{});
+  out[kSmClock] = s.sm_clock_mhz;
+  out[kSmClockMax] = s.sm_clock_max_mhz;
+  out[kTemperature] = s.temperature_c;
+  out[kPower] = s.power_w;
+  out[kMemoryUsed] = s.memory_used_mib;
+  out[kReasons] = static_cast<double>(s.clock_event_reasons);
+}
+
+// A rank's sample from its slots; false when it has no telemetry at all.
+bool unpack_gpu(const double* in, GpuSample& s) {
+  s.sm_clock_mhz = in[kSmClock];
+  s.sm_clock_max_mhz = in[kSmClockMax];
+  s.temperature_c = in[kTemperature];
+  s.power_w = in[kPower];
+  s.memory_used_mib = in[kMemoryUsed];
+  s.clock_event_reasons = static_cast<int64_t>(in[kReasons]);
+  bool any = s.clock_event_reasons >= 0;
+  for (int k = 0; k < kReasons; ++k) any = any || !std::isnan(in[k]);
+  return any;
+}
+
 // Every rank's phase times of the interval (and its total all-reduce time), gathered: mean, min,
-// max and the slowest rank per phase.
+// max and the slowest rank per phase; and every rank's GPU sample, kept per rank when any rank has
+// one. One allgather, with or without telemetry.
 void reduce_phase_times(comm::Communicator& comm, const PhaseTimers& timers, double allreduce_seconds,
-                        IntervalTimings& it) {
-  std::vector<float> mine(kPhaseCount + 1);
-  for (int p = 0; p < kPhaseCount; ++p) mine[static_cast<size_t>(p)] = static_cast<float>(timers.all()[static_cast<size_t>(p)]);
-  mine[kPhaseCount] = static_cast<float>(allreduce_seconds);
-  std::vector<float> all(mine.size() * static_cast<size_t>(comm.size()));
-  comm.allgather(mine.data(), static_cast<int64_t>(mine.size() * sizeof(float)), all.data());
+                        const std::optional<GpuSample>& gpu, IntervalTimings& it) {
+  constexpr size_t kPerRank = kPhaseCount + 1 + kGpuSlots;
+  std::vector<double> mine(kPerRank);
+  for (int p = 0; p < kPhaseCount; ++p) mine[static_cast<size_t>(p)] = timers.all()[static_cast<size_t>(p)];
+  mine[kPhaseCount] = allreduce_seconds;
+  pack_gpu(gpu, mine.data() + kPhaseCount + 1);
+  std::vector<double> all(kPerRank * static_cast<size_t>(comm.size()));
+  comm.allgather(mine.data(), static_cast<int64_t>(kPerRank * sizeof(double)), all.data());
   const int world = comm.size();
   for (int p = 0; p <= kPhaseCount; ++p) {
     double sum = 0, mn = 1e300, mx = -1;
     int slow = 0;
     for (int r = 0; r < world; ++r) {
-      const double v = all[static_cast<size_t>(r) * mine.size() + static_cast<size_t>(p)];
+      const double v = all[static_cast<size_t>(r) * kPerRank + static_cast<size_t>(p)];
       sum += v;
       mn = std::min(mn, v);
       if (v > mx) {
@@ -40,6 +70,12 @@ void reduce_phase_times(comm::Communicator& comm, const PhaseTimers& timers, dou
       it.slowest_rank[p] = slow;
     }
   }
+  std::vector<GpuSample> gpus(static_cast<size_t>(world));
+  bool any = false;
+  for (int r = 0; r < world; ++r)
+    any = unpack_gpu(all.data() + static_cast<size_t>(r) * kPerRank + kPhaseCount + 1, gpus[static_cast<size_t>(r)]) ||
+          any;
+  if (any) it.gpus = std::move(gpus);
 }
 
 }  // namespace
@@ -51,7 +87,8 @@ IntervalReducer::IntervalReducer(comm::Communicator& comm, int64_t global_batch,
       interval_first_(first_step) {}
 
 IntervalTimings IntervalReducer::close_interval(int64_t epoch, int64_t step, const nn::LossResult& sums,
-                                                const PhaseTimers& timers, double allreduce_seconds) {
+                                                const PhaseTimers& timers, double allreduce_seconds,
+                                                const std::optional<GpuSample>& gpu) {
   epoch_sums_.loss_sum += sums.loss_sum;
   epoch_sums_.correct += sums.correct;
   epoch_sums_.count += sums.count;
@@ -60,7 +97,7 @@ IntervalTimings IntervalReducer::close_interval(int64_t epoch, int64_t step, con
   it.first_step = interval_first_;
   it.steps = step - interval_first_;
   it.warmup = interval_first_ - first_step_ < warmup_log_steps_;  // a resumed process warms up again
-  reduce_phase_times(comm_, timers, allreduce_seconds, it);
+  reduce_phase_times(comm_, timers, allreduce_seconds, gpu, it);
   it.wall_seconds = interval_clock_.seconds();
   it.elapsed_seconds = run_clock_.seconds();
   it.samples_per_second = static_cast<double>(it.steps * global_batch_) / it.wall_seconds;

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 
 #include "scaletrain/core/error.hpp"
@@ -62,6 +63,23 @@ std::vector<std::pair<std::string, std::string>> build_versions() {
 }
 
 namespace {
+// One rank's GPU sample; a value NVML did not give is left out.
+nlohmann::json gpu_json(int rank, const GpuSample& g) {
+  nlohmann::json j{{"rank", rank}};
+  auto put = [&j](const char* key, double v) {
+    if (!std::isnan(v)) j[key] = v;
+  };
+  put("sm_clock_mhz", g.sm_clock_mhz);
+  put("sm_clock_max_mhz", g.sm_clock_max_mhz);
+  put("temperature_c", g.temperature_c);
+  put("power_w", g.power_w);
+  put("memory_used_mib", g.memory_used_mib);
+  if (g.clock_event_reasons >= 0) {
+    j["clock_event_reasons"] = g.clock_event_reasons;
+    j["clock_event_reason_names"] = clock_event_reason_names(static_cast<uint64_t>(g.clock_event_reasons));
+  }
+  return j;
+}
 nlohmann::json position_json(const TrainingPosition& p) {
   return {{"step", p.step}, {"epoch", p.epoch}, {"step_in_epoch", p.step_in_epoch}};
 }
@@ -143,6 +161,11 @@ void RunLog::interval(const IntervalTimings& t) {
   }
   j["phases"] = phases;
   j["allreduce_total_ms"] = 1e3 * t.allreduce_total_mean / steps;
+  if (!t.gpus.empty()) {  // GPU telemetry (NVML): absent, not zero, without it
+    nlohmann::json gpus = nlohmann::json::array();
+    for (size_t r = 0; r < t.gpus.size(); ++r) gpus.push_back(gpu_json(static_cast<int>(r), t.gpus[r]));
+    j["gpus"] = gpus;
+  }
   write_line(j);
   write_seconds_ += now_seconds() - start;
 }

@@ -4,7 +4,7 @@
 // evaluation. Every piece of device work goes through the backend's streams; loss and accuracy
 // sums stay on the device until an interval ends. Interval and epoch figures are the
 // IntervalReducer's; what comes from the configuration alone is training_setup's. The watchdog
-// follows every phase.
+// follows every phase; GPU telemetry (NVML) is sampled once per interval.
 #include "scaletrain/train/trainer.hpp"
 
 #include <unistd.h>
@@ -29,6 +29,7 @@
 #include "scaletrain/optim/optimizer.hpp"
 #include "scaletrain/train/device_setup.hpp"
 #include "scaletrain/train/errors.hpp"
+#include "scaletrain/train/gpu_telemetry.hpp"
 #include "scaletrain/train/interval_reducer.hpp"
 #include "scaletrain/train/nonfinite_guard.hpp"
 #include "scaletrain/train/phase_clock.hpp"
@@ -81,8 +82,10 @@ struct Trainer::Impl {
   std::optional<ResumeRecord> resumed;
   TrainingPosition position;  // steps done; where the next step is
   std::unique_ptr<Watchdog> watchdog;
-  int64_t first_step = -1;  // of this run (the watchdog's long allowance)
-  StepFlags stop;           // the agreed stop signal, once one has arrived
+  std::unique_ptr<GpuTelemetry> telemetry;  // this rank's GPU through NVML, sampled once per interval
+  std::string telemetry_line;               // rank 0's start-up line about it ("" on cpu and sim)
+  int64_t first_step = -1;                  // of this run (the watchdog's long allowance)
+  StepFlags stop;                           // the agreed stop signal, once one has arrived
 
   Impl(RunConfig c, comm::Communicator& cm) : cfg(std::move(c)), comm(cm), abort_comm(&cm) {}
 
@@ -159,6 +162,9 @@ void Trainer::Impl::setup_device() {
   check_devices_not_shared(comm, *backend);
   grad_comm = comm::make_gradient_communicator(comm, *backend, cfg.comm_backend);
   if (grad_comm) abort_comm.store(grad_comm.get());
+  telemetry = std::make_unique<GpuTelemetry>(backend->device_id());
+  const std::vector<std::string> status = comm::allgather_strings(comm, gpu_telemetry_status(*telemetry));
+  if (comm.rank() == 0) telemetry_line = train::gpu_telemetry_line(status);
 }
 
 void Trainer::Impl::setup_data() {
@@ -458,6 +464,7 @@ void Trainer::on_interval(std::function<void(const IntervalTimings&)> f) { impl_
 void Trainer::on_checkpoint(std::function<void(const CheckpointRecord&)> f) { impl_->checkpoint_hook = std::move(f); }
 void Trainer::on_epoch(EpochHooks hooks) { impl_->epoch_hooks = std::move(hooks); }
 TimeSpan Trainer::staging_time() const { return impl_->staging; }
+const std::string& Trainer::gpu_telemetry_line() const { return impl_->telemetry_line; }
 const std::optional<ResumeRecord>& Trainer::resumed_from() const { return impl_->resumed; }
 
 namespace {
@@ -487,7 +494,7 @@ void Trainer::Impl::finish_interval(int64_t epoch, IntervalReducer& reducer, Pro
   const comm::BucketStats bs = buckets->stats();
   buckets->reset_stats();
   const int64_t step = position.step;
-  IntervalTimings it = reducer.close_interval(epoch, step, sums, timers, bs.allreduce_seconds);
+  IntervalTimings it = reducer.close_interval(epoch, step, sums, timers, bs.allreduce_seconds, telemetry->sample());
   it.lr = schedule->lr(std::max<int64_t>(step - 1, 0));
   it.loss_scale = scaler->scale();
   it.skipped_steps = scaler->skipped_steps();

@@ -1,13 +1,16 @@
 // IntervalReducer: the figures of a run, interval by interval. It turns one logging interval's
 // loss sums (already reduced over ranks) and phase times (reduced here: mean, min, max, slowest
-// rank) into IntervalTimings, sums intervals into the epoch's training loss and accuracy, and
-// keeps the non-warm-up totals that give the run's throughput and all-reduce shares.
+// rank; every rank's GPU telemetry sample, kept per rank, rides on the same gather) into
+// IntervalTimings, sums intervals into the epoch's training loss and accuracy, and keeps the
+// non-warm-up totals that give the run's throughput and all-reduce shares.
 #pragma once
 #include <cstdint>
+#include <optional>
 
 #include "scaletrain/comm/communicator.hpp"
 #include "scaletrain/core/timer.hpp"
 #include "scaletrain/nn/softmax_cross_entropy.hpp"
+#include "scaletrain/train/gpu_telemetry.hpp"
 #include "scaletrain/train/trainer.hpp"
 
 namespace scaletrain::train {
@@ -18,9 +21,10 @@ class IntervalReducer {
   IntervalReducer(comm::Communicator& comm, int64_t global_batch, int64_t warmup_log_steps, int64_t first_step);
 
   // Collective. Closes the interval of the steps before `step` in `epoch`; lr, loss scale and
-  // skipped steps are the caller's to fill in.
+  // skipped steps are the caller's to fill in. `gpu`: this rank's GPU telemetry sample, if any
+  // (gathered with the phase times, in the same allgather).
   IntervalTimings close_interval(int64_t epoch, int64_t step, const nn::LossResult& sums, const PhaseTimers& timers,
-                                 double allreduce_seconds);
+                                 double allreduce_seconds, const std::optional<GpuSample>& gpu = std::nullopt);
   void begin_epoch();
   // The epoch's training loss, accuracy, time and throughput over its intervals (evaluation is the
   // caller's); the epoch sums start again.

@@ -1,6 +1,7 @@
 // RunLog: the timing logs of a run directory, written by rank 0 only. metrics.jsonl gets one JSON
-// line per logging interval (phase times reduced over ranks); run.json, at the end, describes the
-// whole run (configuration, world, versions, throughput, phase shares). Format: jobs/README.md.
+// line per logging interval (phase times reduced over ranks; each rank's GPU telemetry where NVML
+// reads it); run.json, at the end, describes the whole run (configuration, world, versions,
+// throughput, phase shares). Format: jobs/README.md.
 #pragma once
 #include <cstdio>
 #include <optional>

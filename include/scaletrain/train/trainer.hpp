@@ -17,6 +17,7 @@
 #include "scaletrain/nn/model.hpp"
 #include "scaletrain/train/checkpointer.hpp"
 #include "scaletrain/train/config.hpp"
+#include "scaletrain/train/gpu_telemetry.hpp"
 
 namespace scaletrain::train {
 
@@ -58,6 +59,9 @@ struct IntervalTimings {
   double allreduce_total_mean = 0;  // all-reduce time including the part hidden behind backward
   double loss_scale = 1;            // at the end of the interval (fp16; 1 otherwise)
   int64_t skipped_steps = 0;        // steps skipped for inf/NaN since the start (identical on every rank)
+  // Each rank's GPU telemetry sampled at the end of the interval, indexed by rank; empty when no
+  // rank has telemetry (no NVML, or no GPU).
+  std::vector<GpuSample> gpus;
 };
 
 // The precision a run computes and communicates in, as the start-up table and run.json show it.
@@ -124,6 +128,9 @@ class Trainer {
   void on_epoch(EpochHooks hooks);
   // When the constructor opened and staged the data sets (train.data: the loaders' construction).
   TimeSpan staging_time() const;
+  // Rank 0's one start-up line about GPU telemetry: on which ranks NVML reads the GPU, or why not;
+  // "" on other ranks and where no rank has a GPU (cpu, sim).
+  const std::string& gpu_telemetry_line() const;
   // Called on rank 0 after each checkpoint.
   void on_checkpoint(std::function<void(const CheckpointRecord&)> f);
   // The checkpoint this run continued from (run.resume), if any.
