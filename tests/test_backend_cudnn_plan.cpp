@@ -20,17 +20,24 @@
 #include "scaletrain/kernels/conv_layout.hpp"
 #include "scaletrain/kernels/launch.hpp"
 #include "scaletrain/kernels/pool_direct.hpp"
+#include "support/stored_values.hpp"
 #include "support/test_harness.hpp"
 
 namespace scaletrain {
 namespace {
 
 using testing::conv_shape;
+using testing::distinct_values;
 using testing::error_of;
+using testing::exact;
 using testing::expect_close;
+using testing::pool_shape;
 using testing::random_vec;
 using testing::Ref;
+using testing::storage_rtol;
+using testing::stored;
 using testing::Vec;
+using testing::widened;
 
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
@@ -261,6 +268,7 @@ TEST(CudnnPoolPlan, ModesAndTheDirectPath) {
   EXPECT_FALSE(p.direct);
   EXPECT_EQ(p.mode, CudnnPoolMode::max_deterministic);
   EXPECT_EQ(plan_cudnn_pool(s, false).mode, CudnnPoolMode::max);
+  EXPECT_EQ(pool_choice_line(p), s.to_string() + ": cuDNN MAX_DETERMINISTIC");
   EXPECT_EQ(p.pad_h, 1);
   EXPECT_EQ(p.cudnn_out_h(), 4);
   EXPECT_EQ(p.y.to_string(), "[2, 3, 4, 4] strides [48, 1, 12, 3]");
@@ -269,6 +277,7 @@ TEST(CudnnPoolPlan, ModesAndTheDirectPath) {
   s.pad_top = 0;
   p = plan_cudnn_pool(s, true);
   EXPECT_TRUE(p.direct);
+  EXPECT_EQ(pool_choice_line(p), s.to_string() + ": direct kernels (asymmetric padding)");
   const kernels::PoolGeometry g = p.geometry();
   EXPECT_EQ(g.pad_top, 0);
   EXPECT_EQ(g.pad_left, 1);
@@ -279,27 +288,6 @@ TEST(CudnnPoolPlan, ModesAndTheDirectPath) {
 
 // ---------------------------------------------------------------------------------------------
 // A convolution from the descriptors alone, against the CPU backend.
-
-template <class T>
-std::vector<T> stored(const Vec& v) {
-  std::vector<T> out(v.size());
-  for (size_t i = 0; i < v.size(); ++i) out[i] = from_float<T>(v[i]);
-  return out;
-}
-
-template <class T>
-Vec widened(const std::vector<T>& v) {
-  Vec out(v.size());
-  for (size_t i = 0; i < v.size(); ++i) out[i] = to_float(v[i]);
-  return out;
-}
-
-template <class T>
-Ref exact(const std::vector<T>& v) {
-  Ref out(v.size());
-  for (size_t i = 0; i < v.size(); ++i) out[i] = to_float(v[i]);
-  return out;
-}
 
 int64_t at(const CudnnTensor4d& t, int64_t n, int64_t c, int64_t h, int64_t w) {
   return n * t.n_stride + c * t.c_stride + h * t.h_stride + w * t.w_stride;
@@ -330,13 +318,6 @@ void for_each_tap(const CudnnConvPlan& p, F f) {
             }
           }
         }
-}
-
-template <class T>
-double rtol() {
-  if constexpr (std::is_same_v<T, bf16>) return 2e-2;
-  if constexpr (std::is_same_v<T, f16>) return 4e-3;
-  return 1e-4;
 }
 
 // The CUDA op's three passes, with cuDNN replaced by the descriptor reference and everything around
@@ -398,10 +379,10 @@ void check_conv_from_plan(Backend& cpu, ConvShape s) {
   op->backward_data(dy.data(), w.data(), dx_cpu.data());
   op->backward_weights(x.data(), dy.data(), dw_cpu.data(), s.bias ? db_cpu.data() : nullptr);
 
-  expect_close(widened(y), exact(y_cpu), "forward", rtol<T>());
-  expect_close(widened(dx), exact(dx_cpu), "backward_data", rtol<T>());
-  expect_close(dw, exact(dw_cpu), "backward_weights dw", rtol<T>());
-  if (s.bias) expect_close(db, exact(db_cpu), "backward_weights db", rtol<T>());
+  expect_close(widened(y), exact(y_cpu), "forward", storage_rtol<T>());
+  expect_close(widened(dx), exact(dx_cpu), "backward_data", storage_rtol<T>());
+  expect_close(dw, exact(dw_cpu), "backward_weights dw", storage_rtol<T>());
+  if (s.bias) expect_close(db, exact(db_cpu), "backward_weights db", storage_rtol<T>());
 }
 
 std::vector<ConvShape> odd_conv_shapes() {
@@ -450,29 +431,6 @@ TEST_F(CudnnConvReference, F16MatchesTheCpuBackend) {
 // ---------------------------------------------------------------------------------------------
 // Pooling from the descriptors (symmetric padding: cuDNN) and by the direct functors (any padding),
 // against the CPU backend.
-
-PoolShape pool(PoolKind kind, int64_t batch, int64_t h, int64_t w, int64_t c, int64_t k, int64_t stride, int64_t pad) {
-  PoolShape s;
-  s.kind = kind;
-  s.batch = batch;
-  s.in_h = h;
-  s.in_w = w;
-  s.channels = c;
-  s.kernel_h = s.kernel_w = k;
-  s.stride_h = s.stride_w = stride;
-  s.pad_top = s.pad_left = s.pad_bottom = s.pad_right = pad;
-  return s;
-}
-
-// Distinct values (no ties for a maximum to break differently), exact in bf16 and f16, shuffled.
-Vec distinct_values(size_t n, unsigned seed) {
-  Vec v(n);
-  for (size_t i = 0; i < n; ++i)
-    v[i] = (1.0f + static_cast<float>(i % 128) / 128.0f) * std::ldexp(1.0f, static_cast<int>(i / 128) - 8) *
-           (i % 2 ? -1.0f : 1.0f);
-  std::shuffle(v.begin(), v.end(), std::mt19937(seed));
-  return v;
-}
 
 // Pooling as cuDNN computes it from the plan: windows of window_h x window_w at stride, the
 // descriptor's symmetric pads; padding never wins a maximum and is excluded from an average.
@@ -525,31 +483,31 @@ void check_pool_from_plan(Backend& cpu, PoolShape s) {
   kernels::launch_host("pool", ny, kernels::PoolForwardDirect<T>{x.data(), y.data(), p.geometry(), max});
   kernels::launch_host("pool_bwd", nx,
                        kernels::PoolBackwardDirect<T>{x.data(), dy.data(), dx.data(), p.geometry(), max});
-  expect_close(widened(y), exact(y_cpu), "direct forward", rtol<T>());
-  expect_close(widened(dx), exact(dx_cpu), "direct backward", rtol<T>());
+  expect_close(widened(y), exact(y_cpu), "direct forward", storage_rtol<T>());
+  expect_close(widened(dx), exact(dx_cpu), "direct backward", storage_rtol<T>());
 
   if (!p.direct) {  // cuDNN's descriptors
     Ref y_ref, dx_ref;
     descriptor_pool(p, x, dy, y_ref, dx_ref);
-    expect_close(widened(y_cpu), y_ref, "descriptor forward", rtol<T>());
-    expect_close(widened(dx_cpu), dx_ref, "descriptor backward", rtol<T>());
+    expect_close(widened(y_cpu), y_ref, "descriptor forward", storage_rtol<T>());
+    expect_close(widened(dx_cpu), dx_ref, "descriptor backward", storage_rtol<T>());
   }
 }
 
 std::vector<PoolShape> odd_pool_shapes() {
   std::vector<PoolShape> v;
   for (PoolKind kind : {PoolKind::max, PoolKind::average}) {
-    v.push_back(pool(kind, 2, 7, 7, 10, 3, 2, 1));  // symmetric, overlapping windows
-    v.push_back(pool(kind, 1, 9, 7, 3, 2, 2, 0));   // floor at the end, batch 1
-    v.push_back(pool(kind, 2, 5, 6, 17, 3, 1, 1));  // stride 1
-    PoolShape same = pool(kind, 2, 7, 7, 3, 2, 2, 0);
+    v.push_back(pool_shape(kind, 2, 7, 7, 10, 3, 2, 1));  // symmetric, overlapping windows
+    v.push_back(pool_shape(kind, 1, 9, 7, 3, 2, 2, 0));   // floor at the end, batch 1
+    v.push_back(pool_shape(kind, 2, 5, 6, 17, 3, 1, 1));  // stride 1
+    PoolShape same = pool_shape(kind, 2, 7, 7, 3, 2, 2, 0);
     same.pad_bottom = same.pad_right = 1;  // TF 'same' on an odd input
     v.push_back(same);
-    PoolShape same3 = pool(kind, 1, 8, 9, 5, 3, 2, 0);
+    PoolShape same3 = pool_shape(kind, 1, 8, 9, 5, 3, 2, 0);
     same3.pad_bottom = 1;  // 8 rows: 0 + 1; 9 columns: 1 + 1
     same3.pad_left = same3.pad_right = 1;
     v.push_back(same3);
-    PoolShape top = pool(kind, 2, 6, 6, 4, 3, 2, 0);
+    PoolShape top = pool_shape(kind, 2, 6, 6, 4, 3, 2, 0);
     top.pad_top = 1;  // more at the top
     v.push_back(top);
   }
@@ -571,7 +529,7 @@ TEST_F(CudnnPoolReference, Bf16MatchesTheCpuBackend) {
 
 // Every real cell -5: the direct max never picks padding, the direct average divides by real cells.
 TEST(CudnnPoolDirect, PaddingNeverWinsAndIsNotCounted) {
-  PoolShape s = pool(PoolKind::max, 1, 5, 5, 2, 3, 2, 0);
+  PoolShape s = pool_shape(PoolKind::max, 1, 5, 5, 2, 3, 2, 0);
   s.pad_top = s.pad_left = 1;
   s.pad_bottom = s.pad_right = 2;
   const CudnnPoolPlan p = plan_cudnn_pool(s, true);

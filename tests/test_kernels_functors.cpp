@@ -250,4 +250,15 @@ TEST(Functors, DirectPoolingWithEndPadding) {
   EXPECT_EQ(dx, (std::vector<float>{0.25f, 0.25f, 5, 0.25f, 0.25f, 5, 50, 50, 1000}));
 }
 
+// A NaN in a window is its maximum (the non-finite checks downstream see it), wherever it sits.
+TEST(Functors, DirectMaxPropagatesNaN) {
+  const PoolGeometry g{2, 2, 1, 1, 1, 2, 2, 2, 2, 0, 0};
+  for (size_t at = 0; at < 4; ++at) {
+    std::vector<float> x{1, 2, 3, 4}, y(1);
+    x[at] = NAN;
+    launch_host("max", 1, PoolForwardDirect<float>{x.data(), y.data(), g, true});
+    EXPECT_TRUE(std::isnan(y[0])) << at;
+  }
+}
+
 }  // namespace

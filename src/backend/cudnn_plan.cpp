@@ -222,6 +222,19 @@ CudnnPoolPlan plan_cudnn_pool(const PoolShape& s, bool deterministic) {
   return p;
 }
 
+std::string pool_choice_line(const CudnnPoolPlan& p) {
+  if (p.direct) return p.shape.to_string() + ": direct kernels (asymmetric padding)";
+  switch (p.mode) {
+    case CudnnPoolMode::max:
+      return p.shape.to_string() + ": cuDNN MAX";
+    case CudnnPoolMode::max_deterministic:
+      return p.shape.to_string() + ": cuDNN MAX_DETERMINISTIC";
+    case CudnnPoolMode::average_exclude_padding:
+      return p.shape.to_string() + ": cuDNN AVERAGE_COUNT_EXCLUDE_PADDING";
+  }
+  return p.shape.to_string();
+}
+
 CudnnChoiceKey conv_choice_key(const ConvShape& shape, ConvDirection direction, const CudnnSelection& selection) {
   ConvShape problem = shape;
   problem.bias = false;  // added outside cuDNN

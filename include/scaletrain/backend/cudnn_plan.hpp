@@ -99,7 +99,8 @@ struct CudnnPoolPlan {
   // Asymmetric padding: the kernels/pool_direct.hpp functors instead of cuDNN (explicit padding
   // cells would count in an average's divisor; one path for max and average keeps it simple).
   bool direct = false;
-  // cudnnSetPooling2dDescriptor(mode, NOT_PROPAGATE_NAN, window, pad, stride) when !direct.
+  // cudnnSetPooling2dDescriptor(mode, PROPAGATE_NAN, window, pad, stride) when !direct: a NaN
+  // input shows in the output, where the non-finite checks see it.
   CudnnPoolMode mode = CudnnPoolMode::max;
   int64_t window_h = 0, window_w = 0, pad_h = 0, pad_w = 0, stride_h = 1, stride_w = 1;
   CudnnType data_type = CudnnType::f32;
@@ -112,6 +113,9 @@ struct CudnnPoolPlan {
 // Max pooling is CUDNN_POOLING_MAX_DETERMINISTIC when `deterministic` (overlapping windows then
 // need no atomics in backward). Throws Error naming the shape when it is impossible.
 CudnnPoolPlan plan_cudnn_pool(const PoolShape& shape, bool deterministic);
+
+// "max_pool{...}: cuDNN MAX_DETERMINISTIC" or "...: direct kernels (asymmetric padding)".
+std::string pool_choice_line(const CudnnPoolPlan& plan);
 
 // The key of a cached algorithm choice: the problem (the shape without what cuDNN does not see,
 // such as the bias), the direction and the selection settings. Identical layers share a choice.

@@ -3,7 +3,8 @@
 // symmetric pooling descriptor cannot express the padding (TensorFlow 'same' on an odd input).
 // Forward: i over outputs. Backward: i over inputs, gathering from every window that holds the
 // input (no atomics, so the result is deterministic). The maximum of a window is its first largest
-// cell in row-major window order; max backward recomputes it from x.
+// cell in row-major window order, or a NaN when the window holds one (NaN propagates, as with
+// CUDNN_PROPAGATE_NAN); max backward recomputes it from x.
 #pragma once
 #include <cstdint>
 
@@ -46,7 +47,7 @@ SCALETRAIN_INLINE int64_t pool_argmax(const T* x, const PoolGeometry& g, int64_t
     for (int64_t iw = win.w0; iw < win.w1; ++iw) {
       const int64_t xi = ((n * g.h + ih) * g.w + iw) * g.c + ch;
       const float v = to_float(x[xi]);
-      if (v > best_v) {
+      if (v > best_v || (v != v && best_v == best_v)) {  // v != v: NaN
         best_v = v;
         best = xi;
       }
