@@ -185,14 +185,15 @@ class CudnnConv final : public ConvOp {
       : ctx_(ctx),
         stream_(stream),
         plan_(plan_cudnn_conv(shape, selection_of(ctx.settings()))),
+        who_(shape.to_string()),
         x_desc_(plan_.x_conv, plan_.data_type),
         y_desc_(plan_.y, plan_.data_type),
         w_desc_(plan_) {
     use_device(ctx_.device());
     const ConvolutionDescriptor search_desc(plan_, plan_.math);
     int n = 0, c = 0, h = 0, w = 0;
-    ST_CUDNN_CHECK(
-        cudnnGetConvolution2dForwardOutputDim(search_desc.get(), x_desc_.get(), w_desc_.get(), &n, &c, &h, &w));
+    ST_CUDNN_CHECK_FOR(
+        who_, cudnnGetConvolution2dForwardOutputDim(search_desc.get(), x_desc_.get(), w_desc_.get(), &n, &c, &h, &w));
     ST_CHECK(n == plan_.y.n && c == plan_.y.c && h == plan_.y.h && w == plan_.y.w, "cuDNN convolution ",
              shape.to_string(), ": cuDNN computes an output of ", n, "x", c, "x", h, "x", w, " (NCHW), the plan ",
              plan_.y.to_string());
@@ -221,10 +222,10 @@ class CudnnConv final : public ConvOp {
       input = padded_.device_raw();
     }
     const float one = 1.0f, zero = 0.0f;
-    ST_CUDNN_CHECK(cudnnConvolutionForward(ctx_.cudnn(stream_), &one, x_desc_.get(), input, w_desc_.get(),
-                                           filter_.device_raw(), fwd_desc_->get(),
-                                           static_cast<cudnnConvolutionFwdAlgo_t>(fwd_.algo), ctx_.workspace(stream_),
-                                           workspace_bytes(), &zero, y_desc_.get(), y));
+    ST_CUDNN_CHECK_FOR(who_, cudnnConvolutionForward(
+                                 ctx_.cudnn(stream_), &one, x_desc_.get(), input, w_desc_.get(), filter_.device_raw(),
+                                 fwd_desc_->get(), static_cast<cudnnConvolutionFwdAlgo_t>(fwd_.algo),
+                                 ctx_.workspace(stream_), workspace_bytes(), &zero, y_desc_.get(), y));
     if (plan_.shape.bias) {
       ST_CHECK(b != nullptr, "convolution ", plan_.shape.to_string(), " has a bias but no bias was given");
       kernels::launch_cuda(stream_, "conv bias", plan_.y.elements(),
@@ -237,10 +238,10 @@ class CudnnConv final : public ConvOp {
     reorder_filter(w);
     void* grad = plan_.explicit_pad.any() ? padded_.device_raw() : dx;
     const float one = 1.0f, zero = 0.0f;
-    ST_CUDNN_CHECK(
-        cudnnConvolutionBackwardData(ctx_.cudnn(stream_), &one, w_desc_.get(), filter_.device_raw(), y_desc_.get(), dy,
-                                     bwd_data_desc_->get(), static_cast<cudnnConvolutionBwdDataAlgo_t>(bwd_data_.algo),
-                                     ctx_.workspace(stream_), workspace_bytes(), &zero, x_desc_.get(), grad));
+    ST_CUDNN_CHECK_FOR(who_, cudnnConvolutionBackwardData(
+                                 ctx_.cudnn(stream_), &one, w_desc_.get(), filter_.device_raw(), y_desc_.get(), dy,
+                                 bwd_data_desc_->get(), static_cast<cudnnConvolutionBwdDataAlgo_t>(bwd_data_.algo),
+                                 ctx_.workspace(stream_), workspace_bytes(), &zero, x_desc_.get(), grad));
     if (plan_.explicit_pad.any())
       kernels::launch_cuda(stream_, "conv crop", plan_.x.elements(),
                            kernels::CropNhwc<T>{padded_.device_data<T>(), static_cast<T*>(dx), plan_.pad_geometry()});
@@ -257,10 +258,11 @@ class CudnnConv final : public ConvOp {
     }
     const float one = 1.0f, zero = 0.0f;
     // dw in the storage type, OHWI, into the filter buffer (w is not needed here).
-    ST_CUDNN_CHECK(cudnnConvolutionBackwardFilter(
-        ctx_.cudnn(stream_), &one, x_desc_.get(), input, y_desc_.get(), dy, bwd_filter_desc_->get(),
-        static_cast<cudnnConvolutionBwdFilterAlgo_t>(bwd_filter_.algo), ctx_.workspace(stream_), workspace_bytes(),
-        &zero, w_desc_.get(), filter_.device_raw()));
+    ST_CUDNN_CHECK_FOR(who_,
+                       cudnnConvolutionBackwardFilter(
+                           ctx_.cudnn(stream_), &one, x_desc_.get(), input, y_desc_.get(), dy, bwd_filter_desc_->get(),
+                           static_cast<cudnnConvolutionBwdFilterAlgo_t>(bwd_filter_.algo), ctx_.workspace(stream_),
+                           workspace_bytes(), &zero, w_desc_.get(), filter_.device_raw()));
     kernels::launch_cuda(stream_, "conv dw to oihw f32", plan_.filter_elements(),
                          kernels::FilterOhwiToOihw<T, float>{filter_.device_data<T>(), dw, plan_.filter_geometry()});
     if (plan_.shape.bias)
@@ -317,27 +319,30 @@ class CudnnConv final : public ConvOp {
       case ConvDirection::forward: {
         ST_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithmMaxCount(h, &max_count));
         std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(static_cast<size_t>(std::max(max_count, 1)));
-        ST_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(
-            h, x_desc_.get(), b.x.device_raw(), w_desc_.get(), b.w.device_raw(), desc.get(), y_desc_.get(),
-            b.y.device_raw(), static_cast<int>(perf.size()), &returned, perf.data(), b.ws(), b.ws_bytes()));
+        ST_CUDNN_CHECK_FOR(
+            who_, cudnnFindConvolutionForwardAlgorithmEx(
+                      h, x_desc_.get(), b.x.device_raw(), w_desc_.get(), b.w.device_raw(), desc.get(), y_desc_.get(),
+                      b.y.device_raw(), static_cast<int>(perf.size()), &returned, perf.data(), b.ws(), b.ws_bytes()));
         for (int i = 0; i < returned; ++i) out.push_back(translate(perf[static_cast<size_t>(i)]));
         break;
       }
       case ConvDirection::backward_data: {
         ST_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(h, &max_count));
         std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perf(static_cast<size_t>(std::max(max_count, 1)));
-        ST_CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(
-            h, w_desc_.get(), b.w.device_raw(), y_desc_.get(), b.y.device_raw(), desc.get(), x_desc_.get(),
-            b.x.device_raw(), static_cast<int>(perf.size()), &returned, perf.data(), b.ws(), b.ws_bytes()));
+        ST_CUDNN_CHECK_FOR(
+            who_, cudnnFindConvolutionBackwardDataAlgorithmEx(
+                      h, w_desc_.get(), b.w.device_raw(), y_desc_.get(), b.y.device_raw(), desc.get(), x_desc_.get(),
+                      b.x.device_raw(), static_cast<int>(perf.size()), &returned, perf.data(), b.ws(), b.ws_bytes()));
         for (int i = 0; i < returned; ++i) out.push_back(translate(perf[static_cast<size_t>(i)]));
         break;
       }
       case ConvDirection::backward_filter: {
         ST_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(h, &max_count));
         std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> perf(static_cast<size_t>(std::max(max_count, 1)));
-        ST_CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithmEx(
-            h, x_desc_.get(), b.x.device_raw(), y_desc_.get(), b.y.device_raw(), desc.get(), w_desc_.get(),
-            b.w.device_raw(), static_cast<int>(perf.size()), &returned, perf.data(), b.ws(), b.ws_bytes()));
+        ST_CUDNN_CHECK_FOR(
+            who_, cudnnFindConvolutionBackwardFilterAlgorithmEx(
+                      h, x_desc_.get(), b.x.device_raw(), y_desc_.get(), b.y.device_raw(), desc.get(), w_desc_.get(),
+                      b.w.device_raw(), static_cast<int>(perf.size()), &returned, perf.data(), b.ws(), b.ws_bytes()));
         for (int i = 0; i < returned; ++i) out.push_back(translate(perf[static_cast<size_t>(i)]));
         break;
       }
@@ -348,6 +353,7 @@ class CudnnConv final : public ConvOp {
   CudaOpContext& ctx_;
   cudaStream_t stream_;
   CudnnConvPlan plan_;
+  std::string who_;          // "conv{...}", for errors
   TensorDescriptor x_desc_;  // the convolution's input: x, or the padded buffer
   TensorDescriptor y_desc_;
   FilterDescriptor w_desc_;

@@ -9,6 +9,19 @@
 #include "scaletrain/backend/cudnn_plan.hpp"
 #include "scaletrain/core/check_cuda.hpp"
 
+// ST_CUDNN_CHECK for an operator's calls: the error names the cuDNN function and the operator's
+// shape (`who`, a string), e.g. "cudnnConvolutionForward for conv{...} failed: CUDNN_STATUS_...".
+#define ST_CUDNN_CHECK_FOR(who, call)                                                                                  \
+  do {                                                                                                                 \
+    cudnnStatus_t st_cudnn_rc_ = (call);                                                                               \
+    if (st_cudnn_rc_ != CUDNN_STATUS_SUCCESS) [[unlikely]] {                                                           \
+      const std::string st_call_(#call);                                                                               \
+      ::scaletrain::throw_error(                                                                                       \
+          __FILE__, __LINE__, "cuDNN",                                                                                 \
+          st_call_.substr(0, st_call_.find('(')) + " for " + (who) + " failed: " + cudnnGetErrorString(st_cudnn_rc_)); \
+    }                                                                                                                  \
+  } while (0)
+
 namespace scaletrain::cuda {
 
 inline cudnnDataType_t to_cudnn(CudnnType t) {

@@ -40,7 +40,7 @@ struct PoolDescriptors {
   PoolingDescriptor pool;
   explicit PoolDescriptors(const CudnnPoolPlan& p) : x(p.x, p.data_type), y(p.y, p.data_type), pool(p) {
     int n = 0, c = 0, h = 0, w = 0;
-    ST_CUDNN_CHECK(cudnnGetPooling2dForwardOutputDim(pool.get(), x.get(), &n, &c, &h, &w));
+    ST_CUDNN_CHECK_FOR(p.shape.to_string(), cudnnGetPooling2dForwardOutputDim(pool.get(), x.get(), &n, &c, &h, &w));
     ST_CHECK(n == p.y.n && c == p.y.c && h == p.y.h && w == p.y.w, "cuDNN pooling ", p.shape.to_string(),
              ": cuDNN computes an output of ", n, "x", c, "x", h, "x", w, " (NCHW), the plan ", p.y.to_string());
   }
@@ -50,7 +50,10 @@ template <class T>
 class CudnnPool final : public PoolOp {
  public:
   CudnnPool(CudaOpContext& ctx, const PoolShape& shape, cudaStream_t stream)
-      : ctx_(ctx), stream_(stream), plan_(plan_cudnn_pool(shape, ctx.settings().deterministic)) {
+      : ctx_(ctx),
+        stream_(stream),
+        plan_(plan_cudnn_pool(shape, ctx.settings().deterministic)),
+        who_(shape.to_string()) {
     use_device(ctx_.device());
     if (!plan_.direct) desc_ = std::make_unique<PoolDescriptors>(plan_);
     const std::string line = pool_choice_line(plan_);
@@ -66,8 +69,8 @@ class CudnnPool final : public PoolOp {
           kernels::PoolForwardDirect<T>{static_cast<const T*>(x), static_cast<T*>(y), plan_.geometry(), is_max()});
     } else {
       const float one = 1.0f, zero = 0.0f;
-      ST_CUDNN_CHECK(cudnnPoolingForward(ctx_.cudnn(stream_), desc_->pool.get(), &one, desc_->x.get(), x, &zero,
-                                         desc_->y.get(), y));
+      ST_CUDNN_CHECK_FOR(who_, cudnnPoolingForward(ctx_.cudnn(stream_), desc_->pool.get(), &one, desc_->x.get(), x,
+                                                   &zero, desc_->y.get(), y));
     }
     if (training) {
       x_ = x;
@@ -86,8 +89,8 @@ class CudnnPool final : public PoolOp {
       return;
     }
     const float one = 1.0f, zero = 0.0f;
-    ST_CUDNN_CHECK(cudnnPoolingBackward(ctx_.cudnn(stream_), desc_->pool.get(), &one, desc_->y.get(), y_,
-                                        desc_->y.get(), dy, desc_->x.get(), x_, &zero, desc_->x.get(), dx));
+    ST_CUDNN_CHECK_FOR(who_, cudnnPoolingBackward(ctx_.cudnn(stream_), desc_->pool.get(), &one, desc_->y.get(), y_,
+                                                  desc_->y.get(), dy, desc_->x.get(), x_, &zero, desc_->x.get(), dx));
   }
 
  private:
@@ -96,6 +99,7 @@ class CudnnPool final : public PoolOp {
   CudaOpContext& ctx_;
   cudaStream_t stream_;
   CudnnPoolPlan plan_;
+  std::string who_;                        // "max_pool{...}", for errors
   std::unique_ptr<PoolDescriptors> desc_;  // null on the direct path
   const void* x_ = nullptr;                // the last training forward's input and output
   const void* y_ = nullptr;
