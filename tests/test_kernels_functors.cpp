@@ -9,10 +9,12 @@
 #include "scaletrain/kernels/activation.hpp"
 #include "scaletrain/kernels/bias.hpp"
 #include "scaletrain/kernels/cast.hpp"
+#include "scaletrain/kernels/conv_layout.hpp"
 #include "scaletrain/kernels/dropout.hpp"
 #include "scaletrain/kernels/launch.hpp"
 #include "scaletrain/kernels/normalize.hpp"
 #include "scaletrain/kernels/optimizer_update.hpp"
+#include "scaletrain/kernels/pool_direct.hpp"
 #include "scaletrain/kernels/scale.hpp"
 #include "scaletrain/kernels/softmax_cross_entropy.hpp"
 
@@ -189,6 +191,74 @@ TEST(Functors, SgdMomentumFirstStepUsesTheGradient) {
   launch_host("sgd", 1, SgdUpdate{p.data(), g.data(), buf.data(), 0.1f, 0.9f, 0.0f, 0.0f, false, true});
   EXPECT_FLOAT_EQ(buf[0], 2.0f);
   EXPECT_FLOAT_EQ(p[0], 0.8f);
+}
+
+// Explicit NHWC padding puts every input value at its place and `fill` around it; cropping the
+// padded image gives the input back, bit for bit.
+TEST(Functors, PadAndCropNhwc) {
+  const int64_t n = 2, h = 3, w = 4, c = 5, top = 1, left = 0, bottom = 2, right = 1;
+  const NhwcPadGeometry g{h, w, c, h + top + bottom, w + left + right, top, left};
+  const int64_t nx = n * h * w * c, np = n * g.padded_h * g.padded_w * c;
+  std::vector<bf16> x(static_cast<size_t>(nx)), xp(static_cast<size_t>(np)), back(static_cast<size_t>(nx));
+  for (int64_t i = 0; i < nx; ++i) x[static_cast<size_t>(i)] = from_float<bf16>(static_cast<float>(i + 1));
+  launch_host("pad", np, PadNhwc<bf16>{x.data(), xp.data(), g, -2.0f});
+  int64_t inside = 0;
+  for (int64_t i = 0; i < np; ++i) {
+    const int64_t ch = i % c, pw = (i / c) % g.padded_w, ph = (i / (c * g.padded_w)) % g.padded_h;
+    const int64_t s = i / (c * g.padded_w * g.padded_h);
+    const float v = to_float(xp[static_cast<size_t>(i)]);
+    if (ph < top || ph >= top + h || pw < left || pw >= left + w) {
+      EXPECT_EQ(v, -2.0f) << i;
+    } else {
+      ++inside;
+      EXPECT_EQ(v, to_float(x[static_cast<size_t>(((s * h + ph - top) * w + pw - left) * c + ch)])) << i;
+    }
+  }
+  EXPECT_EQ(inside, nx);
+  launch_host("crop", nx, CropNhwc<bf16>{xp.data(), back.data(), g});
+  for (int64_t i = 0; i < nx; ++i) EXPECT_EQ(back[static_cast<size_t>(i)].bits, x[static_cast<size_t>(i)].bits);
+}
+
+// OIHW -> OHWI -> OIHW is the identity, and an element lands where the layouts say.
+TEST(Functors, FilterReordersRoundTrip) {
+  const FilterGeometry g{3, 2, 3, 5};  // O, I, KH, KW
+  const int64_t n = 3 * 2 * 3 * 5;
+  std::vector<float> oihw(static_cast<size_t>(n)), back(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) oihw[static_cast<size_t>(i)] = static_cast<float>(i) * 0.5f;
+  std::vector<f16> ohwi(static_cast<size_t>(n));
+  launch_host("to_ohwi", n, FilterOihwToOhwi<float, f16>{oihw.data(), ohwi.data(), g});
+  // o = 2, c = 1, h = 0, w = 4: OIHW index ((2 * 2 + 1) * 3 + 0) * 5 + 4, OHWI ((2 * 3 + 0) * 5 + 4) * 2 + 1.
+  EXPECT_EQ(to_float(ohwi[((2 * 3 + 0) * 5 + 4) * 2 + 1]), oihw[((2 * 2 + 1) * 3 + 0) * 5 + 4]);
+  launch_host("to_oihw", n, FilterOhwiToOihw<f16, float>{ohwi.data(), back.data(), g});
+  EXPECT_EQ(back, oihw);
+}
+
+// Direct 2x2 pooling, stride 2, one extra row and column at the end (TF 'same' on 3x3): the corner
+// window holds one real cell, its maximum and its average are that cell.
+TEST(Functors, DirectPoolingWithEndPadding) {
+  const PoolGeometry g{3, 3, 1, 2, 2, 2, 2, 2, 2, 0, 0};
+  const std::vector<float> x{1, 2, 3, 4, 5, 6, 7, 8, 9};
+  std::vector<float> y(4), dx(9);
+  const std::vector<float> dy{1, 10, 100, 1000};
+  launch_host("max", 4, PoolForwardDirect<float>{x.data(), y.data(), g, true});
+  EXPECT_EQ(y, (std::vector<float>{5, 6, 8, 9}));
+  launch_host("max_bwd", 9, PoolBackwardDirect<float>{x.data(), dy.data(), dx.data(), g, true});
+  EXPECT_EQ(dx, (std::vector<float>{0, 0, 0, 0, 1, 10, 0, 100, 1000}));
+  launch_host("avg", 4, PoolForwardDirect<float>{x.data(), y.data(), g, false});
+  EXPECT_EQ(y, (std::vector<float>{3, 4.5f, 7.5f, 9}));
+  launch_host("avg_bwd", 9, PoolBackwardDirect<float>{x.data(), dy.data(), dx.data(), g, false});
+  EXPECT_EQ(dx, (std::vector<float>{0.25f, 0.25f, 5, 0.25f, 0.25f, 5, 50, 50, 1000}));
+}
+
+// A NaN in a window is its maximum (the non-finite checks downstream see it), wherever it sits.
+TEST(Functors, DirectMaxPropagatesNaN) {
+  const PoolGeometry g{2, 2, 1, 1, 1, 2, 2, 2, 2, 0, 0};
+  for (size_t at = 0; at < 4; ++at) {
+    std::vector<float> x{1, 2, 3, 4}, y(1);
+    x[at] = NAN;
+    launch_host("max", 1, PoolForwardDirect<float>{x.data(), y.data(), g, true});
+    EXPECT_TRUE(std::isnan(y[0])) << at;
+  }
 }
 
 }  // namespace

@@ -6,9 +6,11 @@
 #include "scaletrain/kernels/activation.hpp"
 #include "scaletrain/kernels/bias.hpp"
 #include "scaletrain/kernels/cast.hpp"
+#include "scaletrain/kernels/conv_layout.hpp"
 #include "scaletrain/kernels/dropout.hpp"
 #include "scaletrain/kernels/normalize.hpp"
 #include "scaletrain/kernels/optimizer_update.hpp"
+#include "scaletrain/kernels/pool_direct.hpp"
 #include "scaletrain/kernels/scale.hpp"
 #include "scaletrain/kernels/softmax_cross_entropy.hpp"
 
@@ -55,4 +57,13 @@ void scaletrain_compile_every_functor(float* a, float* b, float* c, float* d, ui
   launch(1, AugmentCropFlipU8{u, u, 28, 28, 1, 2, true, 1, 2, idx});
   launch(1, DivideBy{a, 3.0f});
   launch(1, AccumulateLossSums{a, l, 4, sums});
+  const NhwcPadGeometry pad{2, 2, 3, 3, 3, 0, 0};
+  launch(1, PadNhwc<bf16>{h, h, pad, 0.0f});
+  launch(1, CropNhwc<f16>{g, g, pad});
+  const FilterGeometry filter{4, 3, 3, 3};
+  launch(1, FilterOihwToOhwi<bf16, bf16>{h, h, filter});
+  launch(1, FilterOhwiToOihw<f16, float>{g, a, filter});
+  const PoolGeometry pool{4, 4, 3, 2, 2, 2, 2, 2, 2, 0, 0};
+  launch(1, PoolForwardDirect<bf16>{h, h, pool, true});
+  launch(1, PoolBackwardDirect<float>{a, b, c, pool, false});
 }

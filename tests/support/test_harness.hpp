@@ -45,6 +45,21 @@ inline ConvShape conv_shape(int64_t batch, int64_t h, int64_t w, int64_t in_c, i
   return s;
 }
 
+// A square-window pooling shape with equal strides and padding on every side.
+inline PoolShape pool_shape(PoolKind kind, int64_t batch, int64_t h, int64_t w, int64_t c, int64_t k, int64_t stride,
+                            int64_t pad) {
+  PoolShape s;
+  s.kind = kind;
+  s.batch = batch;
+  s.in_h = h;
+  s.in_w = w;
+  s.channels = c;
+  s.kernel_h = s.kernel_w = k;
+  s.stride_h = s.stride_w = stride;
+  s.pad_top = s.pad_left = s.pad_bottom = s.pad_right = pad;
+  return s;
+}
+
 // n values uniform in [-1, 1), the same for the same seed.
 inline Vec random_vec(size_t n, unsigned seed) {
   std::mt19937 gen(seed);

@@ -50,6 +50,10 @@ int64_t CudaOpContext::workspace_bytes(cudaStream_t stream) const {
   return it == workspaces_.end() ? 0 : static_cast<int64_t>(it->second.bytes());
 }
 
+Tensor CudaOpContext::buffer(Shape shape, DType dtype, std::string name) {
+  return memory_->empty(std::move(shape), dtype, std::move(name));
+}
+
 void CudaOpContext::log_choice(std::string line) {
   std::lock_guard lock(mu_);
   choices_.push_back(std::move(line));

@@ -1,9 +1,384 @@
-// PLACEHOLDER (being written): cudnn_conv.
+// The CUDA backend's convolution (grouped and depthwise included): forward, backward-data and
+// backward-weights on cuDNN's legacy convolution API, NHWC activations, f32 bias and weight
+// gradients. What a shape becomes in cuDNN (descriptors, explicit padding, choice policy) is the
+// pure, CPU-tested backend/cudnn_plan.hpp; this file makes the cuDNN calls.
+//
+// Decisions and why:
+// - cuDNN 9's legacy entry points (cudnnFindConvolution*AlgorithmEx, cudnnConvolutionForward /
+//   BackwardData / BackwardFilter; deprecated, still shipped in 9.x, no warnings unless
+//   CUDNN_WARN_DEPRECATED is defined) rather than the graph API: each measured candidate carries its
+//   determinism flag and its exact workspace, the path is the one PyTorch has exercised for years,
+//   and there are no runtime-compiled engines whose support we cannot test without a GPU.
+// - Filters channels-last (CUDNN_TENSOR_NHWC, OHWI in memory), like the activations: the layout
+//   cuDNN's NHWC tensor-core kernels are written for, and what PyTorch (channels_last weights) and
+//   TensorFlow (OHWI for NHWC compute) hand cuDNN. Our weights are OIHW (checkpoints load into
+//   PyTorch), so every call reorders w into a per-op OHWI buffer (kernels/conv_layout.hpp; weights
+//   are small), and backward-weights writes the OHWI gradient there and reorders it back.
+// - Weight gradients in bf16/f16: cuDNN's backward-filter writes dw in the data type of x and dy
+//   (PSEUDO_HALF / PSEUDO_BFLOAT16 configurations: half storage, f32 compute; there is no
+//   configuration with half x/dy and a float dw). So dw is accumulated in f32 inside cuDNN, rounded
+//   once to the storage type in the per-op OHWI buffer, and cast to the f32 dw by the reorder. That
+//   is one rounding of the final sum (what PyTorch autocast does, whose weight gradients are in the
+//   autocast type); the alternative, casting x and dy to f32 and running an FMA backward-filter,
+//   would cost activation-sized f32 buffers and the tensor cores. An f16 dw can overflow where an
+//   f32 one would not: that is an inf the dynamic loss scaler sees and backs off from.
+// - Bias outside cuDNN: kernels::BiasAddStored after the forward (y is rounded to the storage type
+//   twice), kernels::BiasGradStored for db (f32 sums in a fixed order: deterministic).
+// - Asymmetric padding (TensorFlow 'same' with stride 2): cuDNN's descriptor pads symmetrically, so
+//   it gets min(top, bottom) / min(left, right) and the rest is padded explicitly (zeros) into a
+//   per-op buffer; backward-data computes the padded input's gradient there and crops it; backward-
+//   weights pads x again (forward's copy may have been overwritten by backward-data). This is what
+//   TensorFlow does on cuDNN.
+// - Algorithm choice once per shape, at op creation: cudnnFind*AlgorithmEx times every algorithm
+//   on scratch tensors from our caching allocator and a workspace of at most the limit; the plan's
+//   policy keeps those that ran, are deterministic when run.deterministic, fit run.cudnn_workspace_mb
+//   and use an allowed math type (no TF32 for f32 unless train.allow_tf32, never a down-conversion),
+//   and takes the fastest. Each direction gets a convolution descriptor with its algorithm's math
+//   type (cuDNN selects kernels by algorithm and math type). Choices are cached per process by
+//   (device, shape, direction, settings), so identical layers search once, and each is logged once
+//   per backend (Backend::operator_choices). The largest workspace of the three is reserved on the
+//   op's stream.
+#include <algorithm>
+#include <map>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include "cudnn_descriptors.hpp"
+#include "scaletrain/backend/cuda/cuda_device.hpp"
 #include "scaletrain/backend/cuda/cuda_op_context.hpp"
-#include "scaletrain/core/error.hpp"
+#include "scaletrain/backend/cudnn_plan.hpp"
+#include "scaletrain/core/check_cuda.hpp"
+#include "scaletrain/kernels/bias.hpp"
+#include "scaletrain/kernels/conv_layout.hpp"
+#include "scaletrain/kernels/launch_cuda.hpp"
 
 namespace scaletrain::cuda {
+namespace {
 
-std::unique_ptr<ConvOp> make_cudnn_conv(CudaOpContext&, const ConvShape&, cudaStream_t) { ST_FAIL("cudnn_conv: not built yet"); }
+CudnnSelection selection_of(const CudaOpSettings& s) {
+  return {s.deterministic, s.allow_tf32, s.workspace_limit_bytes};
+}
+
+std::string algo_name(cudnnConvolutionFwdAlgo_t a) {
+  switch (a) {
+    case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM:
+      return "IMPLICIT_GEMM";
+    case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM:
+      return "IMPLICIT_PRECOMP_GEMM";
+    case CUDNN_CONVOLUTION_FWD_ALGO_GEMM:
+      return "GEMM";
+    case CUDNN_CONVOLUTION_FWD_ALGO_DIRECT:
+      return "DIRECT";
+    case CUDNN_CONVOLUTION_FWD_ALGO_FFT:
+      return "FFT";
+    case CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING:
+      return "FFT_TILING";
+    case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD:
+      return "WINOGRAD";
+    case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED:
+      return "WINOGRAD_NONFUSED";
+    default:
+      break;
+  }
+  return "FWD_ALGO_" + std::to_string(static_cast<int>(a));
+}
+
+std::string algo_name(cudnnConvolutionBwdDataAlgo_t a) {
+  switch (a) {
+    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_0:
+      return "ALGO_0";
+    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_1:
+      return "ALGO_1";
+    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT:
+      return "FFT";
+    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING:
+      return "FFT_TILING";
+    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD:
+      return "WINOGRAD";
+    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED:
+      return "WINOGRAD_NONFUSED";
+    default:
+      break;
+  }
+  return "BWD_DATA_ALGO_" + std::to_string(static_cast<int>(a));
+}
+
+std::string algo_name(cudnnConvolutionBwdFilterAlgo_t a) {
+  switch (a) {
+    case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0:
+      return "ALGO_0";
+    case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1:
+      return "ALGO_1";
+    case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT:
+      return "FFT";
+    case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3:
+      return "ALGO_3";
+    case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD:
+      return "WINOGRAD";
+    case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED:
+      return "WINOGRAD_NONFUSED";
+    case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING:
+      return "FFT_TILING";
+    default:
+      break;
+  }
+  return "BWD_FILTER_ALGO_" + std::to_string(static_cast<int>(a));
+}
+
+// One perf result of cudnnFind*, in the plan's terms.
+template <class Perf>
+CudnnAlgoResult translate(const Perf& perf) {
+  CudnnAlgoResult r;
+  r.algo = static_cast<int>(perf.algo);
+  r.name = algo_name(perf.algo);
+  r.ok = perf.status == CUDNN_STATUS_SUCCESS;
+  r.status = cudnnGetErrorString(perf.status);
+  r.time_ms = perf.time;
+  r.workspace_bytes = static_cast<int64_t>(perf.memory);
+  r.deterministic = perf.determinism == CUDNN_DETERMINISTIC;
+  r.math = from_cudnn(perf.mathType);
+  return r;
+}
+
+// Choices per process, by device and key: identical layers (and later backends) search once.
+std::mutex g_choices_mu;
+std::map<std::pair<int, CudnnChoiceKey>, CudnnAlgoResult>& choice_cache() {
+  static std::map<std::pair<int, CudnnChoiceKey>, CudnnAlgoResult> cache;
+  return cache;
+}
+
+// The scratch tensors of one algorithm search (taken only on a cache miss, released after it):
+// the convolution's input (x or dx), filter (w or dw) and output (y or dy), zero-filled, and a
+// workspace of at most the limit (smaller when memory is short: candidates that need more than we
+// pass report a failed status and are dropped).
+struct SearchBuffers {
+  Tensor x, w, y, workspace;
+  SearchBuffers(CudaOpContext& ctx, const CudnnConvPlan& p, cudaStream_t stream) {
+    const std::string who = "algorithm search for " + p.shape.to_string();
+    x = ctx.buffer({p.x_conv.elements()}, p.shape.dtype, who + ": input");
+    w = ctx.buffer({p.filter_elements()}, p.shape.dtype, who + ": filter");
+    y = ctx.buffer({p.y.elements()}, p.shape.dtype, who + ": output");
+    for (const Tensor* t : {&x, &w, &y}) ST_CUDA_CHECK(cudaMemsetAsync(t->device_raw(), 0, t->bytes(), stream));
+    for (int64_t bytes = ctx.settings().workspace_limit_bytes; bytes > 0; bytes /= 4) {
+      try {
+        workspace = ctx.buffer({bytes}, DType::u8, who + ": workspace");
+        break;
+      } catch (const Error&) {
+        // Try a quarter of it: the candidates that need more are dropped.
+      }
+    }
+  }
+  void* ws() const { return workspace.bytes() ? workspace.device_raw() : nullptr; }
+  size_t ws_bytes() const { return workspace.bytes(); }
+};
+
+void log_once(CudaOpContext& ctx, std::string line) {
+  const std::vector<std::string> logged = ctx.choices();
+  if (std::find(logged.begin(), logged.end(), line) == logged.end()) ctx.log_choice(std::move(line));
+}
+
+template <class T>
+class CudnnConv final : public ConvOp {
+ public:
+  CudnnConv(CudaOpContext& ctx, const ConvShape& shape, cudaStream_t stream)
+      : ctx_(ctx),
+        stream_(stream),
+        plan_(plan_cudnn_conv(shape, selection_of(ctx.settings()))),
+        who_(shape.to_string()),
+        x_desc_(plan_.x_conv, plan_.data_type),
+        y_desc_(plan_.y, plan_.data_type),
+        w_desc_(plan_) {
+    use_device(ctx_.device());
+    const ConvolutionDescriptor search_desc(plan_, plan_.math);
+    int n = 0, c = 0, h = 0, w = 0;
+    ST_CUDNN_CHECK_FOR(
+        who_, cudnnGetConvolution2dForwardOutputDim(search_desc.get(), x_desc_.get(), w_desc_.get(), &n, &c, &h, &w));
+    ST_CHECK(n == plan_.y.n && c == plan_.y.c && h == plan_.y.h && w == plan_.y.w, "cuDNN convolution ",
+             shape.to_string(), ": cuDNN computes an output of ", n, "x", c, "x", h, "x", w, " (NCHW), the plan ",
+             plan_.y.to_string());
+
+    filter_ = ctx_.buffer({plan_.filter_elements()}, shape.dtype, "conv filter (OHWI) " + shape.to_string());
+    if (plan_.explicit_pad.any())
+      padded_ = ctx_.buffer({plan_.x_conv.elements()}, shape.dtype, "conv padded input " + shape.to_string());
+
+    fwd_ = choose(ConvDirection::forward, search_desc);
+    bwd_data_ = choose(ConvDirection::backward_data, search_desc);
+    bwd_filter_ = choose(ConvDirection::backward_filter, search_desc);
+    search_.reset();
+    fwd_desc_ = std::make_unique<ConvolutionDescriptor>(plan_, fwd_.math);
+    bwd_data_desc_ = std::make_unique<ConvolutionDescriptor>(plan_, bwd_data_.math);
+    bwd_filter_desc_ = std::make_unique<ConvolutionDescriptor>(plan_, bwd_filter_.math);
+    const int64_t ws = std::max({fwd_.workspace_bytes, bwd_data_.workspace_bytes, bwd_filter_.workspace_bytes});
+    ctx_.reserve_workspace(stream_, ws, "convolution " + shape.to_string());
+  }
+
+  void forward(const void* x, const void* w, const float* b, void* y) override {
+    use_device(ctx_.device());
+    reorder_filter(w);
+    const void* input = x;
+    if (plan_.explicit_pad.any()) {
+      pad(x);
+      input = padded_.device_raw();
+    }
+    const float one = 1.0f, zero = 0.0f;
+    ST_CUDNN_CHECK_FOR(who_, cudnnConvolutionForward(
+                                 ctx_.cudnn(stream_), &one, x_desc_.get(), input, w_desc_.get(), filter_.device_raw(),
+                                 fwd_desc_->get(), static_cast<cudnnConvolutionFwdAlgo_t>(fwd_.algo),
+                                 ctx_.workspace(stream_), workspace_bytes(), &zero, y_desc_.get(), y));
+    if (plan_.shape.bias) {
+      ST_CHECK(b != nullptr, "convolution ", plan_.shape.to_string(), " has a bias but no bias was given");
+      kernels::launch_cuda(stream_, "conv bias", plan_.y.elements(),
+                           kernels::BiasAddStored<T>{static_cast<T*>(y), b, plan_.shape.out_c});
+    }
+  }
+
+  void backward_data(const void* dy, const void* w, void* dx) override {
+    use_device(ctx_.device());
+    reorder_filter(w);
+    void* grad = plan_.explicit_pad.any() ? padded_.device_raw() : dx;
+    const float one = 1.0f, zero = 0.0f;
+    ST_CUDNN_CHECK_FOR(who_, cudnnConvolutionBackwardData(
+                                 ctx_.cudnn(stream_), &one, w_desc_.get(), filter_.device_raw(), y_desc_.get(), dy,
+                                 bwd_data_desc_->get(), static_cast<cudnnConvolutionBwdDataAlgo_t>(bwd_data_.algo),
+                                 ctx_.workspace(stream_), workspace_bytes(), &zero, x_desc_.get(), grad));
+    if (plan_.explicit_pad.any())
+      kernels::launch_cuda(stream_, "conv crop", plan_.x.elements(),
+                           kernels::CropNhwc<T>{padded_.device_data<T>(), static_cast<T*>(dx), plan_.pad_geometry()});
+  }
+
+  void backward_weights(const void* x, const void* dy, float* dw, float* db) override {
+    ST_CHECK(!plan_.shape.bias || db != nullptr, "convolution ", plan_.shape.to_string(),
+             " has a bias but no bias gradient buffer was given");
+    use_device(ctx_.device());
+    const void* input = x;
+    if (plan_.explicit_pad.any()) {
+      pad(x);
+      input = padded_.device_raw();
+    }
+    const float one = 1.0f, zero = 0.0f;
+    // dw in the storage type, OHWI, into the filter buffer (w is not needed here).
+    ST_CUDNN_CHECK_FOR(who_,
+                       cudnnConvolutionBackwardFilter(
+                           ctx_.cudnn(stream_), &one, x_desc_.get(), input, y_desc_.get(), dy, bwd_filter_desc_->get(),
+                           static_cast<cudnnConvolutionBwdFilterAlgo_t>(bwd_filter_.algo), ctx_.workspace(stream_),
+                           workspace_bytes(), &zero, w_desc_.get(), filter_.device_raw()));
+    kernels::launch_cuda(stream_, "conv dw to oihw f32", plan_.filter_elements(),
+                         kernels::FilterOhwiToOihw<T, float>{filter_.device_data<T>(), dw, plan_.filter_geometry()});
+    if (plan_.shape.bias)
+      kernels::launch_cuda(stream_, "conv bias grad", plan_.shape.out_c,
+                           kernels::BiasGradStored<T>{static_cast<const T*>(dy), db,
+                                                      plan_.y.elements() / plan_.shape.out_c, plan_.shape.out_c});
+  }
+
+ private:
+  size_t workspace_bytes() const { return static_cast<size_t>(ctx_.workspace_bytes(stream_)); }
+
+  void reorder_filter(const void* w) {
+    kernels::launch_cuda(
+        stream_, "conv filter to ohwi", plan_.filter_elements(),
+        kernels::FilterOihwToOhwi<T, T>{static_cast<const T*>(w), filter_.device_data<T>(), plan_.filter_geometry()});
+  }
+
+  void pad(const void* x) {
+    kernels::launch_cuda(
+        stream_, "conv pad", plan_.x_conv.elements(),
+        kernels::PadNhwc<T>{static_cast<const T*>(x), padded_.device_data<T>(), plan_.pad_geometry(), 0.0f});
+  }
+
+  // The cached choice for `direction`, or a search (cudnnFind*AlgorithmEx) and the plan's policy.
+  CudnnAlgoResult choose(ConvDirection direction, const ConvolutionDescriptor& desc) {
+    const CudnnSelection sel = selection_of(ctx_.settings());
+    const auto key = std::make_pair(ctx_.device(), conv_choice_key(plan_.shape, direction, sel));
+    CudnnAlgoResult choice;
+    bool cached = false;
+    {
+      std::lock_guard lock(g_choices_mu);
+      auto it = choice_cache().find(key);
+      if (it != choice_cache().end()) {
+        choice = it->second;
+        cached = true;
+      }
+    }
+    if (!cached) {
+      choice = choose_conv_algorithm(search(direction, desc), plan_.shape, direction, sel);
+      std::lock_guard lock(g_choices_mu);
+      choice_cache().emplace(key, choice);
+    }
+    log_once(ctx_, conv_choice_line(plan_.shape, direction, choice));
+    return choice;
+  }
+
+  std::vector<CudnnAlgoResult> search(ConvDirection direction, const ConvolutionDescriptor& desc) {
+    if (!search_) search_ = std::make_unique<SearchBuffers>(ctx_, plan_, stream_);
+    const SearchBuffers& b = *search_;
+    cudnnHandle_t h = ctx_.cudnn(stream_);
+    std::vector<CudnnAlgoResult> out;
+    int max_count = 0, returned = 0;
+    switch (direction) {
+      case ConvDirection::forward: {
+        ST_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithmMaxCount(h, &max_count));
+        std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(static_cast<size_t>(std::max(max_count, 1)));
+        ST_CUDNN_CHECK_FOR(
+            who_, cudnnFindConvolutionForwardAlgorithmEx(
+                      h, x_desc_.get(), b.x.device_raw(), w_desc_.get(), b.w.device_raw(), desc.get(), y_desc_.get(),
+                      b.y.device_raw(), static_cast<int>(perf.size()), &returned, perf.data(), b.ws(), b.ws_bytes()));
+        for (int i = 0; i < returned; ++i) out.push_back(translate(perf[static_cast<size_t>(i)]));
+        break;
+      }
+      case ConvDirection::backward_data: {
+        ST_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(h, &max_count));
+        std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perf(static_cast<size_t>(std::max(max_count, 1)));
+        ST_CUDNN_CHECK_FOR(
+            who_, cudnnFindConvolutionBackwardDataAlgorithmEx(
+                      h, w_desc_.get(), b.w.device_raw(), y_desc_.get(), b.y.device_raw(), desc.get(), x_desc_.get(),
+                      b.x.device_raw(), static_cast<int>(perf.size()), &returned, perf.data(), b.ws(), b.ws_bytes()));
+        for (int i = 0; i < returned; ++i) out.push_back(translate(perf[static_cast<size_t>(i)]));
+        break;
+      }
+      case ConvDirection::backward_filter: {
+        ST_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(h, &max_count));
+        std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> perf(static_cast<size_t>(std::max(max_count, 1)));
+        ST_CUDNN_CHECK_FOR(
+            who_, cudnnFindConvolutionBackwardFilterAlgorithmEx(
+                      h, x_desc_.get(), b.x.device_raw(), y_desc_.get(), b.y.device_raw(), desc.get(), w_desc_.get(),
+                      b.w.device_raw(), static_cast<int>(perf.size()), &returned, perf.data(), b.ws(), b.ws_bytes()));
+        for (int i = 0; i < returned; ++i) out.push_back(translate(perf[static_cast<size_t>(i)]));
+        break;
+      }
+    }
+    return out;
+  }
+
+  CudaOpContext& ctx_;
+  cudaStream_t stream_;
+  CudnnConvPlan plan_;
+  std::string who_;          // "conv{...}", for errors
+  TensorDescriptor x_desc_;  // the convolution's input: x, or the padded buffer
+  TensorDescriptor y_desc_;
+  FilterDescriptor w_desc_;
+  Tensor filter_;  // OHWI weights; backward-weights' OHWI gradient in the storage type
+  Tensor padded_;  // explicit padding only: the padded input, or the padded input's gradient
+  std::unique_ptr<SearchBuffers> search_;
+  CudnnAlgoResult fwd_, bwd_data_, bwd_filter_;
+  std::unique_ptr<ConvolutionDescriptor> fwd_desc_, bwd_data_desc_, bwd_filter_desc_;
+};
+
+}  // namespace
+
+std::unique_ptr<ConvOp> make_cudnn_conv(CudaOpContext& ctx, const ConvShape& shape, cudaStream_t stream) {
+  switch (shape.dtype) {
+    case DType::f32:
+      return std::make_unique<CudnnConv<float>>(ctx, shape, stream);
+    case DType::bf16:
+      return std::make_unique<CudnnConv<bf16>>(ctx, shape, stream);
+    case DType::f16:
+      return std::make_unique<CudnnConv<f16>>(ctx, shape, stream);
+    default:
+      break;
+  }
+  ST_FAIL("cuDNN convolution ", shape.to_string(), ": cuDNN computes in f32, bf16 or f16, not ",
+          dtype_name(shape.dtype));
+}
 
 }  // namespace scaletrain::cuda

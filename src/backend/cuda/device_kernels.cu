@@ -8,11 +8,13 @@
 #include "scaletrain/kernels/activation.hpp"
 #include "scaletrain/kernels/bias.hpp"
 #include "scaletrain/kernels/cast.hpp"
+#include "scaletrain/kernels/conv_layout.hpp"
 #include "scaletrain/kernels/dropout.hpp"
 #include "scaletrain/kernels/launch_cuda.hpp"
 #include "scaletrain/kernels/launch_device.cuh"
 #include "scaletrain/kernels/normalize.hpp"
 #include "scaletrain/kernels/optimizer_update.hpp"
+#include "scaletrain/kernels/pool_direct.hpp"
 #include "scaletrain/kernels/scale.hpp"
 #include "scaletrain/kernels/softmax_cross_entropy.hpp"
 
@@ -45,6 +47,16 @@ ST_INSTANTIATE(BiasAdd)
 ST_INSTANTIATE(BiasGrad)
 ST_INSTANTIATE_STORAGE(BiasAddStored)
 ST_INSTANTIATE_STORAGE(BiasGradStored)
+ST_INSTANTIATE_STORAGE(PadNhwc)
+ST_INSTANTIATE_STORAGE(CropNhwc)
+ST_INSTANTIATE(FilterOihwToOhwi<float, float>)
+ST_INSTANTIATE(FilterOihwToOhwi<bf16, bf16>)
+ST_INSTANTIATE(FilterOihwToOhwi<f16, f16>)
+ST_INSTANTIATE(FilterOhwiToOihw<float, float>)
+ST_INSTANTIATE(FilterOhwiToOihw<bf16, float>)
+ST_INSTANTIATE(FilterOhwiToOihw<f16, float>)
+ST_INSTANTIATE_STORAGE(PoolForwardDirect)
+ST_INSTANTIATE_STORAGE(PoolBackwardDirect)
 ST_INSTANTIATE(SoftmaxCrossEntropyForward)
 ST_INSTANTIATE(SoftmaxCrossEntropyBackward)
 ST_INSTANTIATE(AccumulateLossSums)

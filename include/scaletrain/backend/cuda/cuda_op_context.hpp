@@ -47,6 +47,9 @@ class CudaOpContext {
   // At a call: the workspace of `stream` (null when nothing was reserved) and its size.
   void* workspace(cudaStream_t stream) const;
   int64_t workspace_bytes(cudaStream_t stream) const;
+  // Device memory an operator owns (a padded input, reordered weights), allocated at its creation;
+  // also the scratch tensors of an algorithm search, released when it ends.
+  Tensor buffer(Shape shape, DType dtype, std::string name);
 
   // A line for Backend::operator_choices (and the start-up log).
   void log_choice(std::string line);

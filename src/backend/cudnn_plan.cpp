@@ -1,0 +1,302 @@
+// The pure host side of the cuDNN convolution and pooling: descriptor parameters from a shape, the
+// choice key and the algorithm choice policy (backend/cudnn_plan.hpp). No cuDNN here.
+#include "scaletrain/backend/cudnn_plan.hpp"
+
+#include <algorithm>
+#include <climits>
+#include <cstdio>
+#include <initializer_list>
+#include <sstream>
+
+#include "scaletrain/core/error.hpp"
+
+namespace scaletrain {
+namespace {
+
+CudnnType cudnn_type(DType t, const std::string& what) {
+  switch (t) {
+    case DType::f32:
+      return CudnnType::f32;
+    case DType::bf16:
+      return CudnnType::bf16;
+    case DType::f16:
+      return CudnnType::f16;
+    default:
+      break;
+  }
+  ST_FAIL(what, ": cuDNN computes in f32, bf16 or f16, not ", dtype_name(t));
+}
+
+// Every dim and stride of a legacy cuDNN descriptor is an int.
+void check_fits_int(const std::string& what, std::initializer_list<int64_t> values) {
+  for (int64_t v : values)
+    ST_CHECK(v <= INT_MAX, what, ": a size or stride of ", v, " does not fit cuDNN's 32-bit descriptor fields");
+}
+
+void check_fits_int(const std::string& what, const CudnnTensor4d& t) {
+  check_fits_int(what, {t.n, t.c, t.h, t.w, t.n_stride, t.c_stride, t.h_stride, t.w_stride});
+}
+
+void validate_conv(const ConvShape& s) {
+  ST_CHECK(s.batch > 0 && s.in_c > 0 && s.out_c > 0 && s.in_h > 0 && s.in_w > 0 && s.kernel_h > 0 && s.kernel_w > 0 &&
+               s.stride_h > 0 && s.stride_w > 0 && s.groups > 0,
+           "invalid convolution ", s.to_string(),
+           ": batch, sizes, channels, kernel, stride and groups must be positive");
+  ST_CHECK(s.pad_top >= 0 && s.pad_left >= 0 && s.pad_bottom >= 0 && s.pad_right >= 0, "invalid convolution ",
+           s.to_string(), ": padding must not be negative");
+  ST_CHECK(s.in_c % s.groups == 0 && s.out_c % s.groups == 0, "invalid convolution ", s.to_string(),
+           ": in_c and out_c must be divisible by groups");
+  ST_CHECK(s.in_h + s.pad_top + s.pad_bottom >= s.kernel_h && s.in_w + s.pad_left + s.pad_right >= s.kernel_w,
+           "invalid convolution ", s.to_string(), ": the kernel is larger than the padded input");
+}
+
+void validate_pool(const PoolShape& s) {
+  ST_CHECK(s.batch > 0 && s.channels > 0 && s.in_h > 0 && s.in_w > 0 && s.kernel_h > 0 && s.kernel_w > 0 &&
+               s.stride_h > 0 && s.stride_w > 0,
+           "invalid pooling ", s.to_string(), ": batch, sizes, channels, kernel and stride must be positive");
+  ST_CHECK(s.pad_top >= 0 && s.pad_left >= 0 && s.pad_bottom >= 0 && s.pad_right >= 0, "invalid pooling ",
+           s.to_string(), ": padding must not be negative");
+  ST_CHECK(s.pad_top < s.kernel_h && s.pad_bottom < s.kernel_h && s.pad_left < s.kernel_w && s.pad_right < s.kernel_w,
+           "invalid pooling ", s.to_string(), ": padding must be smaller than the kernel");
+  ST_CHECK(s.in_h + s.pad_top + s.pad_bottom >= s.kernel_h && s.in_w + s.pad_left + s.pad_right >= s.kernel_w,
+           "invalid pooling ", s.to_string(), ": the kernel is larger than the padded input");
+}
+
+std::string mib(int64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", static_cast<double>(bytes) / (1 << 20));
+  return buf;
+}
+
+std::string workspace_setting(int64_t bytes) {
+  if (bytes % (1 << 20) == 0) return "run.cudnn_workspace_mb = " + std::to_string(bytes >> 20);
+  return "run.cudnn_workspace_mb = " + mib(bytes) + " (" + std::to_string(bytes) + " bytes)";
+}
+
+}  // namespace
+
+std::string cudnn_type_name(CudnnType t) {
+  switch (t) {
+    case CudnnType::f32:
+      return "f32";
+    case CudnnType::bf16:
+      return "bf16";
+    case CudnnType::f16:
+      return "f16";
+  }
+  return "?";
+}
+
+std::string cudnn_math_name(CudnnMath m) {
+  switch (m) {
+    case CudnnMath::fma:
+      return "fma";
+    case CudnnMath::default_math:
+      return "default";
+    case CudnnMath::tensor_op:
+      return "tensor_op";
+    case CudnnMath::tensor_op_allow_conversion:
+      return "tensor_op_allow_conversion";
+  }
+  return "?";
+}
+
+std::string conv_direction_name(ConvDirection d) {
+  switch (d) {
+    case ConvDirection::forward:
+      return "fwd";
+    case ConvDirection::backward_data:
+      return "bwd data";
+    case ConvDirection::backward_filter:
+      return "bwd filter";
+  }
+  return "?";
+}
+
+std::string CudnnTensor4d::to_string() const {
+  std::ostringstream os;
+  os << "[" << n << ", " << c << ", " << h << ", " << w << "] strides [" << n_stride << ", " << c_stride << ", "
+     << h_stride << ", " << w_stride << "]";
+  return os.str();
+}
+
+CudnnTensor4d nhwc_tensor(int64_t n, int64_t c, int64_t h, int64_t w) {
+  CudnnTensor4d t;
+  t.n = n;
+  t.c = c;
+  t.h = h;
+  t.w = w;
+  t.w_stride = c;
+  t.h_stride = w * c;
+  t.n_stride = h * w * c;
+  t.c_stride = 1;
+  return t;
+}
+
+CudnnMath conv_math(CudnnType data, bool allow_tf32) {
+  if (data == CudnnType::f32) return allow_tf32 ? CudnnMath::default_math : CudnnMath::fma;
+  return CudnnMath::tensor_op;
+}
+
+bool conv_math_allowed(CudnnMath math, CudnnType data, bool allow_tf32) {
+  if (math == CudnnMath::tensor_op_allow_conversion) return false;
+  if (data == CudnnType::f32 && !allow_tf32) return math == CudnnMath::fma;
+  return true;
+}
+
+kernels::NhwcPadGeometry CudnnConvPlan::pad_geometry() const {
+  return {x.h, x.w, x.c, x_conv.h, x_conv.w, explicit_pad.top, explicit_pad.left};
+}
+
+kernels::FilterGeometry CudnnConvPlan::filter_geometry() const { return {filter_k, filter_c, filter_h, filter_w}; }
+
+CudnnConvPlan plan_cudnn_conv(const ConvShape& s, const CudnnSelection& selection) {
+  validate_conv(s);
+  const std::string what = "cuDNN convolution " + s.to_string();
+  CudnnConvPlan p;
+  p.shape = s;
+  p.data_type = cudnn_type(s.dtype, what);
+  p.compute_type = CudnnType::f32;
+  p.math = conv_math(p.data_type, selection.allow_tf32);
+
+  // The symmetric part goes into the descriptor, the rest is padded explicitly.
+  p.pad_h = std::min(s.pad_top, s.pad_bottom);
+  p.pad_w = std::min(s.pad_left, s.pad_right);
+  p.explicit_pad = {s.pad_top - p.pad_h, s.pad_left - p.pad_w, s.pad_bottom - p.pad_h, s.pad_right - p.pad_w};
+  p.stride_h = s.stride_h;
+  p.stride_w = s.stride_w;
+  p.groups = s.groups;
+
+  p.x = nhwc_tensor(s.batch, s.in_c, s.in_h, s.in_w);
+  p.x_conv = nhwc_tensor(s.batch, s.in_c, s.in_h + p.explicit_pad.top + p.explicit_pad.bottom,
+                         s.in_w + p.explicit_pad.left + p.explicit_pad.right);
+  p.y = nhwc_tensor(s.batch, s.out_c, s.out_h(), s.out_w());
+  p.filter_k = s.out_c;
+  p.filter_c = s.in_c / s.groups;
+  p.filter_h = s.kernel_h;
+  p.filter_w = s.kernel_w;
+
+  const int64_t elem = static_cast<int64_t>(dtype_size(s.dtype));
+  p.padded_bytes = p.explicit_pad.any() ? p.x_conv.elements() * elem : 0;
+  p.filter_bytes = p.filter_elements() * elem;
+
+  check_fits_int(what, p.x_conv);
+  check_fits_int(what, p.y);
+  check_fits_int(what, {p.filter_k, p.filter_c, p.filter_h, p.filter_w, p.pad_h, p.pad_w, p.stride_h, p.stride_w,
+                        p.groups, p.filter_c * p.filter_h * p.filter_w});
+  ST_CHECK(p.cudnn_out_h() == s.out_h() && p.cudnn_out_w() == s.out_w(), what, ": the descriptors give an output of ",
+           p.cudnn_out_h(), "x", p.cudnn_out_w(), ", the shape ", s.out_h(), "x", s.out_w());
+  return p;
+}
+
+kernels::PoolGeometry CudnnPoolPlan::geometry() const {
+  return {x.h,           x.w,           x.c, y.h, y.w, shape.kernel_h, shape.kernel_w, shape.stride_h, shape.stride_w,
+          shape.pad_top, shape.pad_left};
+}
+
+CudnnPoolPlan plan_cudnn_pool(const PoolShape& s, bool deterministic) {
+  validate_pool(s);
+  const std::string what = "cuDNN pooling " + s.to_string();
+  CudnnPoolPlan p;
+  p.shape = s;
+  p.data_type = cudnn_type(s.dtype, what);
+  p.x = nhwc_tensor(s.batch, s.channels, s.in_h, s.in_w);
+  p.y = nhwc_tensor(s.batch, s.channels, s.out_h(), s.out_w());
+  p.direct = s.pad_top != s.pad_bottom || s.pad_left != s.pad_right;
+  if (s.kind == PoolKind::max)
+    p.mode = deterministic ? CudnnPoolMode::max_deterministic : CudnnPoolMode::max;
+  else
+    p.mode = CudnnPoolMode::average_exclude_padding;
+  p.window_h = s.kernel_h;
+  p.window_w = s.kernel_w;
+  p.pad_h = s.pad_top;
+  p.pad_w = s.pad_left;
+  p.stride_h = s.stride_h;
+  p.stride_w = s.stride_w;
+  check_fits_int(what, p.x);
+  check_fits_int(what, p.y);
+  check_fits_int(what, {p.window_h, p.window_w, p.pad_h, p.pad_w, p.stride_h, p.stride_w});
+  ST_CHECK(p.direct || (p.cudnn_out_h() == s.out_h() && p.cudnn_out_w() == s.out_w()), what,
+           ": the descriptors give an output of ", p.cudnn_out_h(), "x", p.cudnn_out_w(), ", the shape ", s.out_h(),
+           "x", s.out_w());
+  return p;
+}
+
+std::string pool_choice_line(const CudnnPoolPlan& p) {
+  if (p.direct) return p.shape.to_string() + ": direct kernels (asymmetric padding)";
+  switch (p.mode) {
+    case CudnnPoolMode::max:
+      return p.shape.to_string() + ": cuDNN MAX";
+    case CudnnPoolMode::max_deterministic:
+      return p.shape.to_string() + ": cuDNN MAX_DETERMINISTIC";
+    case CudnnPoolMode::average_exclude_padding:
+      return p.shape.to_string() + ": cuDNN AVERAGE_COUNT_EXCLUDE_PADDING";
+  }
+  return p.shape.to_string();
+}
+
+CudnnChoiceKey conv_choice_key(const ConvShape& shape, ConvDirection direction, const CudnnSelection& selection) {
+  ConvShape problem = shape;
+  problem.bias = false;  // added outside cuDNN
+  std::ostringstream os;
+  os << "conv " << conv_direction_name(direction) << " " << problem.to_string() << " deterministic "
+     << selection.deterministic << " tf32 " << selection.allow_tf32 << " workspace " << selection.workspace_limit_bytes;
+  return {os.str()};
+}
+
+CudnnAlgoResult choose_conv_algorithm(const std::vector<CudnnAlgoResult>& candidates, const ConvShape& shape,
+                                      ConvDirection direction, const CudnnSelection& selection) {
+  const CudnnType data = cudnn_type(shape.dtype, "cuDNN convolution " + shape.to_string());
+  const CudnnAlgoResult* best = nullptr;
+  std::vector<std::string> dropped;
+  int nondeterministic = 0, too_large = 0;
+  for (const CudnnAlgoResult& c : candidates) {
+    std::string why;
+    if (!c.ok) {
+      why = "did not run: " + (c.status.empty() ? std::string("failed") : c.status);
+    } else if (!conv_math_allowed(c.math, data, selection.allow_tf32)) {
+      why = cudnn_math_name(c.math) + " math not allowed for " + cudnn_type_name(data) +
+            (data == CudnnType::f32 && !selection.allow_tf32 ? " with train.allow_tf32 = false" : "");
+    } else if (selection.deterministic && !c.deterministic) {
+      why = "nondeterministic";
+      ++nondeterministic;
+    } else if (c.workspace_bytes > selection.workspace_limit_bytes) {
+      why = "needs " + mib(c.workspace_bytes) + " MiB of workspace";
+      ++too_large;
+    }
+    if (!why.empty()) {
+      dropped.push_back(c.name + " (" + why + ")");
+      continue;
+    }
+    if (!best || c.time_ms < best->time_ms ||
+        (c.time_ms == best->time_ms && (c.workspace_bytes < best->workspace_bytes ||
+                                        (c.workspace_bytes == best->workspace_bytes && c.algo < best->algo))))
+      best = &c;
+  }
+  if (best) return *best;
+  std::ostringstream os;
+  os << "conv " << conv_direction_name(direction) << " " << shape.to_string() << ": no "
+     << (selection.deterministic ? "deterministic " : "") << "algorithm"
+     << (data == CudnnType::f32 && !selection.allow_tf32 ? " without TF32" : "") << " within "
+     << workspace_setting(selection.workspace_limit_bytes) << " among " << candidates.size() << " cuDNN candidates";
+  if (!dropped.empty()) {
+    os << ":";
+    for (size_t i = 0; i < dropped.size(); ++i) os << (i ? "; " : " ") << dropped[i];
+  }
+  if (too_large) os << ". A larger run.cudnn_workspace_mb may help";
+  if (nondeterministic) os << ". run.deterministic = false may help";
+  ST_FAIL(os.str());
+}
+
+std::string conv_choice_line(const ConvShape& shape, ConvDirection direction, const CudnnAlgoResult& choice) {
+  char timing[64];
+  std::snprintf(timing, sizeof timing, "%.3f", static_cast<double>(choice.time_ms));
+  std::ostringstream os;
+  os << "conv " << conv_direction_name(direction) << " " << shape.to_string() << ": algo " << choice.name << " ("
+     << timing << " ms, " << mib(choice.workspace_bytes) << " MiB workspace, "
+     << (choice.deterministic ? "deterministic" : "nondeterministic") << ", " << cudnn_math_name(choice.math)
+     << " math)";
+  return os.str();
+}
+
+}  // namespace scaletrain
