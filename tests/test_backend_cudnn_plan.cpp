@@ -131,6 +131,24 @@ TEST(CudnnChoice, NothingLeftIsAnErrorNamingShapeDirectionAndWhy) {
   EXPECT_TRUE(contains(none, "among 0 cuDNN candidates")) << none;
 }
 
+// Deterministic mode ranks by cuDNN's heuristic, not by time: the same choice on every run.
+TEST(CudnnChoice, HeuristicCandidatesAreTakenInRankOrderWhateverTheirTimes) {
+  std::vector<CudnnAlgoResult> c = {algo(4, 9.0f, 0, false), algo(1, 5.0f), algo(2, 0.5f), algo(3, 0.1f)};
+  for (size_t i = 0; i < c.size(); ++i) c[i].heuristic_rank = static_cast<int>(i);
+  // Rank 0 is nondeterministic, so rank 1 wins although ranks 2 and 3 report shorter times.
+  EXPECT_EQ(choose_conv_algorithm(c, kShape, ConvDirection::forward, selection(true)).algo, 1);
+  // Without the deterministic filter rank 0 wins.
+  EXPECT_EQ(choose_conv_algorithm(c, kShape, ConvDirection::forward, selection(false)).algo, 4);
+  // A rank that needs more workspace than allowed is passed over for the next.
+  c[1].workspace_bytes = int64_t{1} << 40;
+  EXPECT_EQ(choose_conv_algorithm(c, kShape, ConvDirection::forward, selection(true)).algo, 2);
+  CudnnAlgoResult r = c[2];
+  r.name = "GEMM";
+  EXPECT_EQ(conv_choice_line(kShape, ConvDirection::forward, r),
+            "conv fwd " + kShape.to_string() +
+                ": algo GEMM (cuDNN heuristic #2, untimed, 0.0 MiB workspace, deterministic, fma math)");
+}
+
 TEST(CudnnChoice, TheLogLineNamesShapeAlgorithmTimeAndWorkspace) {
   CudnnAlgoResult r = algo(1, 0.25f, int64_t{3} << 19);
   r.name = "IMPLICIT_PRECOMP_GEMM";

@@ -244,6 +244,14 @@ CudnnChoiceKey conv_choice_key(const ConvShape& shape, ConvDirection direction, 
   return {os.str()};
 }
 
+// a before b: both heuristic, by rank; otherwise the faster, then the smaller workspace, then the lower id.
+bool better_candidate(const CudnnAlgoResult& a, const CudnnAlgoResult& b) {
+  if (a.heuristic_rank >= 0 && b.heuristic_rank >= 0) return a.heuristic_rank < b.heuristic_rank;
+  if (a.time_ms != b.time_ms) return a.time_ms < b.time_ms;
+  if (a.workspace_bytes != b.workspace_bytes) return a.workspace_bytes < b.workspace_bytes;
+  return a.algo < b.algo;
+}
+
 CudnnAlgoResult choose_conv_algorithm(const std::vector<CudnnAlgoResult>& candidates, const ConvShape& shape,
                                       ConvDirection direction, const CudnnSelection& selection) {
   const CudnnType data = cudnn_type(shape.dtype, "cuDNN convolution " + shape.to_string());
@@ -268,10 +276,7 @@ CudnnAlgoResult choose_conv_algorithm(const std::vector<CudnnAlgoResult>& candid
       dropped.push_back(c.name + " (" + why + ")");
       continue;
     }
-    if (!best || c.time_ms < best->time_ms ||
-        (c.time_ms == best->time_ms && (c.workspace_bytes < best->workspace_bytes ||
-                                        (c.workspace_bytes == best->workspace_bytes && c.algo < best->algo))))
-      best = &c;
+    if (!best || better_candidate(c, *best)) best = &c;
   }
   if (best) return *best;
   std::ostringstream os;
@@ -290,10 +295,13 @@ CudnnAlgoResult choose_conv_algorithm(const std::vector<CudnnAlgoResult>& candid
 
 std::string conv_choice_line(const ConvShape& shape, ConvDirection direction, const CudnnAlgoResult& choice) {
   char timing[64];
-  std::snprintf(timing, sizeof timing, "%.3f", static_cast<double>(choice.time_ms));
+  if (choice.heuristic_rank >= 0)
+    std::snprintf(timing, sizeof timing, "cuDNN heuristic #%d, untimed", choice.heuristic_rank);
+  else
+    std::snprintf(timing, sizeof timing, "%.3f ms", static_cast<double>(choice.time_ms));
   std::ostringstream os;
   os << "conv " << conv_direction_name(direction) << " " << shape.to_string() << ": algo " << choice.name << " ("
-     << timing << " ms, " << mib(choice.workspace_bytes) << " MiB workspace, "
+     << timing << ", " << mib(choice.workspace_bytes) << " MiB workspace, "
      << (choice.deterministic ? "deterministic" : "nondeterministic") << ", " << cudnn_math_name(choice.math)
      << " math)";
   return os.str();

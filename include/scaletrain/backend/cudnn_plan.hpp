@@ -133,6 +133,9 @@ struct CudnnAlgoResult {
   bool ok = true;    // status == CUDNN_STATUS_SUCCESS
   std::string status;
   float time_ms = 0;
+  // Candidates from cuDNN's heuristic (cudnnGet*_v7: ranked, not timed) carry their rank (0 = cuDNN's
+  // first choice); timed candidates (cudnnFind*Ex) carry -1.
+  int heuristic_rank = -1;
   int64_t workspace_bytes = 0;
   bool deterministic = true;
   CudnnMath math = CudnnMath::fma;
@@ -140,7 +143,9 @@ struct CudnnAlgoResult {
 
 // The fastest candidate that ran, is deterministic when the selection asks for it, fits the
 // workspace limit and uses an allowed math type; ties go to the smaller workspace, then to the lower
-// algorithm id. When nothing is left,
+// algorithm id. Heuristic candidates (heuristic_rank >= 0) are taken in cuDNN's rank order instead:
+// no timing, so the same GPU, shape and cuDNN always give the same choice (run.deterministic uses
+// them, so that a rerun or a resumed run computes bit for bit the same). When nothing is left,
 // Error naming the shape, the direction and why each candidate was dropped.
 CudnnAlgoResult choose_conv_algorithm(const std::vector<CudnnAlgoResult>& candidates, const ConvShape& shape,
                                       ConvDirection direction, const CudnnSelection& selection);

@@ -29,7 +29,13 @@
 //   per-op buffer; backward-data computes the padded input's gradient there and crops it; backward-
 //   weights pads x again (forward's copy may have been overwritten by backward-data). This is what
 //   TensorFlow does on cuDNN.
-// - Algorithm choice once per shape, at op creation: cudnnFind*AlgorithmEx times every algorithm
+// - Algorithm choice once per shape, at op creation. With run.deterministic (the default) from
+//   cuDNN's heuristic (cudnnGetConvolution*Algorithm_v7: a ranked list, nothing timed), taking the
+//   first deterministic candidate that fits: the same GPU model, shape and cuDNN version always get
+//   the same algorithm, so a rerun or a resumed run computes bit for bit the same (a timed choice
+//   could differ between runs, and between ranks). PyTorch's cudnn.deterministic with benchmark off
+//   does the same. Otherwise (run.deterministic = false, PyTorch's benchmark mode):
+//   cudnnFind*AlgorithmEx times every algorithm
 //   on scratch tensors from our caching allocator and a workspace of at most the limit; the plan's
 //   policy keeps those that ran, are deterministic when run.deterministic, fit run.cudnn_workspace_mb
 //   and use an allowed math type (no TF32 for f32 unless train.allow_tf32, never a down-conversion),
@@ -209,7 +215,8 @@ class CudnnConv final : public ConvOp {
     fwd_desc_ = std::make_unique<ConvolutionDescriptor>(plan_, fwd_.math);
     bwd_data_desc_ = std::make_unique<ConvolutionDescriptor>(plan_, bwd_data_.math);
     bwd_filter_desc_ = std::make_unique<ConvolutionDescriptor>(plan_, bwd_filter_.math);
-    const int64_t ws = std::max({fwd_.workspace_bytes, bwd_data_.workspace_bytes, bwd_filter_.workspace_bytes});
+    const int64_t ws = std::max(
+        {fwd_.workspace_bytes, bwd_data_.workspace_bytes, bwd_filter_.workspace_bytes, chosen_workspace_bytes()});
     ctx_.reserve_workspace(stream_, ws, "convolution " + shape.to_string());
   }
 
@@ -286,7 +293,7 @@ class CudnnConv final : public ConvOp {
         kernels::PadNhwc<T>{static_cast<const T*>(x), padded_.device_data<T>(), plan_.pad_geometry(), 0.0f});
   }
 
-  // The cached choice for `direction`, or a search (cudnnFind*AlgorithmEx) and the plan's policy.
+  // The cached choice for `direction`, or a search (heuristic or timed) and the plan's policy.
   CudnnAlgoResult choose(ConvDirection direction, const ConvolutionDescriptor& desc) {
     const CudnnSelection sel = selection_of(ctx_.settings());
     const auto key = std::make_pair(ctx_.device(), conv_choice_key(plan_.shape, direction, sel));
@@ -309,7 +316,69 @@ class CudnnConv final : public ConvOp {
     return choice;
   }
 
+  // The workspace the three chosen algorithms need with their final descriptors
+  // (cudnnGet*WorkspaceSize): a heuristic candidate's figure is cuDNN's estimate.
+  int64_t chosen_workspace_bytes() {
+    cudnnHandle_t h = ctx_.cudnn(stream_);
+    size_t f = 0, d = 0, w = 0;
+    ST_CUDNN_CHECK_FOR(
+        who_, cudnnGetConvolutionForwardWorkspaceSize(h, x_desc_.get(), w_desc_.get(), fwd_desc_->get(), y_desc_.get(),
+                                                      static_cast<cudnnConvolutionFwdAlgo_t>(fwd_.algo), &f));
+    ST_CUDNN_CHECK_FOR(who_, cudnnGetConvolutionBackwardDataWorkspaceSize(
+                                 h, w_desc_.get(), y_desc_.get(), bwd_data_desc_->get(), x_desc_.get(),
+                                 static_cast<cudnnConvolutionBwdDataAlgo_t>(bwd_data_.algo), &d));
+    ST_CUDNN_CHECK_FOR(who_, cudnnGetConvolutionBackwardFilterWorkspaceSize(
+                                 h, x_desc_.get(), y_desc_.get(), bwd_filter_desc_->get(), w_desc_.get(),
+                                 static_cast<cudnnConvolutionBwdFilterAlgo_t>(bwd_filter_.algo), &w));
+    return static_cast<int64_t>(std::max({f, d, w}));
+  }
+
+  // cuDNN's ranked heuristic candidates for `direction` (cudnnGet*_v7): no timing, no scratch tensors.
+  std::vector<CudnnAlgoResult> heuristic(ConvDirection direction, const ConvolutionDescriptor& desc) {
+    cudnnHandle_t h = ctx_.cudnn(stream_);
+    std::vector<CudnnAlgoResult> out;
+    int max_count = 0, returned = 0;
+    const auto ranked = [&](const auto& perf) {
+      for (int i = 0; i < returned; ++i) {
+        out.push_back(translate(perf[static_cast<size_t>(i)]));
+        out.back().heuristic_rank = i;
+      }
+    };
+    switch (direction) {
+      case ConvDirection::forward: {
+        ST_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithmMaxCount(h, &max_count));
+        std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(static_cast<size_t>(std::max(max_count, 1)));
+        ST_CUDNN_CHECK_FOR(
+            who_, cudnnGetConvolutionForwardAlgorithm_v7(h, x_desc_.get(), w_desc_.get(), desc.get(), y_desc_.get(),
+                                                         static_cast<int>(perf.size()), &returned, perf.data()));
+        ranked(perf);
+        break;
+      }
+      case ConvDirection::backward_data: {
+        ST_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(h, &max_count));
+        std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perf(static_cast<size_t>(std::max(max_count, 1)));
+        ST_CUDNN_CHECK_FOR(who_, cudnnGetConvolutionBackwardDataAlgorithm_v7(
+                                     h, w_desc_.get(), y_desc_.get(), desc.get(), x_desc_.get(),
+                                     static_cast<int>(perf.size()), &returned, perf.data()));
+        ranked(perf);
+        break;
+      }
+      case ConvDirection::backward_filter: {
+        ST_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(h, &max_count));
+        std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> perf(static_cast<size_t>(std::max(max_count, 1)));
+        ST_CUDNN_CHECK_FOR(who_, cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+                                     h, x_desc_.get(), y_desc_.get(), desc.get(), w_desc_.get(),
+                                     static_cast<int>(perf.size()), &returned, perf.data()));
+        ranked(perf);
+        break;
+      }
+    }
+    return out;
+  }
+
+  // The candidates of `direction`: ranked by cuDNN's heuristic under run.deterministic, else timed.
   std::vector<CudnnAlgoResult> search(ConvDirection direction, const ConvolutionDescriptor& desc) {
+    if (ctx_.settings().deterministic) return heuristic(direction, desc);
     if (!search_) search_ = std::make_unique<SearchBuffers>(ctx_, plan_, stream_);
     const SearchBuffers& b = *search_;
     cudnnHandle_t h = ctx_.cudnn(stream_);
