@@ -37,31 +37,6 @@ void check_fits_int(const std::string& what, const CudnnTensor4d& t) {
   check_fits_int(what, {t.n, t.c, t.h, t.w, t.n_stride, t.c_stride, t.h_stride, t.w_stride});
 }
 
-void validate_conv(const ConvShape& s) {
-  ST_CHECK(s.batch > 0 && s.in_c > 0 && s.out_c > 0 && s.in_h > 0 && s.in_w > 0 && s.kernel_h > 0 && s.kernel_w > 0 &&
-               s.stride_h > 0 && s.stride_w > 0 && s.groups > 0,
-           "invalid convolution ", s.to_string(),
-           ": batch, sizes, channels, kernel, stride and groups must be positive");
-  ST_CHECK(s.pad_top >= 0 && s.pad_left >= 0 && s.pad_bottom >= 0 && s.pad_right >= 0, "invalid convolution ",
-           s.to_string(), ": padding must not be negative");
-  ST_CHECK(s.in_c % s.groups == 0 && s.out_c % s.groups == 0, "invalid convolution ", s.to_string(),
-           ": in_c and out_c must be divisible by groups");
-  ST_CHECK(s.in_h + s.pad_top + s.pad_bottom >= s.kernel_h && s.in_w + s.pad_left + s.pad_right >= s.kernel_w,
-           "invalid convolution ", s.to_string(), ": the kernel is larger than the padded input");
-}
-
-void validate_pool(const PoolShape& s) {
-  ST_CHECK(s.batch > 0 && s.channels > 0 && s.in_h > 0 && s.in_w > 0 && s.kernel_h > 0 && s.kernel_w > 0 &&
-               s.stride_h > 0 && s.stride_w > 0,
-           "invalid pooling ", s.to_string(), ": batch, sizes, channels, kernel and stride must be positive");
-  ST_CHECK(s.pad_top >= 0 && s.pad_left >= 0 && s.pad_bottom >= 0 && s.pad_right >= 0, "invalid pooling ",
-           s.to_string(), ": padding must not be negative");
-  ST_CHECK(s.pad_top < s.kernel_h && s.pad_bottom < s.kernel_h && s.pad_left < s.kernel_w && s.pad_right < s.kernel_w,
-           "invalid pooling ", s.to_string(), ": padding must be smaller than the kernel");
-  ST_CHECK(s.in_h + s.pad_top + s.pad_bottom >= s.kernel_h && s.in_w + s.pad_left + s.pad_right >= s.kernel_w,
-           "invalid pooling ", s.to_string(), ": the kernel is larger than the padded input");
-}
-
 std::string mib(int64_t bytes) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.1f", static_cast<double>(bytes) / (1 << 20));
@@ -151,7 +126,7 @@ kernels::NhwcPadGeometry CudnnConvPlan::pad_geometry() const {
 kernels::FilterGeometry CudnnConvPlan::filter_geometry() const { return {filter_k, filter_c, filter_h, filter_w}; }
 
 CudnnConvPlan plan_cudnn_conv(const ConvShape& s, const CudnnSelection& selection) {
-  validate_conv(s);
+  s.validate();
   const std::string what = "cuDNN convolution " + s.to_string();
   CudnnConvPlan p;
   p.shape = s;
@@ -195,7 +170,7 @@ kernels::PoolGeometry CudnnPoolPlan::geometry() const {
 }
 
 CudnnPoolPlan plan_cudnn_pool(const PoolShape& s, bool deterministic) {
-  validate_pool(s);
+  s.validate();
   const std::string what = "cuDNN pooling " + s.to_string();
   CudnnPoolPlan p;
   p.shape = s;

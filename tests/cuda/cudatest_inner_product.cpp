@@ -15,6 +15,7 @@
 
 #include "cuda/cuda_test_support.hpp"
 #include "scaletrain/core/half.hpp"
+#include "support/stored_values.hpp"
 #include "support/test_harness.hpp"
 
 using namespace scaletrain;
@@ -32,20 +33,6 @@ InnerProductShape ip(int64_t batch, int64_t in, int64_t out, bool bias, DType dt
   s.bias = bias;
   s.dtype = dtype;
   return s;
-}
-
-template <class T>
-std::vector<T> stored(const Vec& v) {
-  std::vector<T> out(v.size());
-  for (size_t i = 0; i < v.size(); ++i) out[i] = from_float<T>(v[i]);
-  return out;
-}
-
-template <class T>
-Vec values(const std::vector<T>& v) {
-  Vec out(v.size());
-  for (size_t i = 0; i < v.size(); ++i) out[i] = to_float(v[i]);
-  return out;
 }
 
 // Outputs in the storage type (y, dx) and f32 gradients (dw, db).
@@ -112,8 +99,8 @@ void check_against_cpu(Backend& gpu, const InnerProductShape& s, int64_t param_o
   op->backward_weights(dptr<T>(gx), dptr<T>(gdy), dptr<float>(gdw), s.bias ? dptr<float>(gdb) : nullptr);
 
   const Tolerance tol = tolerance(t);
-  expect_near_all(values(to_host<T>(gpu, gy)), values(y), tol.out, "forward y");
-  expect_near_all(values(to_host<T>(gpu, gdx)), values(dx), tol.out, "backward_data dx");
+  expect_near_all(widened(to_host<T>(gpu, gy)), widened(y), tol.out, "forward y");
+  expect_near_all(widened(to_host<T>(gpu, gdx)), widened(dx), tol.out, "backward_data dx");
   expect_near_all(to_host<float>(gpu, gdw), dw, tol.grad, "backward_weights dw");
   if (s.bias) expect_near_all(to_host<float>(gpu, gdb), db, tol.grad, "backward_weights db");
 }

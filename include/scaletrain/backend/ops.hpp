@@ -31,6 +31,9 @@ struct ConvShape {
   int64_t out_h() const { return (in_h + pad_top + pad_bottom - kernel_h) / stride_h + 1; }
   int64_t out_w() const { return (in_w + pad_left + pad_right - kernel_w) / stride_w + 1; }
   std::string to_string() const;
+  // Error naming the shape when sizes, channels, kernel, stride or groups are not positive, padding
+  // is negative, channels do not divide into groups, or the kernel exceeds the padded input.
+  void validate() const;
 };
 
 // y[N,OH,OW,OC] = conv(x[N,H,W,IC], w[OC, IC/groups, KH, KW]) + b[OC]
@@ -77,6 +80,9 @@ struct PoolShape {
   int64_t out_h() const { return (in_h + pad_top + pad_bottom - kernel_h) / stride_h + 1; }
   int64_t out_w() const { return (in_w + pad_left + pad_right - kernel_w) / stride_w + 1; }
   std::string to_string() const;
+  // Error naming the shape when sizes, channels, kernel or stride are not positive, padding is
+  // negative or not smaller than the kernel, or the kernel exceeds the padded input.
+  void validate() const;
 };
 
 // Max pooling keeps what backward needs (the argmax workspace) inside the op, so forward with

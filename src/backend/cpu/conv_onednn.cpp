@@ -11,23 +11,10 @@ using dnnl::memory;
 using tag = memory::format_tag;
 using dt = memory::data_type;
 
-void validate(const ConvShape& s) {
-  ST_CHECK(s.batch > 0 && s.in_c > 0 && s.out_c > 0 && s.in_h > 0 && s.in_w > 0 && s.kernel_h > 0 && s.kernel_w > 0 &&
-               s.stride_h > 0 && s.stride_w > 0 && s.groups > 0,
-           "invalid convolution ", s.to_string(),
-           ": batch, sizes, channels, kernel, stride and groups must be positive");
-  ST_CHECK(s.pad_top >= 0 && s.pad_left >= 0 && s.pad_bottom >= 0 && s.pad_right >= 0, "invalid convolution ",
-           s.to_string(), ": padding must not be negative");
-  ST_CHECK(s.in_c % s.groups == 0 && s.out_c % s.groups == 0, "invalid convolution ", s.to_string(),
-           ": in_c and out_c must be divisible by groups");
-  ST_CHECK(s.in_h + s.pad_top + s.pad_bottom >= s.kernel_h && s.in_w + s.pad_left + s.pad_right >= s.kernel_w,
-           "invalid convolution ", s.to_string(), ": the kernel is larger than the padded input");
-}
-
 class OneDnnConv final : public ConvOp {
  public:
   OneDnnConv(OneDnnContextPtr ctx, const ConvShape& s) : ctx_(std::move(ctx)), s_(s) {
-    validate(s);
+    s.validate();
     try {
       build();
     } catch (const dnnl::error& e) {

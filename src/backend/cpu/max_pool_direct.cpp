@@ -19,7 +19,7 @@ template <class T>
 class DirectMaxPool final : public PoolOp {
  public:
   explicit DirectMaxPool(const PoolShape& s) : s_(s) {
-    validate_pool_shape(s);
+    s.validate();
     ST_CHECK(s.kind == PoolKind::max, "DirectMaxPool: ", s.to_string(), " is not a max pooling");
     ST_CHECK(s.in_h * s.in_w * s.channels <= std::numeric_limits<int32_t>::max(), "max pooling ", s.to_string(),
              ": a sample has more elements than an int32 argmax can index");

@@ -7,19 +7,6 @@
 #include "scaletrain/core/check_dnnl.hpp"
 
 namespace scaletrain::cpu {
-
-void validate_pool_shape(const PoolShape& s) {
-  ST_CHECK(s.batch > 0 && s.channels > 0 && s.in_h > 0 && s.in_w > 0 && s.kernel_h > 0 && s.kernel_w > 0 &&
-               s.stride_h > 0 && s.stride_w > 0,
-           "invalid pooling ", s.to_string(), ": batch, sizes, channels, kernel and stride must be positive");
-  ST_CHECK(s.pad_top >= 0 && s.pad_left >= 0 && s.pad_bottom >= 0 && s.pad_right >= 0, "invalid pooling ",
-           s.to_string(), ": padding must not be negative");
-  ST_CHECK(s.pad_top < s.kernel_h && s.pad_bottom < s.kernel_h && s.pad_left < s.kernel_w && s.pad_right < s.kernel_w,
-           "invalid pooling ", s.to_string(), ": padding must be smaller than the kernel");
-  ST_CHECK(s.in_h + s.pad_top + s.pad_bottom >= s.kernel_h && s.in_w + s.pad_left + s.pad_right >= s.kernel_w,
-           "invalid pooling ", s.to_string(), ": the kernel is larger than the padded input");
-}
-
 namespace {
 
 using dnnl::memory;
@@ -30,7 +17,7 @@ using Args = std::unordered_map<int, memory>;
 class OneDnnPool final : public PoolOp {
  public:
   OneDnnPool(OneDnnContextPtr ctx, const PoolShape& s) : ctx_(std::move(ctx)), s_(s) {
-    validate_pool_shape(s);
+    s.validate();
     try {
       build();
     } catch (const dnnl::error& e) {

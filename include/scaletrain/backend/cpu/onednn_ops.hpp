@@ -11,8 +11,6 @@ namespace scaletrain::cpu {
 std::unique_ptr<ConvOp> make_onednn_conv(OneDnnContextPtr ctx, const ConvShape& s);
 std::unique_ptr<InnerProductOp> make_onednn_inner_product(OneDnnContextPtr ctx, const InnerProductShape& s);
 std::unique_ptr<PoolOp> make_onednn_pool(OneDnnContextPtr ctx, const PoolShape& s);
-// Throws scaletrain::Error naming the shape when no pooling can run it (pool_onednn.cpp).
-void validate_pool_shape(const PoolShape& s);
 // Max pooling as plain loops with a saved argmax, for channel counts that are not a multiple of 16
 // (max_pool_direct.cpp), in any storage type.
 std::unique_ptr<PoolOp> make_direct_max_pool(const PoolShape& s);
