@@ -14,6 +14,7 @@ namespace scaletrain {
 namespace {
 
 using testing::expect_close;
+using testing::pool_shape;
 using testing::random_vec;
 using testing::Ref;
 using testing::Vec;
@@ -52,19 +53,6 @@ struct PoolReference {
   }
 };
 
-PoolShape pool(PoolKind kind, int64_t batch, int64_t h, int64_t w, int64_t c, int64_t k, int64_t stride, int64_t pad) {
-  PoolShape s;
-  s.kind = kind;
-  s.batch = batch;
-  s.in_h = h;
-  s.in_w = w;
-  s.channels = c;
-  s.kernel_h = s.kernel_w = k;
-  s.stride_h = s.stride_w = stride;
-  s.pad_top = s.pad_left = s.pad_bottom = s.pad_right = pad;
-  return s;
-}
-
 void check_pool(Backend& backend, const PoolShape& s) {
   SCOPED_TRACE(s.to_string());
   auto op = backend.make_pool(s);
@@ -91,29 +79,31 @@ class BackendPool : public ::testing::Test {
 // Channel counts that are not a multiple of 16 run the direct max pooling (its compile-time
 // channel counts 1-4, 6, 8 and the generic loop); multiples of 16 run oneDNN.
 TEST_F(BackendPool, MaxTwoByTwoStrideTwo) {
-  check_pool(*backend, pool(PoolKind::max, 2, 8, 8, 3, 2, 2, 0));
-  check_pool(*backend, pool(PoolKind::max, 3, 28, 28, 6, 2, 2, 0));
-  check_pool(*backend, pool(PoolKind::max, 2, 10, 10, 8, 2, 2, 0));
-  check_pool(*backend, pool(PoolKind::max, 1, 28, 28, 32, 2, 2, 0));
+  check_pool(*backend, pool_shape(PoolKind::max, 2, 8, 8, 3, 2, 2, 0));
+  check_pool(*backend, pool_shape(PoolKind::max, 3, 28, 28, 6, 2, 2, 0));
+  check_pool(*backend, pool_shape(PoolKind::max, 2, 10, 10, 8, 2, 2, 0));
+  check_pool(*backend, pool_shape(PoolKind::max, 1, 28, 28, 32, 2, 2, 0));
 }
 
 TEST_F(BackendPool, MaxThreeByThreeStrideTwoPadded) {
-  check_pool(*backend, pool(PoolKind::max, 2, 7, 7, 10, 3, 2, 1));
-  check_pool(*backend, pool(PoolKind::max, 2, 9, 7, 4, 3, 2, 1));
-  check_pool(*backend, pool(PoolKind::max, 3, 8, 9, 16, 3, 2, 1));
+  check_pool(*backend, pool_shape(PoolKind::max, 2, 7, 7, 10, 3, 2, 1));
+  check_pool(*backend, pool_shape(PoolKind::max, 2, 9, 7, 4, 3, 2, 1));
+  check_pool(*backend, pool_shape(PoolKind::max, 3, 8, 9, 16, 3, 2, 1));
 }
 
-TEST_F(BackendPool, AverageTwoByTwoStrideTwo) { check_pool(*backend, pool(PoolKind::average, 2, 8, 8, 6, 2, 2, 0)); }
+TEST_F(BackendPool, AverageTwoByTwoStrideTwo) {
+  check_pool(*backend, pool_shape(PoolKind::average, 2, 8, 8, 6, 2, 2, 0));
+}
 
 TEST_F(BackendPool, AverageThreeByThreeStrideTwoPadded) {
-  check_pool(*backend, pool(PoolKind::average, 2, 7, 7, 10, 3, 2, 1));
-  check_pool(*backend, pool(PoolKind::average, 1, 8, 8, 32, 3, 2, 1));
+  check_pool(*backend, pool_shape(PoolKind::average, 2, 7, 7, 10, 3, 2, 1));
+  check_pool(*backend, pool_shape(PoolKind::average, 1, 8, 8, 32, 3, 2, 1));
 }
 
 // Keras 'same' on an odd input: one row and column of padding at the bottom/right only.
 TEST_F(BackendPool, AsymmetricSamePadding) {
   for (PoolKind kind : {PoolKind::max, PoolKind::average}) {
-    PoolShape s = pool(kind, 2, 7, 7, 3, 2, 2, 0);
+    PoolShape s = pool_shape(kind, 2, 7, 7, 3, 2, 2, 0);
     s.pad_bottom = s.pad_right = 1;
     ASSERT_EQ(s.out_h(), 4);
     check_pool(*backend, s);
@@ -122,7 +112,7 @@ TEST_F(BackendPool, AsymmetricSamePadding) {
 
 // The corner window of a 3x3 average with padding 1 holds 4 real cells: their mean, not sum / 9.
 TEST_F(BackendPool, AverageExcludesPaddingFromTheDivisor) {
-  const PoolShape s = pool(PoolKind::average, 1, 4, 4, 1, 3, 2, 1);
+  const PoolShape s = pool_shape(PoolKind::average, 1, 4, 4, 1, 3, 2, 1);
   auto op = backend->make_pool(s);
   Vec x(16, 1.f), y(s.out_h() * s.out_w());
   op->forward(x.data(), y.data(), false);
@@ -131,7 +121,7 @@ TEST_F(BackendPool, AverageExcludesPaddingFromTheDivisor) {
 
 // Padding is never the maximum, even when every real input is negative.
 TEST_F(BackendPool, MaxIgnoresPadding) {
-  const PoolShape s = pool(PoolKind::max, 1, 4, 4, 1, 3, 2, 1);
+  const PoolShape s = pool_shape(PoolKind::max, 1, 4, 4, 1, 3, 2, 1);
   auto op = backend->make_pool(s);
   Vec x(16, -5.f), y(s.out_h() * s.out_w());
   op->forward(x.data(), y.data(), true);
@@ -142,7 +132,7 @@ TEST_F(BackendPool, MaxIgnoresPadding) {
 // user's loop may) leaves backward routing dy through the training input's maxima.
 TEST_F(BackendPool, InferenceForwardKeepsTheTrainingArgmax) {
   for (int64_t c : {6, 16}) {
-    const PoolShape s = pool(PoolKind::max, 2, 8, 8, c, 2, 2, 0);
+    const PoolShape s = pool_shape(PoolKind::max, 2, 8, 8, c, 2, 2, 0);
     SCOPED_TRACE(s.to_string());
     auto op = backend->make_pool(s);
     const size_t nx = 2 * 8 * 8 * c, ny = 2 * 4 * 4 * c;
@@ -156,7 +146,7 @@ TEST_F(BackendPool, InferenceForwardKeepsTheTrainingArgmax) {
 }
 
 TEST_F(BackendPool, MaxBackwardBeforeTrainingForwardThrows) {
-  const PoolShape s = pool(PoolKind::max, 1, 4, 4, 2, 2, 2, 0);
+  const PoolShape s = pool_shape(PoolKind::max, 1, 4, 4, 2, 2, 2, 0);
   auto op = backend->make_pool(s);
   Vec x(32, 0.5f), y(8), dy(8, 1.f), dx(32);
   op->forward(x.data(), y.data(), /*training=*/false);
@@ -164,8 +154,9 @@ TEST_F(BackendPool, MaxBackwardBeforeTrainingForwardThrows) {
 }
 
 TEST_F(BackendPool, ImpossibleShapeThrowsNamingTheShape) {
-  for (const PoolShape& s : {pool(PoolKind::max, 1, 2, 2, 3, 5, 1, 0), pool(PoolKind::average, 1, 8, 8, 0, 2, 2, 0),
-                             pool(PoolKind::average, 1, 8, 8, 3, 2, 2, 2)}) {
+  for (const PoolShape& s :
+       {pool_shape(PoolKind::max, 1, 2, 2, 3, 5, 1, 0), pool_shape(PoolKind::average, 1, 8, 8, 0, 2, 2, 0),
+        pool_shape(PoolKind::average, 1, 8, 8, 3, 2, 2, 2)}) {
     try {
       backend->make_pool(s);
       ADD_FAILURE() << "make_pool accepted " << s.to_string();
