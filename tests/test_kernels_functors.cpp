@@ -152,6 +152,12 @@ TEST(Functors, NormalizeAndAugment) {
   std::vector<float> mean{10.0f, 20.0f}, inv{0.5f, 0.25f}, out(x.size());
   launch_host("normalize", n * plane / c, NormalizeU8{x.data(), out.data(), mean.data(), inv.data(), c});
   for (size_t i = 0; i < x.size(); ++i) EXPECT_FLOAT_EQ(out[i], (x[i] - mean[i % 2]) * inv[i % 2]);
+  // One channel: the per-element functor agrees with the per-pixel one.
+  std::vector<float> gray(x.size()), gray_ref(x.size());
+  launch_host("normalize", static_cast<int64_t>(x.size()), NormalizeU8OneChannel<float>{x.data(), gray.data(), 33.0f, 0.125f});
+  launch_host("normalize", static_cast<int64_t>(x.size()), NormalizeU8{x.data(), gray_ref.data(), mean.data() + 0, inv.data() + 0, 1});
+  for (size_t i = 0; i < x.size(); ++i) EXPECT_FLOAT_EQ(gray[i], (x[i] - 33.0f) * 0.125f);
+  for (size_t i = 0; i < x.size(); ++i) EXPECT_FLOAT_EQ(gray_ref[i], (x[i] - mean[0]) * inv[0]);
   // pad 0, no flip: identity.
   std::vector<int64_t> idx(n);
   for (int64_t s = 0; s < n; ++s) idx[static_cast<size_t>(s)] = 100 + 7 * s;

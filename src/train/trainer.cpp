@@ -15,6 +15,7 @@
 #include <csignal>
 #include <cstdio>
 #include <numeric>
+#include <vector>
 
 #include "scaletrain/backend/launch.hpp"
 #include "scaletrain/comm/gradient_buckets.hpp"
@@ -48,6 +49,7 @@ struct InputBuffers {
   Tensor input;      // [local_batch, ...sample_shape] in the compute type, normalized
   Tensor augmented;  // u8 scratch for crop/flip
   Tensor mean, inv_std;
+  std::vector<float> host_mean, host_inv_std;  // [channels], the same values on the host
 };
 
 struct Trainer::Impl {
@@ -235,6 +237,8 @@ void Trainer::Impl::setup_input() {
     const float sd = have ? info.std[static_cast<size_t>(c)] : 1.0f;
     host_inv_std.data<float>()[c] = sd > 0 ? 1.0f / sd : 1.0f;
   }
+  in.host_mean.assign(host_mean.data<float>(), host_mean.data<float>() + channels);
+  in.host_inv_std.assign(host_inv_std.data<float>(), host_inv_std.data<float>() + channels);
   in.mean = backend->empty({channels}, DType::f32, "input.mean");
   in.inv_std = backend->empty({channels}, DType::f32, "input.inv_std");
   Stream& s = backend->compute_stream();
@@ -261,6 +265,11 @@ void Trainer::Impl::prepare_input(const data::Batch& b, int64_t step, bool train
   }
   visit_float_type(in.input.dtype(), [&](auto t) {
     using T = decltype(t);
+    if (info.sample_shape.back() == 1) {
+      launch(s, "normalize_u8", in.input.numel(),
+             kernels::NormalizeU8OneChannel<T>{src, in.input.device_data<T>(), in.host_mean[0], in.host_inv_std[0]});
+      return;
+    }
     launch(s, "normalize_u8", in.input.numel() / info.sample_shape.back(),
            kernels::NormalizeU8<T>{src, in.input.device_data<T>(), in.mean.device_data<float>(),
                                    in.inv_std.device_data<float>(), info.sample_shape.back()});
