@@ -1,8 +1,8 @@
 // bench_peak_flops: this machine's fp32 and bf16 peaks, measured: every thread (one per core it may run
 // on) runs independent chains of AVX-512 (or AVX2) fused multiply-adds, and of AVX512-BF16 dot products
-// (vdpbf16ps) where the CPU has them, from registers. The figures the training benchmark divides by.
+// (vdpbf16ps) where the CPU has them, from registers (the kernels: backend/cpu/instruction_rates.hpp).
+// The figures the training benchmark divides by.
 // Prints a table, or one JSON object with --json.
-#include <immintrin.h>
 #include <pthread.h>
 #include <sched.h>
 
@@ -15,61 +15,11 @@
 #include <thread>
 #include <vector>
 
+#include "scaletrain/backend/cpu/instruction_rates.hpp"
+
 namespace {
 
 constexpr int64_t kIters = 20'000'000;
-
-// 12 independent accumulators hide the FMA latency (4 cycles) on 2 FMA ports.
-constexpr int kFmaChains = 12;
-
-__attribute__((target("avx512f"))) double fma_avx512(int64_t iters) {
-  __m512 a[kFmaChains];
-  const __m512 m = _mm512_set1_ps(0.999999f), c = _mm512_set1_ps(1e-7f);
-  for (int k = 0; k < kFmaChains; ++k) a[k] = _mm512_set1_ps(1.0f + static_cast<float>(k));
-  for (int64_t i = 0; i < iters; ++i)
-#pragma GCC unroll 16
-    for (int k = 0; k < kFmaChains; ++k) a[k] = _mm512_fmadd_ps(a[k], m, c);
-  float out[16];
-  __m512 s = a[0];
-  for (int k = 1; k < kFmaChains; ++k) s = _mm512_add_ps(s, a[k]);
-  _mm512_storeu_ps(out, s);
-  return out[0];
-}
-
-__attribute__((target("avx2,fma"))) double fma_avx2(int64_t iters) {
-  __m256 a[kFmaChains];
-  const __m256 m = _mm256_set1_ps(0.999999f), c = _mm256_set1_ps(1e-7f);
-  for (int k = 0; k < kFmaChains; ++k) a[k] = _mm256_set1_ps(1.0f + static_cast<float>(k));
-  for (int64_t i = 0; i < iters; ++i)
-#pragma GCC unroll 16
-    for (int k = 0; k < kFmaChains; ++k) a[k] = _mm256_fmadd_ps(a[k], m, c);
-  float out[8];
-  __m256 s = a[0];
-  for (int k = 1; k < kFmaChains; ++k) s = _mm256_add_ps(s, a[k]);
-  _mm256_storeu_ps(out, s);
-  return out[0];
-}
-
-// vdpbf16ps zmm: for each of 16 fp32 lanes, acc += a[2i]*b[2i] + a[2i+1]*b[2i+1] with bf16 inputs:
-// 16 lanes x 2 pairs x 2 (multiply, add) = 64 FLOPs. Its latency is 5-6 cycles (Intel, AMD Zen 4)
-// at up to 2 per cycle: 16 independent accumulators hide it, with registers to spare (32 zmm).
-constexpr int kDpChains = 16;
-constexpr int kDpFlops = 16 * 2 * 2;
-
-__attribute__((target("avx512f,avx512bf16"))) double dpbf16_avx512(int64_t iters) {
-  __m512 a[kDpChains];
-  const __m512bh m = _mm512_cvtne2ps_pbh(_mm512_set1_ps(0.999f), _mm512_set1_ps(0.999f));
-  const __m512bh c = _mm512_cvtne2ps_pbh(_mm512_set1_ps(1e-7f), _mm512_set1_ps(1e-7f));
-  for (int k = 0; k < kDpChains; ++k) a[k] = _mm512_set1_ps(1.0f + static_cast<float>(k));
-  for (int64_t i = 0; i < iters; ++i)
-#pragma GCC unroll 16
-    for (int k = 0; k < kDpChains; ++k) a[k] = _mm512_dpbf16_ps(a[k], m, c);
-  float out[16];
-  __m512 s = a[0];
-  for (int k = 1; k < kDpChains; ++k) s = _mm512_add_ps(s, a[k]);
-  _mm512_storeu_ps(out, s);
-  return out[0];
-}
 
 // Runs `kernel` on `threads` threads, thread t pinned to cpus[t % cpus.size()]; FLOP/s over all.
 template <typename Kernel>
@@ -117,22 +67,21 @@ int main(int argc, char** argv) {
   for (int c = 0; c < CPU_SETSIZE; ++c)
     if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
 
-  const bool avx512 = __builtin_cpu_supports("avx512f");
-  const int width = avx512 ? 16 : 8;
+  using namespace scaletrain::cpu;
+  const bool avx512 = have_avx512f();
   const std::string isa = avx512 ? "avx512f" : "avx2+fma";
   const Peak fp32 = measure(
-      cpus, [&] { return avx512 ? fma_avx512(kIters) : fma_avx2(kIters); },
-      static_cast<double>(kIters) * kFmaChains * width * 2);
+      cpus, [&] { return avx512 ? fma_chains_avx512(kIters) : fma_chains_avx2(kIters); },
+      static_cast<double>(kIters) * (avx512 ? kFmaAvx512FlopsPerIter : kFmaAvx2FlopsPerIter));
 
-  // libgcc's check includes the OS's support of the AVX-512 register state (XCR0).
-  const bool bf16 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bf16");
+  const bool bf16 = have_avx512_bf16();
   const std::string bf16_isa = bf16 ? "avx512bf16" : "none";
-  // Same instruction count per chain as the fp32 kernel, so both take a similar time.
-  const int64_t bf16_iters = kIters * kFmaChains / kDpChains;
-  const Peak bf16_peak =
-      bf16 ? measure(cpus, [&] { return dpbf16_avx512(bf16_iters); },
-                     static_cast<double>(bf16_iters) * kDpChains * kDpFlops)
-           : Peak{};
+  // The same instruction count as the fp32 kernel (12 FMA chains, 16 dot-product chains per
+  // round), so both take a similar time.
+  const int64_t bf16_iters = kIters * 12 / 16;
+  const Peak bf16_peak = bf16 ? measure(cpus, [&] { return dpbf16_chains_avx512(bf16_iters); },
+                                        static_cast<double>(bf16_iters) * kDpbf16FlopsPerIter)
+                              : Peak{};
 
   if (json) {
     char bf16_1[32] = "null", bf16_n[32] = "null";

@@ -112,9 +112,15 @@ void check_conv(Backend& be, ConvShape s, const std::string& what) {
   }
 }
 
-class LowPrecisionOps : public ::testing::TestWithParam<bool> {
+// (onednn_only, how bf16 GEMMs compute): every bf16 path agrees with the f32 reference within bf16's tolerance.
+struct CpuPaths {
+  bool onednn_only;
+  Bf16GemmCompute bf16_gemm;
+};
+
+class LowPrecisionOps : public ::testing::TestWithParam<CpuPaths> {
  protected:
-  std::unique_ptr<Backend> be = make_cpu_backend(1, GetParam());
+  std::unique_ptr<Backend> be = make_cpu_backend(1, GetParam().onednn_only, GetParam().bf16_gemm);
 };
 
 TEST_P(LowPrecisionOps, Convolution3x3Strided) { check_conv(*be, conv_shape(5, 8, 3, 2, 1, 1, true), "conv 3x3/2"); }
@@ -180,8 +186,26 @@ TEST_P(LowPrecisionOps, ReportsHowEachTypeRuns) {
             std::string::npos);
 }
 
-INSTANTIATE_TEST_SUITE_P(Cpu, LowPrecisionOps, ::testing::Values(false, true),
-                         [](const auto& info) { return info.param ? "onednn_only" : "fast_paths"; });
+// A bf16 GEMM on f32 FMAs says so in the bf16 note (run.json's "compute" and the start-up line).
+TEST(CpuBf16Gemm, NoteNamesTheChoice) {
+  const PrecisionSupport on_f32 = make_cpu_backend(1, false, Bf16GemmCompute::f32)->precision_support(DType::bf16);
+  const PrecisionSupport on_bf16 = make_cpu_backend(1, false, Bf16GemmCompute::bf16)->precision_support(DType::bf16);
+  if (!on_bf16.native) GTEST_SKIP() << "bf16 is emulated on this CPU: " << on_bf16.note;
+  EXPECT_NE(on_f32.note.find("GEMMs on f32 FMAs"), std::string::npos) << on_f32.note;
+  EXPECT_EQ(on_bf16.note.find("GEMMs on f32 FMAs"), std::string::npos) << on_bf16.note;
+  EXPECT_EQ(parse_bf16_gemm_compute("auto"), Bf16GemmCompute::automatic);
+  EXPECT_NE(testing::error_of([] { (void)parse_bf16_gemm_compute("fast"); }).find("run.cpu_bf16_gemm = 'fast'"),
+            std::string::npos);
+}
+
+INSTANTIATE_TEST_SUITE_P(Cpu, LowPrecisionOps,
+                         ::testing::Values(CpuPaths{false, Bf16GemmCompute::automatic},
+                                           CpuPaths{false, Bf16GemmCompute::bf16}, CpuPaths{false, Bf16GemmCompute::f32},
+                                           CpuPaths{true, Bf16GemmCompute::automatic}),
+                         [](const auto& info) {
+                           return std::string(info.param.onednn_only ? "onednn_only" : "fast_paths") + "_bf16_gemm_" +
+                                  bf16_gemm_compute_name(info.param.bf16_gemm);
+                         });
 
 }  // namespace
 }  // namespace scaletrain

@@ -25,9 +25,25 @@ std::string device_kind_name(DeviceKind k) {
   return "?";
 }
 
+Bf16GemmCompute parse_bf16_gemm_compute(const std::string& name) {
+  if (name == "auto") return Bf16GemmCompute::automatic;
+  if (name == "bf16") return Bf16GemmCompute::bf16;
+  if (name == "f32") return Bf16GemmCompute::f32;
+  ST_FAIL("run.cpu_bf16_gemm = '", name, "' is not one of auto, bf16, f32");
+}
+
+std::string bf16_gemm_compute_name(Bf16GemmCompute c) {
+  switch (c) {
+    case Bf16GemmCompute::automatic: return "auto";
+    case Bf16GemmCompute::bf16: return "bf16";
+    case Bf16GemmCompute::f32: return "f32";
+  }
+  return "?";
+}
+
 std::unique_ptr<Backend> make_backend(const BackendOptions& o) {
   switch (o.kind) {
-    case DeviceKind::cpu: return make_cpu_backend(o.threads, o.onednn_only);
+    case DeviceKind::cpu: return make_cpu_backend(o.threads, o.onednn_only, o.bf16_gemm);
     case DeviceKind::sim: return make_sim_backend(o);
     case DeviceKind::cuda: return make_cuda_backend(o);
   }

@@ -221,6 +221,10 @@ const std::vector<ConfigKey>& config_keys() {
              "cuda: the most scratch memory (MiB) one operator's cuDNN or cuBLASLt algorithm may use"),
       key_of("run.cpu_onednn_only", &RunConfig::cpu_onednn_only,
              "cpu operators: oneDNN primitives only, no sgemm inner products or direct max pooling (comparisons)"),
+      enum_key("run.cpu_bf16_gemm", &RunConfig::cpu_bf16_gemm, parse_bf16_gemm_compute, bf16_gemm_compute_name,
+               "cpu, train.precision bf16: dense and 1x1 convolution GEMMs on bf16 dot products (bf16), on f32 FMAs "
+               "over widened bf16 operands (f32), or auto: f32 where this core's vdpbf16ps measured slower than its "
+               "fp32 FMAs"),
       key_of("run.sim_memory_mb", &RunConfig::sim_memory_mb, "sim device memory in MiB (0: unlimited)"),
       key_of("run.sim_delay_us", &RunConfig::sim_delay_us,
              "sim: random delay of up to this many microseconds before every op on every stream (tests)"),
@@ -350,6 +354,7 @@ BackendOptions backend_options(const RunConfig& c) {
   o.kind = c.device;
   o.threads = static_cast<int>(c.threads);
   o.onednn_only = c.cpu_onednn_only;
+  o.bf16_gemm = c.cpu_bf16_gemm;
   o.sim_memory_bytes = c.sim_memory_mb << 20;
   o.sim_max_delay_us = c.sim_delay_us;
   o.sim_delay_seed = c.seed;

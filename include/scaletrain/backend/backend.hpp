@@ -23,10 +23,20 @@ enum class DeviceKind { cpu, sim, cuda };
 DeviceKind parse_device_kind(const std::string& name);  // "cpu" | "sim" | "cuda"; Error otherwise
 std::string device_kind_name(DeviceKind k);
 
+// cpu, bf16 storage: how the GEMM-shaped operators (dense layers, 1x1 convolutions) compute.
+// bf16: oneDNN's bf16 kernels (AVX512-BF16 dot products, vdpbf16ps). f32: f32 FMAs on operands
+// widened from bf16 (the same exact products, f32 accumulation; outputs rounded to bf16). automatic:
+// f32 where this core's measured vdpbf16ps FLOP rate is below its fp32 FMA rate (some Xeons run
+// vdpbf16ps at half the FMA rate), else bf16.
+enum class Bf16GemmCompute { automatic, bf16, f32 };
+Bf16GemmCompute parse_bf16_gemm_compute(const std::string& name);  // "auto" | "bf16" | "f32"; Error otherwise
+std::string bf16_gemm_compute_name(Bf16GemmCompute c);
+
 struct BackendOptions {
   DeviceKind kind = DeviceKind::cpu;
   int threads = 0;               // compute threads; 0: the cores this process is bound to
   bool onednn_only = false;      // cpu kernels: oneDNN primitives everywhere (no sgemm/direct fast paths)
+  Bf16GemmCompute bf16_gemm = Bf16GemmCompute::automatic;  // cpu: see Bf16GemmCompute
   int64_t sim_memory_bytes = 0;  // sim: device capacity (0: unlimited)
   int64_t sim_max_delay_us = 0;  // sim: random delay of up to this before every op on every stream
   uint64_t sim_delay_seed = 1;
@@ -111,7 +121,8 @@ class Backend {
 
 // The CPU backend: oneDNN primitives with as many threads as this process's affinity mask
 // allows (or `threads` if > 0).
-std::unique_ptr<Backend> make_cpu_backend(int threads = 0, bool onednn_only = false);
+std::unique_ptr<Backend> make_cpu_backend(int threads = 0, bool onednn_only = false,
+                                          Bf16GemmCompute bf16_gemm = Bf16GemmCompute::automatic);
 // The simulated device (backend/sim).
 std::unique_ptr<Backend> make_sim_backend(const BackendOptions& options);
 // A CUDA device (backend/cuda), chosen by options.local_rank among the visible devices; throws in a

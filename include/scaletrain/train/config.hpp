@@ -91,6 +91,7 @@ struct RunConfig {
   bool deterministic = true;
   int64_t cudnn_workspace_mb = 512;
   bool cpu_onednn_only = false;  // oneDNN primitives for every cpu operator (no sgemm/direct paths)
+  Bf16GemmCompute cpu_bf16_gemm = Bf16GemmCompute::automatic;  // cpu bf16 dense/1x1 GEMMs: auto, bf16, f32
   int64_t sim_memory_mb = 0;     // sim device capacity (0: unlimited)
   int64_t sim_delay_us = 0;      // sim: random delay of up to this before every op on every stream
   std::string sim_ignore_events;  // sim, tests only: events whose label contains this never wait

@@ -2,7 +2,8 @@
 // bound to (its affinity mask) unless a thread count is given, host memory as device memory,
 // inline streams, and the op factories (oneDNN primitives, or sgemm, bf16 matmul and direct loops
 // where those are faster, unless onednn_only). bf16 runs on oneDNN's bf16 kernels where the CPU has
-// AVX512-BF16; f16, and bf16 elsewhere, run emulated (f32 ops on low-precision storage).
+// AVX512-BF16, except the GEMM-shaped ops where f32 FMAs measured faster (Bf16GemmCompute); f16,
+// and bf16 elsewhere, run emulated (f32 ops on low-precision storage).
 #include <omp.h>
 
 #include <cstdlib>
@@ -10,6 +11,7 @@
 
 #include "scaletrain/backend/backend.hpp"
 #include "scaletrain/backend/cpu/inline_stream.hpp"
+#include "scaletrain/backend/cpu/instruction_rates.hpp"
 #include "scaletrain/backend/cpu/onednn_ops.hpp"
 #include "scaletrain/core/check_dnnl.hpp"
 #include "scaletrain/core/cpu_mask.hpp"
@@ -47,7 +49,7 @@ std::string isa_name(dnnl::cpu_isa isa) {
 
 class CpuBackend final : public Backend {
  public:
-  CpuBackend(int threads, bool onednn_only) : onednn_only_(onednn_only) {
+  CpuBackend(int threads, bool onednn_only, Bf16GemmCompute bf16_gemm) : onednn_only_(onednn_only) {
     ST_CHECK(threads >= 0, "CPU backend: thread count must be >= 0 (0 = the affinity mask), got ", threads);
     threads_ = threads > 0 ? threads : CpuMask::of_this_process().count();
     // Before any primitive exists: oneDNN sizes its parallel work from omp_get_max_threads().
@@ -57,6 +59,7 @@ class CpuBackend final : public Backend {
     const auto bf16_bits = static_cast<unsigned>(dnnl::cpu_isa::avx512_core_bf16);
     native_bf16_ = (static_cast<unsigned>(isa) & bf16_bits) == bf16_bits;
     isa_ = isa_name(isa);
+    choose_bf16_gemm(bf16_gemm);
     const dnnl_version_t* v = dnnl_version();
     description_ =
         detail::concat("cpu (oneDNN ", v->major, ".", v->minor, ".", v->patch, ", ", threads_,
@@ -87,7 +90,8 @@ class CpuBackend final : public Backend {
     switch (t) {
       case DType::f32: return {true, "f32"};
       case DType::bf16:
-        if (native_bf16_) return {true, "bf16 on oneDNN's bf16 kernels (ISA " + isa_ + "), f32 accumulation"};
+        if (native_bf16_)
+          return {true, "bf16 on oneDNN's bf16 kernels (ISA " + isa_ + "), f32 accumulation" + bf16_gemm_note_};
         return {false, "bf16 emulated: f32 compute on bf16 storage (oneDNN's ISA here is " + isa_ +
                            ", without AVX512-BF16 instructions)"};
       case DType::f16:
@@ -98,12 +102,14 @@ class CpuBackend final : public Backend {
   }
 
   std::unique_ptr<ConvOp> make_conv(const ConvShape& shape, Stream* = nullptr) override {
-    if (emulated(shape.dtype)) return cpu::make_emulated_conv(make_conv(as_f32(shape)), shape);
+    if (emulated(shape.dtype) || (gemm_on_f32(shape.dtype) && cpu::is_pointwise(shape)))
+      return cpu::make_emulated_conv(make_conv(as_f32(shape)), shape);
     if (cpu::is_pointwise(shape) && !onednn_only_) return cpu::make_pointwise_conv(ctx_, shape);
     return cpu::make_onednn_conv(ctx_, shape);
   }
   std::unique_ptr<InnerProductOp> make_inner_product(const InnerProductShape& shape, Stream* = nullptr) override {
-    if (emulated(shape.dtype)) return cpu::make_emulated_inner_product(make_inner_product(as_f32(shape)), shape);
+    if (emulated(shape.dtype) || gemm_on_f32(shape.dtype))
+      return cpu::make_emulated_inner_product(make_inner_product(as_f32(shape)), shape);
     if (onednn_only_) return cpu::make_onednn_inner_product(ctx_, shape);
     if (shape.dtype == DType::bf16) return cpu::make_matmul_inner_product(ctx_, shape);
     return cpu::make_gemm_inner_product(shape);
@@ -120,12 +126,33 @@ class CpuBackend final : public Backend {
  private:
   // Whether ops of this storage type run as f32 ops on that storage (throws for non-float types).
   bool emulated(DType t) const { return !precision_support(t).native; }
+  // Whether GEMM-shaped ops (inner products, pointwise convolutions) in this storage type run as f32
+  // GEMMs on widened operands although the type is native (bf16 where vdpbf16ps is the slower).
+  bool gemm_on_f32(DType t) const { return t == DType::bf16 && native_bf16_ && bf16_gemm_f32_ && !onednn_only_; }
+
+  // automatic: ~3 ms of FMA and vdpbf16ps chains on this thread, best of 3 each.
+  void choose_bf16_gemm(Bf16GemmCompute mode) {
+    if (!native_bf16_) return;
+    if (mode != Bf16GemmCompute::automatic) {
+      bf16_gemm_f32_ = mode == Bf16GemmCompute::f32;
+      if (bf16_gemm_f32_) bf16_gemm_note_ = "; dense and 1x1 convolution GEMMs on f32 FMAs over widened bf16 (set)";
+      return;
+    }
+    const double fma = cpu::fp32_fma_flops_per_s(200'000, 3), dot = cpu::bf16_dot_flops_per_s(150'000, 3);
+    bf16_gemm_f32_ = dot < fma;
+    if (bf16_gemm_f32_)
+      bf16_gemm_note_ = detail::concat("; dense and 1x1 convolution GEMMs on f32 FMAs over widened bf16 (this core: ",
+                                       static_cast<int>(dot / 1e9), " GFLOP/s vdpbf16ps < ",
+                                       static_cast<int>(fma / 1e9), " fp32 FMA)");
+  }
   template <class Shape>
   static Shape as_f32(Shape s) {
     s.dtype = DType::f32;
     return s;
   }
   bool native_bf16_ = false;
+  bool bf16_gemm_f32_ = false;
+  std::string bf16_gemm_note_;  // appended to the bf16 precision note when bf16_gemm_f32_
   std::string isa_;
   // onednn_only (run.cpu_onednn_only) runs inner products, pointwise convolutions and max pooling
   // on oneDNN's primitives instead of sgemm on plain layouts and the direct max pooling of channel
@@ -141,8 +168,8 @@ class CpuBackend final : public Backend {
 
 }  // namespace
 
-std::unique_ptr<Backend> make_cpu_backend(int threads, bool onednn_only) {
-  return std::make_unique<CpuBackend>(threads, onednn_only);
+std::unique_ptr<Backend> make_cpu_backend(int threads, bool onednn_only, Bf16GemmCompute bf16_gemm) {
+  return std::make_unique<CpuBackend>(threads, onednn_only, bf16_gemm);
 }
 
 }  // namespace scaletrain

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <type_traits>
 
+#include "scaletrain/backend/cpu/instruction_rates.hpp"
 #include "scaletrain/backend/cpu/onednn_ops.hpp"
 #include "scaletrain/core/error.hpp"
 #include "scaletrain/core/half.hpp"
@@ -35,11 +36,6 @@ __attribute__((target("avx512f"))) int64_t narrow_f16_avx512(const float* s, f16
                         _mm512_mask_cvtps_ph(_mm256_setzero_si256(), 0xFFFF, _mm512_loadu_ps(s + i),
                                              _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
   return full;
-}
-
-bool have_avx512f() {
-  static const bool yes = __builtin_cpu_supports("avx512f");
-  return yes;
 }
 
 template <class T>

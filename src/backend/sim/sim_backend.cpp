@@ -67,7 +67,7 @@ class SimBackend final : public Backend {
  public:
   explicit SimBackend(const BackendOptions& o)
       : o_(o),
-        host_(make_cpu_backend(o.threads, o.onednn_only)),
+        host_(make_cpu_backend(o.threads, o.onednn_only, o.bf16_gemm)),
         memory_(std::make_shared<SimMemory>()),
         compute_("compute", stream_options(o, host_->num_threads(), 1)),
         copy_("copy", stream_options(o, host_->num_threads(), 2)),
