@@ -59,7 +59,8 @@ def run_scaletrain(build, model, ranks, threads, steps, workdir, extra=()):
     return {"images_per_s": run["samples_per_s"], "flops": 3 * run["forward_flops_per_sample"],
             "exposed_allreduce": run.get("phase_share", {}).get("allreduce_exposed", 0.0),
             "total_allreduce": run.get("allreduce_total_share", 0.0),
-            "compute": precision.get("compute") if isinstance(precision, dict) else None}
+            "compute": precision.get("compute") if isinstance(precision, dict) else None,
+            "buckets": run.get("buckets") or {}}
 
 
 def peak_line(peak):
