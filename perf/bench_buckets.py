@@ -50,8 +50,8 @@ def main():
             for _ in range(a.repeats):
                 for s in SETTINGS:
                     runs[s].append(run_scaletrain(a.build, model, 2, 1, steps, work,
-                                                  ["--comm.bucket_mb", s, "--comm.progress", a.progress,
-                                                   "--train.warmup_log_steps", str(WARMUP)]))
+                                                  ["--comm.bucket_mb", s, "--comm.progress", a.progress],
+                                                  warmup=WARMUP))
             best_fixed = min(min(r["exposed_allreduce"] for r in runs[s]) for s in SETTINGS if s != "auto")
             for s in SETTINGS:
                 rs = runs[s]

@@ -99,25 +99,35 @@ TEST(AlphaBetaFit, RecoversALinearCurve) {
 }
 
 TEST(BucketModel, ExposedTimeByHand) {
-  // Two 1 MB gradients ready at 1.0 and 1.2 ms; backward ends at 3.0 ms; 0.5 ms per MB.
+  // Two 1 MB gradients ready at 1.0 and 1.2 ms (the polls); backward ends at 3.0 ms; 0.5 ms per MB.
   BucketModelInputs in;
   in.slice_elements = {kMB / 4, kMB / 4};
   in.backward.layer_ready_s = {1.0e-3, 1.2e-3};
   in.backward.layer_slices = {1, 1};
   in.backward.end_s = 3.0e-3;
   const AllreduceCurve c({{kMB, 0.5e-3}, {2 * kMB, 1.0e-3}});
-  // A communication thread: b0 1.0-1.5, b1 1.5-2.0, all before the end.
+  // A communication thread: b0 1.0-1.5, b1 1.5-2.0; one bucket 1.2-2.2: all hidden.
   in.completion_at_polls = false;
   EXPECT_NEAR(predicted_exposed_seconds(in, c, kMB), 0.0, 1e-12);
-  // MPI_Test polls: b0's completion is seen only after backward (no poll after 1.2 ms), so b1
-  // starts at 3.0 ms and is exposed for its 0.5 ms.
-  in.completion_at_polls = true;
-  EXPECT_NEAR(predicted_exposed_seconds(in, c, kMB), 0.5e-3, 1e-12);
-  // One bucket: 2 MB from 1.2 ms to 2.2 ms, hidden in both modes (in test mode the better choice).
   EXPECT_NEAR(predicted_exposed_seconds(in, c, 2 * kMB), 0.0, 1e-12);
-  // Backward ending at 1.2 ms instead: one bucket is exposed for all of its 1 ms.
-  in.backward.end_s = 1.2e-3;
+  // MPI_Test polls: no poll after 1.2 ms, so b0 advances only in wait_all() (3.0-3.5), then b1
+  // (3.5-4.0): 1 ms exposed; one bucket likewise 3.0-4.0.
+  in.completion_at_polls = true;
+  EXPECT_NEAR(predicted_exposed_seconds(in, c, kMB), 1.0e-3, 1e-12);
   EXPECT_NEAR(predicted_exposed_seconds(in, c, 2 * kMB), 1.0e-3, 1e-12);
+  // A poll at 2.0 ms (a layer without parameters) sees b0 done there; b1 runs 2.0-2.5 but is only seen
+  // in wait_all(), from 3.0 to 3.5.
+  in.backward.layer_ready_s = {1.0e-3, 1.2e-3, 2.0e-3};
+  in.backward.layer_slices = {1, 1, 0};
+  EXPECT_NEAR(predicted_exposed_seconds(in, c, kMB), 0.5e-3, 1e-12);
+  // Backward ending at the last gradient: one bucket is exposed for all of its 1 ms in both modes.
+  in.backward.layer_ready_s = {1.0e-3, 1.2e-3};
+  in.backward.layer_slices = {1, 1};
+  in.backward.end_s = 1.2e-3;
+  for (bool polls : {false, true}) {
+    in.completion_at_polls = polls;
+    EXPECT_NEAR(predicted_exposed_seconds(in, c, 2 * kMB), 1.0e-3, 1e-12) << "polls " << polls;
+  }
 }
 
 TEST(BucketChoice, LargePerCallLatencyPicksOneBucket) {

@@ -95,12 +95,16 @@ ReadyTimes ready_times(const BucketModelInputs& in) {
   return r;
 }
 
-// When a finished all-reduce is seen: at once with a communication thread; in test mode at the next
-// poll during backward, or at once in wait_all() after it.
-double seen_at(double finish, const ReadyTimes& r, const BucketModelInputs& in) {
-  if (!in.completion_at_polls || finish >= in.backward.end_s) return finish;
+// When an all-reduce started at `start` that takes `seconds` is seen to finish. With a communication
+// thread, at once. In test mode the all-reduce advances only inside MPI calls (over shared memory the
+// peer's poll copies the data): it is seen at the first poll at least `seconds` after its start; with
+// no such poll left, wait_all() after backward's end takes all of `seconds` (nothing advanced after
+// the last poll).
+double seen_at(double start, double seconds, const ReadyTimes& r, const BucketModelInputs& in) {
+  const double finish = start + seconds;
+  if (!in.completion_at_polls || start >= in.backward.end_s) return finish;
   const auto it = std::lower_bound(r.polls.begin(), r.polls.end(), finish);
-  return it == r.polls.end() ? in.backward.end_s : *it;
+  return it == r.polls.end() ? in.backward.end_s + seconds : *it;
 }
 
 }  // namespace
@@ -118,7 +122,7 @@ double predicted_exposed_seconds(const BucketModelInputs& in, const AllreduceCur
       ready = std::max(ready, r.slice[slice]);
     }
     const double start = std::max(ready, previous_seen);
-    previous_seen = seen_at(start + curve.seconds(elements * in.wire_bytes_per_element), r, in);
+    previous_seen = seen_at(start, curve.seconds(elements * in.wire_bytes_per_element), r, in);
   }
   return std::max(0.0, previous_seen - in.backward.end_s);
 }

@@ -120,7 +120,7 @@ bool BucketTuner::choose_after(int64_t step) {
   bucket_bytes_ = bytes;
   report_.candidates = c.candidates;
   report_.chosen_after_step = step;
-  report_.backward_ms = in.backward.end_s * 1e3;
+  report_.backward = in.backward;
   report_.one_bucket = bytes >= total_elements_ * 4;
   report_.bucket_mb = report_.one_bucket ? static_cast<double>(std::max<int64_t>(total_elements_, 1) * 4) / comm::kBytesPerMB
                                          : static_cast<double>(bytes) / comm::kBytesPerMB;
@@ -139,7 +139,7 @@ std::string BucketTuner::choice_line() const {
                 "buckets: comm.bucket_mb = auto -> %s%.3g MB (%lld buckets), predicted exposed all-reduce %.3f ms "
                 "(one bucket: %.3f ms) | backward %.2f ms timed in steps %lld-%lld | probe %zu sizes in %.0f ms",
                 r.one_bucket ? "one bucket, " : "", r.bucket_mb, static_cast<long long>(r.buckets), exposed * 1e3,
-                one * 1e3, r.backward_ms, static_cast<long long>(r.chosen_after_step - kMeasuredSteps + 1),
+                one * 1e3, r.backward.end_s * 1e3, static_cast<long long>(r.chosen_after_step - kMeasuredSteps + 1),
                 static_cast<long long>(r.chosen_after_step), r.probe.size(), r.probe_seconds * 1e3);
   std::string s = line;
   if (r.fit)
@@ -162,7 +162,9 @@ nlohmann::json bucket_report_json(const BucketReport& r) {
                 {"beta_s_per_byte", r.fit->beta_s_per_byte}, {"rms_relative_error", r.fit->rms_relative_error}};
   else
     j["fit"] = nullptr;
-  j["backward_ms"] = r.backward_ms;
+  j["backward"] = {{"ms", r.backward.end_s * 1e3}, {"layer_ready_ms", nlohmann::json::array()},
+                   {"layer_slices", r.backward.layer_slices}};
+  for (double t : r.backward.layer_ready_s) j["backward"]["layer_ready_ms"].push_back(t * 1e3);
   j["candidates"] = nlohmann::json::array();
   for (const comm::BucketCandidate& k : r.candidates)
     j["candidates"].push_back({{"bucket_mb", k.mb}, {"one_bucket", k.one_bucket}, {"buckets", k.buckets},

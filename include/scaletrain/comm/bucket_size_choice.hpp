@@ -54,8 +54,10 @@ struct BucketModelInputs {
   std::vector<int64_t> slice_elements;  // f32 elements per gradient slice, in ready order
   BackwardProfile backward;
   int64_t wire_bytes_per_element = 4;   // comm.dtype: 4 (fp32) or 2 (bf16, fp16)
-  // comm.progress = test: an all-reduce is only seen to finish at the next poll (the end of a layer,
-  // or wait_all() once backward is over), and the next bucket starts there.
+  // comm.progress = test: an all-reduce advances only when polled (the end of a layer, or wait_all()
+  // once backward is over): it is seen to finish at the first poll at least its time after its start,
+  // and the next bucket starts there; one still unfinished at the last poll takes all of its time
+  // after backward's end.
   bool completion_at_polls = true;
 };
 

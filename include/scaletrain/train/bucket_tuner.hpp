@@ -29,7 +29,7 @@ struct BucketReport {
   std::optional<comm::AlphaBetaFit> fit;
   double probe_seconds = 0;
   std::vector<comm::BucketCandidate> candidates;
-  double backward_ms = 0;  // the timed backward pass the prediction used
+  comm::BackwardProfile backward;  // the timed backward pass the prediction used (slowest rank)
   std::string note;
 };
 
