@@ -86,6 +86,11 @@ TEST(AllreduceCurve, InterpolatesBetweenProbedSizes) {
   EXPECT_DOUBLE_EQ(c.seconds(4000), 6e-5);   // above: the largest's time per byte
   EXPECT_THROW(AllreduceCurve({}), Error);
   EXPECT_THROW(AllreduceCurve({{1000, 0.0}}), Error);
+  const AllreduceCurve p({{1000, 1e-5, 2}, {2000, 3e-5, 4}, {4000, 5e-5, 0}});
+  EXPECT_EQ(p.polls(500), 2);
+  EXPECT_EQ(p.polls(1500), 4);   // the next probed size up
+  EXPECT_EQ(p.polls(3000), 1);   // not counted there: at least one
+  EXPECT_EQ(p.polls(9000), 1);
 }
 
 TEST(AlphaBetaFit, RecoversALinearCurve) {
@@ -110,16 +115,21 @@ TEST(BucketModel, ExposedTimeByHand) {
   in.completion_at_polls = false;
   EXPECT_NEAR(predicted_exposed_seconds(in, c, kMB), 0.0, 1e-12);
   EXPECT_NEAR(predicted_exposed_seconds(in, c, 2 * kMB), 0.0, 1e-12);
-  // MPI_Test polls: no poll after 1.2 ms, so b0 advances only in wait_all() (3.0-3.5), then b1
-  // (3.5-4.0): 1 ms exposed; one bucket likewise 3.0-4.0.
+  // MPI_Test polls (one needed where the probe counted none): no poll 0.5 ms after either start, so
+  // both are finished in wait_all(): 1 ms exposed; one bucket likewise.
   in.completion_at_polls = true;
   EXPECT_NEAR(predicted_exposed_seconds(in, c, kMB), 1.0e-3, 1e-12);
   EXPECT_NEAR(predicted_exposed_seconds(in, c, 2 * kMB), 1.0e-3, 1e-12);
-  // A poll at 2.0 ms (a layer without parameters) sees b0 done there; b1 runs 2.0-2.5 but is only seen
-  // in wait_all(), from 3.0 to 3.5.
+  // A poll at 2.0 ms (a layer without parameters) completes both (in flight together): nothing exposed.
   in.backward.layer_ready_s = {1.0e-3, 1.2e-3, 2.0e-3};
   in.backward.layer_slices = {1, 1, 0};
-  EXPECT_NEAR(predicted_exposed_seconds(in, c, kMB), 0.5e-3, 1e-12);
+  EXPECT_NEAR(predicted_exposed_seconds(in, c, kMB), 0.0, 1e-12);
+  // With 3 polls needed (probed) and one more poll at 2.5 ms: b0 completes there (polls 1.2, 2.0,
+  // 2.5); b1 got 2 of its 3 (2.0, 2.5), so wait_all() takes a third of its 0.5 ms.
+  const AllreduceCurve c3({{kMB, 0.5e-3, 3}, {2 * kMB, 1.0e-3, 3}});
+  in.backward.layer_ready_s = {1.0e-3, 1.2e-3, 2.0e-3, 2.5e-3};
+  in.backward.layer_slices = {1, 1, 0, 0};
+  EXPECT_NEAR(predicted_exposed_seconds(in, c3, kMB), 0.5e-3 / 3, 1e-12);
   // Backward ending at the last gradient: one bucket is exposed for all of its 1 ms in both modes.
   in.backward.layer_ready_s = {1.0e-3, 1.2e-3};
   in.backward.layer_slices = {1, 1};

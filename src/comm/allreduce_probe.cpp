@@ -3,11 +3,34 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 
 #include "scaletrain/core/error.hpp"
 #include "scaletrain/core/timer.hpp"
 
 namespace scaletrain::comm {
+namespace {
+
+double median(std::vector<double> v) {
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
+
+// Polls (test() after a busy gap, as between backward layers) until the all-reduce completes.
+int polls_to_complete(Communicator& transport, void* buffer, int64_t count, DType dtype, double gap, int max_polls) {
+  transport.barrier();
+  const std::unique_ptr<Request> r = transport.allreduce_async(buffer, count, dtype, ReduceOp::sum);
+  for (int polls = 1; polls <= max_polls; ++polls) {
+    const double until = now_seconds() + gap;
+    while (now_seconds() < until) {
+    }
+    if (r->test()) return polls;
+  }
+  r->wait();
+  return max_polls;
+}
+
+}  // namespace
 
 AlphaBetaFit fit_alpha_beta(const std::vector<AllreduceSample>& samples) {
   double a11 = 0, a12 = 0, a22 = 0, b1 = 0, b2 = 0;
@@ -65,17 +88,30 @@ std::vector<AllreduceSample> probe_allreduce(Communicator& transport, void* buff
       transport.allreduce_async(buffer, count, dtype, ReduceOp::sum)->wait();
       ti = now_seconds() - t0;
     }
-    std::nth_element(t.begin(), t.begin() + static_cast<std::ptrdiff_t>(t.size() / 2), t.end());
-    out.push_back({bytes, t[t.size() / 2]});
+    AllreduceSample sample{bytes, median(t), 0};
+    if (options.polled_iters > 0) {
+      std::vector<double> polls(static_cast<size_t>(options.polled_iters));
+      const double gap = std::max(options.min_poll_gap_s, sample.seconds);
+      for (double& p : polls) p = polls_to_complete(transport, buffer, count, dtype, gap, options.max_polls);
+      sample.polls = static_cast<int>(median(polls));
+    }
+    out.push_back(sample);
   }
   return out;
 }
 
 void take_slowest_rank(Communicator& host, std::vector<AllreduceSample>& samples) {
-  std::vector<double> t(samples.size());
-  for (size_t i = 0; i < samples.size(); ++i) t[i] = samples[i].seconds;
+  const size_t n = samples.size();
+  std::vector<double> t(2 * n);
+  for (size_t i = 0; i < n; ++i) {
+    t[i] = samples[i].seconds;
+    t[n + i] = samples[i].polls;
+  }
   if (!t.empty()) host.allreduce(t.data(), static_cast<int64_t>(t.size()), DType::f64, ReduceOp::max);
-  for (size_t i = 0; i < samples.size(); ++i) samples[i].seconds = t[i];
+  for (size_t i = 0; i < n; ++i) {
+    samples[i].seconds = t[i];
+    samples[i].polls = static_cast<int>(t[n + i]);
+  }
 }
 
 }  // namespace scaletrain::comm

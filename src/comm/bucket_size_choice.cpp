@@ -60,6 +60,12 @@ AllreduceCurve::AllreduceCurve(std::vector<AllreduceSample> samples) : samples_(
              " s; sizes and times must be positive");
 }
 
+int AllreduceCurve::polls(int64_t bytes) const {
+  const auto it = std::lower_bound(samples_.begin(), samples_.end(), bytes,
+                                   [](const AllreduceSample& s, int64_t b) { return s.bytes < b; });
+  return std::max(1, it == samples_.end() ? samples_.back().polls : it->polls);
+}
+
 double AllreduceCurve::seconds(int64_t bytes) const {
   const AllreduceSample& first = samples_.front();
   const AllreduceSample& last = samples_.back();
@@ -95,36 +101,60 @@ ReadyTimes ready_times(const BucketModelInputs& in) {
   return r;
 }
 
-// When an all-reduce started at `start` that takes `seconds` is seen to finish. With a communication
-// thread, at once. In test mode the all-reduce advances only inside MPI calls (over shared memory the
-// peer's poll copies the data): it is seen at the first poll at least `seconds` after its start; with
-// no such poll left, wait_all() after backward's end takes all of `seconds` (nothing advanced after
-// the last poll).
-double seen_at(double start, double seconds, const ReadyTimes& r, const BucketModelInputs& in) {
-  const double finish = start + seconds;
-  if (!in.completion_at_polls || start >= in.backward.end_s) return finish;
-  const auto it = std::lower_bound(r.polls.begin(), r.polls.end(), finish);
-  return it == r.polls.end() ? in.backward.end_s + seconds : *it;
+// A bucket of `elements` whose last slice is ready at `ready`.
+struct BucketSpan {
+  int64_t wire_bytes;
+  double ready;
+};
+
+std::vector<BucketSpan> bucket_spans(const BucketModelInputs& in, const ReadyTimes& r, int64_t bucket_bytes) {
+  std::vector<BucketSpan> spans;
+  size_t slice = 0;
+  for (size_t n : bucket_slice_counts(in.slice_elements, bucket_bytes)) {
+    BucketSpan b{0, 0};
+    for (size_t i = 0; i < n; ++i, ++slice) {
+      b.wire_bytes += in.slice_elements[slice] * in.wire_bytes_per_element;
+      b.ready = std::max(b.ready, r.slice[slice]);
+    }
+    spans.push_back(b);
+  }
+  return spans;
+}
+
+// A communication thread: one all-reduce after another, each from when it is ready.
+double exposed_with_thread(const std::vector<BucketSpan>& spans, const AllreduceCurve& curve, double end) {
+  double finished = 0;
+  for (const BucketSpan& b : spans) finished = std::max(b.ready, finished) + curve.seconds(b.wire_bytes);
+  return std::max(0.0, finished - end);
+}
+
+// MPI_Test polls: every bucket starts at its ready poll and completes at a later poll (see
+// BucketModelInputs::completion_at_polls); what is left at backward's end is waited for in order.
+double exposed_with_polls(const std::vector<BucketSpan>& spans, const AllreduceCurve& curve, const ReadyTimes& r) {
+  double exposed = 0;
+  for (const BucketSpan& b : spans) {
+    const double t = curve.seconds(b.wire_bytes);
+    const int needed = curve.polls(b.wire_bytes);
+    // Polls after the start (the start's own poll does not count: the all-reduce was just issued there).
+    const auto first = std::upper_bound(r.polls.begin(), r.polls.end(), b.ready);
+    int got = 0;
+    bool done = false;
+    for (auto it = first; it != r.polls.end() && !done; ++it) {
+      ++got;
+      done = got >= needed && *it >= b.ready + t;
+    }
+    if (!done) exposed += t * static_cast<double>(needed - std::min(got, needed - 1)) / needed;
+  }
+  return exposed;
 }
 
 }  // namespace
 
 double predicted_exposed_seconds(const BucketModelInputs& in, const AllreduceCurve& curve, int64_t bucket_bytes) {
   const ReadyTimes r = ready_times(in);
-  const std::vector<size_t> counts = bucket_slice_counts(in.slice_elements, bucket_bytes);
-  double previous_seen = 0;
-  size_t slice = 0;
-  for (size_t n : counts) {
-    int64_t elements = 0;
-    double ready = 0;
-    for (size_t i = 0; i < n; ++i, ++slice) {
-      elements += in.slice_elements[slice];
-      ready = std::max(ready, r.slice[slice]);
-    }
-    const double start = std::max(ready, previous_seen);
-    previous_seen = seen_at(start, curve.seconds(elements * in.wire_bytes_per_element), r, in);
-  }
-  return std::max(0.0, previous_seen - in.backward.end_s);
+  const std::vector<BucketSpan> spans = bucket_spans(in, r, bucket_bytes);
+  return in.completion_at_polls ? exposed_with_polls(spans, curve, r)
+                                : exposed_with_thread(spans, curve, in.backward.end_s);
 }
 
 std::vector<double> default_bucket_candidates_mb() { return {0.25, 0.5, 1, 2, 4, 8, 16, 25}; }
@@ -156,7 +186,9 @@ BucketChoice choose_bucket_size(const BucketModelInputs& in, const AllreduceCurv
   c.candidates.push_back(whole);
   double least = c.candidates.front().predicted_exposed_s;
   for (const BucketCandidate& k : c.candidates) least = std::min(least, k.predicted_exposed_s);
-  const double tie = std::max(0.02 * least, 5e-6);
+  // Differences below 0.1% of backward are below what a step's timing resolves (ranks drift apart by
+  // more from step to step): take the fewer calls.
+  const double tie = std::max({0.02 * least, 5e-6, 1e-3 * in.backward.end_s});
   c.chosen = c.candidates.front();
   for (const BucketCandidate& k : c.candidates)  // increasing sizes: the last near-tie is the largest
     if (k.predicted_exposed_s <= least + tie) c.chosen = k;

@@ -35,6 +35,7 @@ BucketTuner::BucketTuner(const RunConfig& cfg, comm::Communicator& host, comm::C
     return;
   }
   tuning_ = true;
+  transport_queues_on_stream_ = transport.queues_on_stream();
   probe(transport, backend);
 }
 
@@ -51,7 +52,10 @@ void BucketTuner::probe(comm::Communicator& transport, Backend& backend) {
   void* data = transport.queues_on_stream() ? buffer.device_raw() : buffer.raw();
   host_.barrier();
   const double t0 = now_seconds();
-  report_.probe = comm::probe_allreduce(transport, data, wire, sizes, comm::ProbeOptions{});
+  comm::ProbeOptions options;
+  // MPI_Test polls drive the all-reduces: count the polls each size needs.
+  if (cfg_.progress == comm::CommProgress::test && !transport.queues_on_stream()) options.polled_iters = 3;
+  report_.probe = comm::probe_allreduce(transport, data, wire, sizes, options);
   comm::take_slowest_rank(host_, report_.probe);
   double seconds = now_seconds() - t0;
   host_.allreduce(&seconds, 1, DType::f64, comm::ReduceOp::max);
@@ -105,7 +109,7 @@ bool BucketTuner::choose_after(int64_t step) {
   comm::BucketModelInputs in;
   in.slice_elements = slices_;
   in.wire_bytes_per_element = static_cast<int64_t>(dtype_size(precision_dtype(cfg_.comm_dtype)));
-  in.completion_at_polls = cfg_.progress == comm::CommProgress::test;
+  in.completion_at_polls = cfg_.progress == comm::CommProgress::test && !transport_queues_on_stream_;
   double clock = 0;
   for (size_t l = 0; l + 1 < t.size(); ++l) {
     clock += t[l];
@@ -156,7 +160,8 @@ nlohmann::json bucket_report_json(const BucketReport& r) {
   j["chosen_after_step"] = r.chosen_after_step >= 0 ? nlohmann::json(r.chosen_after_step) : nlohmann::json(nullptr);
   j["probe_seconds"] = r.probe_seconds;
   j["probe"] = nlohmann::json::array();
-  for (const comm::AllreduceSample& s : r.probe) j["probe"].push_back({{"bytes", s.bytes}, {"seconds", s.seconds}});
+  for (const comm::AllreduceSample& s : r.probe)
+    j["probe"].push_back({{"bytes", s.bytes}, {"seconds", s.seconds}, {"polls", s.polls}});
   if (r.fit)
     j["fit"] = {{"model", "t = alpha + bytes * beta"}, {"alpha_us", r.fit->alpha_s * 1e6},
                 {"beta_s_per_byte", r.fit->beta_s_per_byte}, {"rms_relative_error", r.fit->rms_relative_error}};

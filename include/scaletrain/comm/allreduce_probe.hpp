@@ -9,10 +9,14 @@
 
 namespace scaletrain::comm {
 
-// One probed message size: bytes on the wire, seconds per all-reduce.
+// One probed message size: bytes on the wire, seconds per all-reduce (allreduce_async + wait), and
+// how many MPI_Test polls it took to complete when polled at intervals no shorter than that time
+// (0: not measured). An all-reduce only advances inside MPI calls, so under comm.progress = test it
+// needs this many polls (between backward layers) whatever the time between them.
 struct AllreduceSample {
   int64_t bytes;
   double seconds;
+  int polls = 0;
 };
 
 // t = alpha + bytes * beta, by least squares on the relative error (each size weighs alike, so the
@@ -25,8 +29,11 @@ struct AlphaBetaFit {
 AlphaBetaFit fit_alpha_beta(const std::vector<AllreduceSample>& samples);
 
 struct ProbeOptions {
-  int warmup = 2;  // untimed all-reduces per size
-  int iters = 5;   // timed all-reduces per size
+  int warmup = 2;         // untimed all-reduces per size
+  int iters = 5;          // timed all-reduces per size
+  int polled_iters = 0;   // all-reduces per size polled with test() to count polls (0: none)
+  double min_poll_gap_s = 200e-6;  // the polls' interval: this or the size's time, the longer
+  int max_polls = 64;     // then wait() (recorded as max_polls)
 };
 
 // Powers of two from min_bytes up to (not including) max_bytes, then max_bytes itself; every size a
@@ -40,7 +47,7 @@ std::vector<int64_t> probe_sizes(int64_t min_bytes, int64_t max_bytes, int64_t e
 std::vector<AllreduceSample> probe_allreduce(Communicator& transport, void* buffer, DType dtype,
                                              const std::vector<int64_t>& sizes, const ProbeOptions& options);
 
-// Replaces every sample's seconds by the largest over the ranks of `host` (a host communicator, MPI).
+// Replaces every sample's seconds and polls by the largest over the ranks of `host` (a host communicator, MPI).
 void take_slowest_rank(Communicator& host, std::vector<AllreduceSample>& samples);
 
 }  // namespace scaletrain::comm

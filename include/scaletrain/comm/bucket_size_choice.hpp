@@ -35,6 +35,9 @@ class AllreduceCurve {
  public:
   explicit AllreduceCurve(std::vector<AllreduceSample> samples);  // at least one; sorted by bytes here
   double seconds(int64_t bytes) const;
+  // MPI_Test polls to complete: the smallest probed size at or above bytes (the largest beyond),
+  // at least 1 (1 where the probe did not count polls).
+  int polls(int64_t bytes) const;
   const std::vector<AllreduceSample>& samples() const { return samples_; }
 
  private:
@@ -54,16 +57,18 @@ struct BucketModelInputs {
   std::vector<int64_t> slice_elements;  // f32 elements per gradient slice, in ready order
   BackwardProfile backward;
   int64_t wire_bytes_per_element = 4;   // comm.dtype: 4 (fp32) or 2 (bf16, fp16)
-  // comm.progress = test: an all-reduce advances only when polled (the end of a layer, or wait_all()
-  // once backward is over): it is seen to finish at the first poll at least its time after its start,
-  // and the next bucket starts there; one still unfinished at the last poll takes all of its time
-  // after backward's end.
+  // comm.progress = test: a bucket starts at the poll where its last slice is ready (several may be
+  // in flight) and advances only when polled: it completes at the poll that is both its probed poll
+  // count after its start and at least its time after it. One unfinished when backward ends is
+  // finished in wait_all(), which takes the share of its time its missing polls stand for.
+  // false (a communication thread): buckets run one after another, each from when it is ready and
+  // the previous one has finished.
   bool completion_at_polls = true;
 };
 
 // Predicted exposed seconds (after backward's end, waiting for all-reduces) with buckets of
-// bucket_bytes (f32 bytes): a bucket starts when its last slice is ready and the previous bucket's
-// all-reduce has been seen to finish, and takes curve.seconds(its wire bytes).
+// bucket_bytes (f32 bytes); a bucket's all-reduce takes curve.seconds(its wire bytes) (see
+// completion_at_polls for when it starts and is seen to finish).
 double predicted_exposed_seconds(const BucketModelInputs& in, const AllreduceCurve& curve, int64_t bucket_bytes);
 
 struct BucketCandidate {
@@ -82,7 +87,8 @@ struct BucketChoice {
 std::vector<double> default_bucket_candidates_mb();
 
 // The candidate with the least predicted exposed time. Sizes at or above the whole gradient are one
-// bucket. Near-ties (within 2% or 5 us of the least) go to the larger bucket (fewer calls). With
+// bucket. Near-ties (within 2% of the least, 5 us, or 0.1% of backward) go to the larger bucket
+// (fewer calls). With
 // world_size 1 nothing is reduced: one bucket, no candidates evaluated.
 BucketChoice choose_bucket_size(const BucketModelInputs& in, const AllreduceCurve& curve, int world_size,
                                 const std::vector<double>& candidates_mb = default_bucket_candidates_mb());

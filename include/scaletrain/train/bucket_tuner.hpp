@@ -68,6 +68,7 @@ class BucketTuner {
   int64_t total_elements_ = 0;
   int64_t bucket_bytes_ = 0;
   bool tuning_ = false;
+  bool transport_queues_on_stream_ = false;  // stream-ordered buckets: no polls
   Backend& backend_;
   int64_t first_step_ = -1;
   int measured_ = 0;
