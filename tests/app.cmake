@@ -83,9 +83,12 @@ if(TARGET scaletrain)
                      -- ${_mpirun} -np 2 ${_st} --comm.bucket_mb ${bad} --train.max_steps 1)
     set_tests_properties(app_bucket_mb_rejects_${bad} PROPERTIES PROCESSORS 2 LABELS "app;mpi")
   endforeach()
+  # check_run_dirs.py reads a sweep's directory: sweep.json (its kind) and ranks-<N>/.
+  file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/bucket_sweep.json "{\"kind\": \"strong\"}\n")
   foreach(setting auto 4)
     set(_bk ${CMAKE_CURRENT_BINARY_DIR}/bucket_${setting})
-    add_test(NAME app_bucket_${setting}_clean COMMAND ${CMAKE_COMMAND} -E rm -rf ${_bk})
+    add_test(NAME app_bucket_${setting}_clean
+             COMMAND /bin/sh -c "rm -rf ${_bk} && mkdir -p ${_bk} && cp ${CMAKE_CURRENT_BINARY_DIR}/bucket_sweep.json ${_bk}/sweep.json")
     add_test(NAME app_bucket_${setting}_run
              COMMAND ${_mpirun} -np 2 ${_st} --config ${PROJECT_SOURCE_DIR}/jobs/configs/lenet_synthetic.toml
                      --data.synthetic_samples 4096 --train.epochs 100 --train.max_steps 30 --train.log_every 10
