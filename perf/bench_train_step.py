@@ -41,13 +41,13 @@ def mpirun_flags():
     return flags
 
 
-def run_scaletrain(build, model, ranks, threads, steps, workdir, extra=()):
+def run_scaletrain(build, model, ranks, threads, steps, workdir, extra=(), warmup=None):
     run_dir = os.path.join(workdir, f"{model}-{ranks}x{threads}-{len(os.listdir(workdir))}")
     bind = ["--bind-to", "core"] if ranks > 1 else ["--bind-to", "none"]
     cmd = (["mpirun", "-np", str(ranks)] + mpirun_flags() + bind +
            [os.path.join(build, "src/apps/scaletrain"), "--model.name", model, "--data.path", "synthetic",
             "--data.synthetic_samples", "8192", "--train.batch", str(BATCH[model]), "--train.epochs", "1000",
-            "--train.max_steps", str(steps), "--train.warmup_log_steps", str(max(3, steps // 10)),
+            "--train.max_steps", str(steps), "--train.warmup_log_steps", str(warmup if warmup is not None else max(3, steps // 10)),
             "--train.log_every", str(max(1, steps // 10)), "--train.evaluate", "false",
             "--optimizer.lr", str(BENCH_LR), "--run.threads", str(threads), "--run.dir", run_dir] + list(extra))
     out = subprocess.run(cmd, capture_output=True, text=True)
@@ -59,7 +59,8 @@ def run_scaletrain(build, model, ranks, threads, steps, workdir, extra=()):
     return {"images_per_s": run["samples_per_s"], "flops": 3 * run["forward_flops_per_sample"],
             "exposed_allreduce": run.get("phase_share", {}).get("allreduce_exposed", 0.0),
             "total_allreduce": run.get("allreduce_total_share", 0.0),
-            "compute": precision.get("compute") if isinstance(precision, dict) else None}
+            "compute": precision.get("compute") if isinstance(precision, dict) else None,
+            "buckets": run.get("buckets") or {}}
 
 
 def peak_line(peak):

@@ -64,3 +64,44 @@ if(TARGET scaletrain)
                          FIXTURES_REQUIRED app_timeline_np${n})
   endforeach()
 endif()
+
+# comm.bucket_mb: auto (the default) or a positive number; bad values end every rank with one message
+# naming the key and the value. A 2-rank run with auto and one with a fixed size: run.json records the
+# choice (probe, fit, candidates) or "fixed" (tests/support/check_run_dirs.py).
+if(TARGET scaletrain)
+  add_test(NAME app_bucket_mb_default_auto COMMAND ${_st} --print-config)
+  set_tests_properties(app_bucket_mb_default_auto PROPERTIES PASS_REGULAR_EXPRESSION "\\[comm\\]\nbucket_mb = \"auto\"\n")
+  file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/bucket_mb_number.toml "[comm]\nbucket_mb = 4\n")
+  add_test(NAME app_bucket_mb_toml_number COMMAND ${_st} --config ${CMAKE_CURRENT_BINARY_DIR}/bucket_mb_number.toml --print-config)
+  set_tests_properties(app_bucket_mb_toml_number PROPERTIES PASS_REGULAR_EXPRESSION "\\[comm\\]\nbucket_mb = 4.0\n")
+  file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/bucket_mb_auto.toml "[comm]\nbucket_mb = \"auto\"\n")
+  add_test(NAME app_bucket_mb_toml_auto COMMAND ${_st} --config ${CMAKE_CURRENT_BINARY_DIR}/bucket_mb_auto.toml --comm.bucket_mb 0.5 --print-config)
+  set_tests_properties(app_bucket_mb_toml_auto PROPERTIES PASS_REGULAR_EXPRESSION "\\[comm\\]\nbucket_mb = 0.5\n")
+  foreach(bad fast 0 -1)
+    add_test(NAME app_bucket_mb_rejects_${bad}
+             COMMAND ${_fail} "comm.bucket_mb = '${bad}' is neither auto nor a positive size in MB"
+                     -- ${_mpirun} -np 2 ${_st} --comm.bucket_mb ${bad} --train.max_steps 1)
+    set_tests_properties(app_bucket_mb_rejects_${bad} PROPERTIES PROCESSORS 2 LABELS "app;mpi")
+  endforeach()
+  # check_run_dirs.py reads a sweep's directory: sweep.json (its kind) and ranks-<N>/.
+  file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/bucket_sweep.json "{\"kind\": \"strong\"}\n")
+  foreach(setting auto 4)
+    set(_bk ${CMAKE_CURRENT_BINARY_DIR}/bucket_${setting})
+    add_test(NAME app_bucket_${setting}_clean
+             COMMAND /bin/sh -c "rm -rf ${_bk} && mkdir -p ${_bk} && cp ${CMAKE_CURRENT_BINARY_DIR}/bucket_sweep.json ${_bk}/sweep.json")
+    add_test(NAME app_bucket_${setting}_run
+             COMMAND ${_mpirun} -np 2 ${_st} --config ${PROJECT_SOURCE_DIR}/jobs/configs/lenet_synthetic.toml
+                     --data.synthetic_samples 4096 --train.epochs 100 --train.max_steps 30 --train.log_every 10
+                     --train.warmup_log_steps 10 --train.evaluate false --run.checkpoint_at_end false
+                     --comm.bucket_mb ${setting} --run.dir ${_bk}/ranks-2)
+    add_test(NAME app_bucket_${setting}_run_json
+             COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/support/check_run_dirs.py ${_bk} --kind strong
+                     --ranks 2)
+    set_tests_properties(app_bucket_${setting}_clean PROPERTIES FIXTURES_SETUP app_bucket_${setting}_dir)
+    set_tests_properties(app_bucket_${setting}_run PROPERTIES PROCESSORS 2 LABELS "app;mpi" TIMEOUT 300
+      FIXTURES_REQUIRED app_bucket_${setting}_dir FIXTURES_SETUP app_bucket_${setting})
+    set_tests_properties(app_bucket_${setting}_run_json PROPERTIES FIXTURES_REQUIRED app_bucket_${setting} LABELS app)
+  endforeach()
+  set_tests_properties(app_bucket_auto_run PROPERTIES
+    PASS_REGULAR_EXPRESSION "buckets: comm.bucket_mb = auto -> [^\n]*MB \\([0-9]+ buckets\\), predicted exposed")
+endif()

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "scaletrain/comm/allreduce_probe.hpp"
 #include "scaletrain/comm/gradient_buckets.hpp"
 #include "scaletrain/comm/mpi_communicator.hpp"
 #include "scaletrain/core/error.hpp"
@@ -167,31 +168,11 @@ std::vector<Row> sweep(comm::Communicator& c, const Options& o, DType t, comm::R
   return rows;
 }
 
-// t = alpha + bytes * beta by least squares on the relative error (each size weighs alike, so
-// the latency of small messages is not drowned by the large ones).
-struct Fit {
-  double alpha_s, beta_s_per_byte, rms_relative_error;
-};
-Fit fit_alpha_beta(const std::vector<Row>& rows) {
-  double a11 = 0, a12 = 0, a22 = 0, b1 = 0, b2 = 0;
-  for (const Row& r : rows) {
-    const double t = r.time_us * 1e-6, x = static_cast<double>(r.bytes), w = 1.0 / (t * t);
-    a11 += w;
-    a12 += w * x;
-    a22 += w * x * x;
-    b1 += w * t;
-    b2 += w * x * t;
-  }
-  const double det = a11 * a22 - a12 * a12;
-  ST_CHECK(rows.size() >= 2 && det != 0, "alpha-beta fit needs at least two sizes (got ", rows.size(), ")");
-  Fit f{(b1 * a22 - b2 * a12) / det, (a11 * b2 - a12 * b1) / det, 0};
-  double e2 = 0;
-  for (const Row& r : rows) {
-    const double t = r.time_us * 1e-6, m = f.alpha_s + f.beta_s_per_byte * static_cast<double>(r.bytes);
-    e2 += (m - t) * (m - t) / (t * t);
-  }
-  f.rms_relative_error = std::sqrt(e2 / static_cast<double>(rows.size()));
-  return f;
+// The alpha-beta fit of the table (comm/allreduce_probe.hpp: least squares on relative error).
+comm::AlphaBetaFit fit_rows(const std::vector<Row>& rows) {
+  std::vector<comm::AllreduceSample> samples;
+  for (const Row& r : rows) samples.push_back({r.bytes, r.time_us * 1e-6});
+  return comm::fit_alpha_beta(samples);
 }
 
 // Backward emulation: layers of uneven size finish one after another, each after a busy loop of
@@ -339,7 +320,7 @@ int run(int argc, char** argv, comm::Communicator& c) {
     std::printf("# avg bus bandwidth: %.3f GB/s\n", rows.empty() ? 0.0 : busbw_sum / static_cast<double>(rows.size()));
   }
   if (rows.size() >= 2) {
-    const Fit f = fit_alpha_beta(rows);
+    const comm::AlphaBetaFit f = fit_rows(rows);
     doc["fit"] = {{"model", "t = alpha + bytes * beta"}, {"method", "least squares on relative error"},
                   {"alpha_us", f.alpha_s * 1e6}, {"beta_s_per_byte", f.beta_s_per_byte},
                   {"bandwidth_gbps", f.beta_s_per_byte > 0 ? 1e-9 / f.beta_s_per_byte : 0.0},

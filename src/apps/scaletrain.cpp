@@ -59,7 +59,11 @@ bool parse_command_line(int argc, char** argv, int rank, CommandLine& cl) {
         "--" + k.key, [&cl, key = k.key](const std::string& v) { cl.overrides[key] = v; },
         k.help + " (" + k.type + ", default: " + k.get(defaults) + ")");
     opt->group(k.key.substr(0, k.key.find('.')) + " keys");
-    opt->type_name(k.type == "bool" ? "BOOL" : k.type == "string" ? "TEXT" : k.type == "int" ? "INT" : "FLOAT");
+    opt->type_name(k.type == "bool"         ? "BOOL"
+                   : k.type == "string"     ? "TEXT"
+                   : k.type == "int"        ? "INT"
+                   : k.type == "auto|float" ? "auto|FLOAT"
+                                            : "FLOAT");
   }
   try {
     app.parse(argc, argv);
@@ -231,6 +235,7 @@ int train_and_log(comm::Communicator& comm, const RunConfig& cfg, double init_st
   info.flops_per_sample = trainer.model().flops_per_sample();
   info.precision = trainer.precision();
   info.transport = trainer.transport();
+  info.buckets = trainer.bucket_report();
   info.resumed = trainer.resumed_from();
   log.finish(info, result);
   if (rank == 0 && log.enabled()) std::printf("run directory: %s\n", cfg.run_dir.c_str());

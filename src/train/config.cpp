@@ -100,6 +100,20 @@ ConfigKey enum_key(std::string key, E RunConfig::*field, E (*parse)(const std::s
   return k;
 }
 
+// comm.bucket_mb: "auto" (a TOML string) or a positive number.
+ConfigKey bucket_size_key(std::string key, std::string help) {
+  ConfigKey k;
+  k.key = std::move(key);
+  k.help = std::move(help);
+  k.type = "auto|float";
+  k.get = [](const RunConfig& c) {
+    const std::string t = comm::bucket_size_setting_text(c.bucket_mb);
+    return c.bucket_mb.automatic ? "\"" + t + "\"" : t;
+  };
+  k.set = [](RunConfig& c, const std::string& v) { c.bucket_mb = comm::parse_bucket_size_setting(v); };
+  return k;
+}
+
 size_t edit_distance(const std::string& a, const std::string& b) {
   std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
   for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
@@ -194,7 +208,10 @@ const std::vector<ConfigKey>& config_keys() {
              "fp16: factor the loss scale shrinks by on a step with inf/NaN gradients (the step is skipped)"),
       key_of("optimizer.loss_scale_interval", &RunConfig::loss_scale_interval,
              "fp16: clean steps in a row before the loss scale grows"),
-      key_of("comm.bucket_mb", &RunConfig::bucket_mb, "gradient bucket size in MB"),
+      bucket_size_key("comm.bucket_mb",
+                      "gradient bucket size: auto (an all-reduce probe at start-up and backward timed in the first "
+                      "steps pick the size with the least predicted exposed all-reduce time; run.json records it) or "
+                      "a fixed size in MB"),
       enum_key("comm.progress", &RunConfig::progress, comm::parse_comm_progress, comm::comm_progress_name,
              "all-reduce progress during backward: test (MPI_Test polls between layers) or thread (a communication "
              "thread)"),
@@ -324,7 +341,8 @@ void validate_config(const RunConfig& c) {
   ST_CHECK(c.schedule != optim::LrScheduleKind::step || c.step_epochs > 0,
            "optimizer.schedule = step needs optimizer.step_epochs > 0");
   ST_CHECK(c.reference_batch > 0, "optimizer.reference_batch must be positive");
-  ST_CHECK(c.bucket_mb > 0, "comm.bucket_mb must be positive, got ", c.bucket_mb);
+  ST_CHECK(c.bucket_mb.automatic || c.bucket_mb.fixed_mb > 0, "comm.bucket_mb must be auto or positive, got ",
+           c.bucket_mb.fixed_mb);
   (void)comm::resolve_comm_backend(c.comm_backend, c.device);  // throws for nccl on cpu
   ST_CHECK(c.threads >= 0, "run.threads must be >= 0");
   ST_CHECK(c.cudnn_workspace_mb >= 0, "run.cudnn_workspace_mb must be >= 0, got ", c.cudnn_workspace_mb);

@@ -31,7 +31,7 @@ nlohmann::json config_json(const RunConfig& cfg) {
     const std::string sec = k.key.substr(0, k.key.find('.'));
     const std::string name = k.key.substr(sec.size() + 1);
     const std::string v = k.get(cfg);
-    if (k.type == "string") j[sec][name] = v.substr(1, v.size() - 2);
+    if (k.type == "string" || (k.type == "auto|float" && v.front() == '"')) j[sec][name] = v.substr(1, v.size() - 2);
     else if (k.type == "bool") j[sec][name] = v == "true";
     else if (k.type == "int") j[sec][name] = std::stoll(v);
     else j[sec][name] = std::stod(v);
@@ -193,6 +193,7 @@ void RunLog::finish(const RunInfo& info, const TrainResult& r) {
                     {"skipped_steps", r.skipped_steps}};
   j["transport"] = {{"backend", info.transport.backend}, {"buckets", info.transport.buckets},
                     {"description", info.transport.description}};
+  j["buckets"] = bucket_report_json(info.buckets);
   j["operators"] = {{"deterministic", cfg_.deterministic},
                     {"allow_tf32", cfg_.allow_tf32},
                     {"cudnn_workspace_mb", cfg_.cudnn_workspace_mb},

@@ -28,6 +28,7 @@
 #include "scaletrain/optim/loss_scaler.hpp"
 #include "scaletrain/optim/lr_schedule.hpp"
 #include "scaletrain/optim/optimizer.hpp"
+#include "scaletrain/train/bucket_tuner.hpp"
 #include "scaletrain/train/device_setup.hpp"
 #include "scaletrain/train/errors.hpp"
 #include "scaletrain/train/gpu_telemetry.hpp"
@@ -68,6 +69,8 @@ struct Trainer::Impl {
   std::unique_ptr<optim::Optimizer> optimizer;
   std::unique_ptr<optim::LrSchedule> schedule;
   std::unique_ptr<comm::GradientBuckets> buckets;
+  std::unique_ptr<BucketTuner> bucket_tuner;  // comm.bucket_mb (auto: probe, timed backward, choice)
+  comm::BucketStats retired_bucket_stats;     // of buckets replaced by the choice, not yet reported
   std::unique_ptr<optim::LossScaler> scaler;
   Tensor nonfinite_counts;  // per-block inf/NaN counts of the gradients and losses
   int64_t local_batch = 0;
@@ -132,6 +135,8 @@ struct Trainer::Impl {
     if (comm.rank() == 0 && hook) hook(arg);
   }
   void record_bucket_events(int64_t step);
+  void make_buckets();
+  void retune_buckets(int64_t step);
   void record_copies();
   EpochReport evaluate(int64_t epoch);
 };
@@ -205,12 +210,36 @@ void Trainer::Impl::setup_optimizer() {
     optimizer = make_optimizer(cfg, *backend);
     scaler = std::make_unique<optim::LossScaler>(loss_scaler_options(cfg));
   });
+  std::vector<int64_t> slice_elements;
+  for (const auto& s : model->slots()) slice_elements.push_back(s.count);
+  comm::Communicator& transport = grad_comm ? *grad_comm : comm;
+  bucket_tuner = std::make_unique<BucketTuner>(cfg, comm, transport, *backend, std::move(slice_elements));
+  make_buckets();
+}
+
+// The gradient buckets at the tuner's current size.
+void Trainer::Impl::make_buckets() {
   std::vector<comm::GradientSlice> slices;
   for (const auto& s : model->slots()) slices.push_back(comm::GradientSlice{s.offset, s.count});
   comm::Communicator& transport = grad_comm ? *grad_comm : comm;
+  buckets.reset();
   buckets = std::make_unique<comm::GradientBuckets>(transport, *backend, model->flat_gradients(), slices,
-                                                    static_cast<int64_t>(cfg.bucket_mb * 1024 * 1024), cfg.progress,
+                                                    bucket_tuner->bucket_bytes(), cfg.progress,
                                                     precision_dtype(cfg.comm_dtype));
+  bucket_tuner->set_bucket_count(buckets->bucket_count());
+}
+
+// comm.bucket_mb = auto: once the first steps' backward is timed, the chosen size replaces the
+// single start-up bucket (between steps, with nothing in flight).
+void Trainer::Impl::retune_buckets(int64_t step) {
+  if (!bucket_tuner->choose_after(step)) return;
+  const comm::BucketStats s = buckets->stats();
+  retired_bucket_stats.allreduce_seconds += s.allreduce_seconds;
+  retired_bucket_stats.exposed_seconds += s.exposed_seconds;
+  retired_bucket_stats.buckets += s.buckets;
+  retired_bucket_stats.bytes += s.bytes;
+  make_buckets();
+  if (comm.rank() == 0) std::printf("%s\n", bucket_tuner->choice_line().c_str());
 }
 
 // The checkpointer, and the state of run.resume's checkpoint (or a fresh start at step 0).
@@ -283,16 +312,20 @@ StepFlags Trainer::Impl::train_step(const data::Batch& b, int64_t step) {
     const Tensor& logits = model->forward(in.input, true);
     loss.forward(logits, b.device_labels);
   });
+  const bool timed = bucket_tuner->measuring(step);
   device_phase(Phase::backward, [&] {
     buckets->begin_step();
+    if (timed) bucket_tuner->backward_begin();
     // fp16: the loss scale multiplies the gradient of the mean loss.
     const Tensor& dlogits = loss.backward(scaler->scale() / static_cast<float>(local_batch));
     model->backward(dlogits, [&](size_t layer) {
       const size_t first = model->first_slot(layer);
       const size_t n = model->layers()[layer]->parameters().size();
+      if (timed) bucket_tuner->layer_ready(n);
       for (size_t sl = first; sl < first + n; ++sl) buckets->mark_ready(sl);
       buckets->poll();
     });
+    if (timed) bucket_tuner->backward_end();
   });
   // Handing the slot back wakes the reader thread; count it as data time, not as a gap.
   host_phase(Phase::data_wait, [&] { train_loader->release(&b); });
@@ -302,6 +335,7 @@ StepFlags Trainer::Impl::train_step(const data::Batch& b, int64_t step) {
   if (flags.nonfinite() && !scaler->enabled() && cfg.on_nonfinite == NonFinitePolicy::stop)
     stop_at_nonfinite(flags, step);
   device_phase(Phase::optimizer, [&] { apply_update(flags, step); });
+  retune_buckets(step);
   return flags;
 }
 
@@ -475,6 +509,7 @@ void Trainer::on_epoch(EpochHooks hooks) { impl_->epoch_hooks = std::move(hooks)
 TimeSpan Trainer::staging_time() const { return impl_->staging; }
 const std::string& Trainer::gpu_telemetry_line() const { return impl_->telemetry_line; }
 const std::optional<ResumeRecord>& Trainer::resumed_from() const { return impl_->resumed; }
+const BucketReport& Trainer::bucket_report() const { return impl_->bucket_tuner->report(); }
 
 namespace {
 
@@ -500,7 +535,9 @@ void Trainer::Impl::finish_interval(int64_t epoch, IntervalReducer& reducer, Pro
   clock->flush();
   record_copies();
   const nn::LossResult sums = take_sums(*backend, comm, interval_sums);
-  const comm::BucketStats bs = buckets->stats();
+  comm::BucketStats bs = buckets->stats();
+  bs.allreduce_seconds += retired_bucket_stats.allreduce_seconds;
+  retired_bucket_stats = {};
   buckets->reset_stats();
   const int64_t step = position.step;
   IntervalTimings it = reducer.close_interval(epoch, step, sums, timers, bs.allreduce_seconds, telemetry->sample());

@@ -18,6 +18,51 @@ OPTIONAL_PHASES = ["input", "agree"]  # counted when a line has them (input: spl
 PLOTS = ["throughput.png", "efficiency.png", "phases.png", "rank_step_time.png"]
 
 
+def bucket_problems(info, ranks):
+    """What is wrong with run.json's `buckets` (comm.bucket_mb: the size in use; for auto the probe,
+    its alpha-beta fit and the candidates' predicted exposed time)."""
+    b = info.get("buckets")
+    if not isinstance(b, dict):
+        return [f"missing or not an object: {b!r}"]
+    out = []
+    setting = (info.get("config") or {}).get("comm", {}).get("bucket_mb")
+    if b.get("setting") != ("auto" if setting == "auto" else "fixed"):
+        out.append(f"setting {b.get('setting')!r} does not match config comm.bucket_mb {setting!r}")
+    if not (isinstance(b.get("buckets"), int) and b["buckets"] >= 1):
+        out.append(f"buckets {b.get('buckets')!r} is not a positive count")
+    if not (isinstance(b.get("bucket_mb"), (int, float)) and b["bucket_mb"] > 0):
+        out.append(f"bucket_mb {b.get('bucket_mb')!r} is not positive")
+    if b.get("setting") != "auto":
+        return out
+    if ranks == 1:
+        if b.get("buckets") != 1 or not b.get("note"):
+            out.append(f"auto on 1 rank must be one bucket with a note, got {b.get('buckets')!r} / {b.get('note')!r}")
+        return out
+    probe = b.get("probe") or []
+    if len(probe) < 2 or any(not (isinstance(p.get("bytes"), int) and p["bytes"] > 0 and p.get("seconds", 0) > 0)
+                             for p in probe):
+        out.append(f"probe {probe!r} is not two or more sizes with positive bytes and seconds")
+    fit = b.get("fit") or {}
+    if not all(isinstance(fit.get(k), (int, float)) for k in ("alpha_us", "beta_s_per_byte", "rms_relative_error")):
+        out.append(f"fit {fit!r} lacks alpha_us, beta_s_per_byte, rms_relative_error")
+    if not (isinstance(b.get("probe_seconds"), (int, float)) and b["probe_seconds"] > 0):
+        out.append(f"probe_seconds {b.get('probe_seconds')!r} is not positive")
+    if b.get("chosen_after_step") is None:
+        return out  # the run ended before the choice: one bucket
+    cands = b.get("candidates") or []
+    if not cands or any(c.get("predicted_exposed_ms", -1) < 0 for c in cands):
+        out.append(f"candidates {cands!r} are missing or predict a negative time")
+    chosen = [c for c in cands if c.get("one_bucket") == b.get("one_bucket") and
+              (b.get("one_bucket") or c.get("bucket_mb") == b.get("bucket_mb"))]
+    if len(chosen) != 1:
+        out.append(f"the size in use ({b.get('bucket_mb')} MB, one bucket {b.get('one_bucket')}) is not one candidate")
+    elif chosen[0]["predicted_exposed_ms"] > min(c["predicted_exposed_ms"] for c in cands) * 1.02 + 0.005:
+        out.append(f"the size in use predicts {chosen[0]['predicted_exposed_ms']} ms, not the least of the candidates")
+    elif chosen[0].get("buckets") != b.get("buckets"):
+        out.append(f"{b.get('buckets')} buckets in use, the candidate predicted {chosen[0].get('buckets')}")
+    return out
+
+
 def check_run(d, ranks, tolerance, errors, phase_check=True):
     """Returns (global_batch, per_rank_batch) of the run directory d, appending problems to errors."""
     def err(msg):
@@ -47,6 +92,8 @@ def check_run(d, ranks, tolerance, errors, phase_check=True):
         err(f"run.json: operators {ops!r} lacks deterministic (bool) and choices (list)")
     if not (isinstance(info.get("samples_per_s"), (int, float)) and info["samples_per_s"] > 0):
         err(f"run.json: samples_per_s {info.get('samples_per_s')!r} is not positive")
+    for problem in bucket_problems(info, ranks):
+        err(f"run.json: buckets: {problem}")
 
     measured = 0
     try:

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "scaletrain/backend/backend.hpp"
+#include "scaletrain/comm/bucket_size_choice.hpp"
 #include "scaletrain/comm/gradient_buckets.hpp"
 #include "scaletrain/comm/gradient_transport.hpp"
 #include "scaletrain/core/precision.hpp"
@@ -71,7 +72,9 @@ struct RunConfig {
   double loss_scale_backoff = 0.5;
   int64_t loss_scale_interval = 2000;
   // [comm]
-  double bucket_mb = 25.0;
+  // Gradient bucket size: auto (probe the all-reduce at start-up, time backward in the first steps,
+  // pick the size with the least predicted exposed time; train/bucket_tuner.hpp) or a fixed size in MB.
+  comm::BucketSizeSetting bucket_mb;
   // test: MPI_Test polls between backward layers; thread: a communication thread. On CPU ranks the
   // polls hid as much or more (perf/bench_rank_scaling.py: lenet 2 ranks, exposed all-reduce 1.7-4.5%
   // of the step against 5.4-6.5% with the thread, which competes with compute for the rank's core).
@@ -128,7 +131,7 @@ BackendOptions backend_options(const RunConfig& cfg);
 
 struct ConfigKey {
   std::string key;   // "train.batch"
-  std::string type;  // "int", "float", "bool", "string"
+  std::string type;  // "int", "float", "bool", "string", "auto|float" (get: "\"auto\"" or a number)
   std::string help;
   std::function<std::string(const RunConfig&)> get;
   std::function<void(RunConfig&, const std::string&)> set;  // parses; throws Error naming the key

@@ -35,6 +35,7 @@ struct RunInfo {
   int64_t flops_per_sample = 0;      // forward
   PrecisionReport precision;
   TransportReport transport;
+  BucketReport buckets;  // comm.bucket_mb: the size in use; auto: probe, fit, candidates
   std::optional<ResumeRecord> resumed;  // the checkpoint this run continued from
   std::vector<std::string> cpu_masks;         // per rank, as taskset -c writes them
   std::vector<std::string> binding_warnings;  // train/binding_check.hpp

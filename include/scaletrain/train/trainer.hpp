@@ -15,6 +15,7 @@
 #include "scaletrain/comm/communicator.hpp"
 #include "scaletrain/core/timer.hpp"
 #include "scaletrain/nn/model.hpp"
+#include "scaletrain/train/bucket_tuner.hpp"
 #include "scaletrain/train/checkpointer.hpp"
 #include "scaletrain/train/config.hpp"
 #include "scaletrain/train/gpu_telemetry.hpp"
@@ -135,6 +136,8 @@ class Trainer {
   void on_checkpoint(std::function<void(const CheckpointRecord&)> f);
   // The checkpoint this run continued from (run.resume), if any.
   const std::optional<ResumeRecord>& resumed_from() const;
+  // comm.bucket_mb: the size in use, and for auto the probe, fit and prediction behind it.
+  const BucketReport& bucket_report() const;
 
  private:
   struct Impl;
