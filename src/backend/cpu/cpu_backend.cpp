@@ -110,8 +110,9 @@ class CpuBackend final : public Backend {
   }
   // Max pooling runs the direct op (max_pool_direct.cpp) at every channel count and storage type (f16
   // and emulated bf16 too: it only compares and copies, so it needs no f32 round trip). Measured with
-  // perf/bench_pool (batch 64, one thread, 2x2/2) it beat oneDNN 2.6's jit pooling at every shape of
-  // fmnist_sepcnn and lenet, f32 and bf16, forward and backward (figures in perf/README.md).
+  // perf/bench_pool (batch 64, one thread, 2x2/2) its training forward + backward beat oneDNN 2.6's jit
+  // pooling at every shape of fmnist_sepcnn (2-7x) and lenet (1.2-4x), f32 and bf16 (perf/README.md);
+  // only the inference forward of lenet's small pools is slower (0.5-0.7x, under 0.15 ms).
   std::unique_ptr<PoolOp> make_pool(const PoolShape& shape, Stream* = nullptr) override {
     if (shape.kind == PoolKind::max && !onednn_only_) return cpu::make_direct_max_pool(shape);
     if (emulated(shape.dtype)) return cpu::make_emulated_pool(make_pool(as_f32(shape)), shape);

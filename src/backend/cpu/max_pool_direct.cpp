@@ -1,7 +1,9 @@
 // Max pooling on NHWC for any channel count and storage type (f32, bf16, f16): loops vectorized across
 // channels, a compact argmax (the cell's index within its window, uint8 for windows up to 256 cells), and
-// a backward that writes every dx cell once when windows do not overlap. Faster than oneDNN 2.6 here at
-// every measured shape (perf/bench_pool.cpp; figures in the commit and cpu_backend.cpp's make_pool).
+// a backward that writes every dx cell once when windows do not overlap. perf/bench_pool (batch 64, 2x2/2,
+// one thread, shared machine): 2-3x oneDNN 2.6's forward and 2-7x its backward on fmnist_sepcnn's
+// 128-512 channels, f32 and bf16; lenet's 6 and 16 channels: training forward 2x, backward 0.9x (6 ch
+// f32) to 7x; inference forward of those small shapes 0.5-0.7x (0.01-0.15 ms).
 #include <algorithm>
 #include <bit>
 #include <cstdint>
