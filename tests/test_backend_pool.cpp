@@ -1,13 +1,18 @@
 // The CPU backend's max and average pooling (NHWC; padding never wins a max and is excluded from an
-// average's divisor) against a double-precision reference, forward and backward.
+// average's divisor) against a double-precision reference, forward and backward; the direct max
+// pooling (max_pool_direct.cpp) also on its own, at odd shapes, in f32, bf16 and f16, with ties.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <limits>
 #include <string>
+#include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include "scaletrain/backend/backend.hpp"
+#include "scaletrain/backend/cpu/onednn_ops.hpp"
+#include "scaletrain/core/half.hpp"
 #include "support/test_harness.hpp"
 
 namespace scaletrain {
@@ -76,8 +81,8 @@ class BackendPool : public ::testing::Test {
   std::unique_ptr<Backend> backend = make_cpu_backend();
 };
 
-// Channel counts that are not a multiple of 16 run the direct max pooling (its compile-time
-// channel counts 1-4, 6, 8 and the generic loop); multiples of 16 run oneDNN.
+// Through make_pool: the backend's choice of max pooling (the direct op, see DirectMaxPool* below)
+// and oneDNN's average pooling.
 TEST_F(BackendPool, MaxTwoByTwoStrideTwo) {
   check_pool(*backend, pool_shape(PoolKind::max, 2, 8, 8, 3, 2, 2, 0));
   check_pool(*backend, pool_shape(PoolKind::max, 3, 28, 28, 6, 2, 2, 0));
@@ -151,6 +156,102 @@ TEST_F(BackendPool, MaxBackwardBeforeTrainingForwardThrows) {
   Vec x(32, 0.5f), y(8), dy(8, 1.f), dx(32);
   op->forward(x.data(), y.data(), /*training=*/false);
   EXPECT_THROW(op->backward(dy.data(), dx.data()), Error);
+}
+
+// The direct max pooling itself, whatever make_pool picks, on storage type T. x and dy are rounded
+// to T first, so the reference sees the values the op sees: forward and the backward of disjoint
+// windows only copy values, so they must match exactly; overlapping windows add dy in T.
+template <class T>
+void check_direct_max_pool(PoolShape s, const Vec& x_float, const Vec& dy_float) {
+  s.dtype = std::is_same_v<T, float> ? DType::f32 : std::is_same_v<T, bf16> ? DType::bf16 : DType::f16;
+  SCOPED_TRACE(s.to_string());
+  auto op = cpu::make_direct_max_pool(s);
+  auto round = [](const Vec& v) {
+    std::vector<T> stored(v.size());
+    for (size_t i = 0; i < v.size(); ++i) stored[i] = from_float<T>(v[i]);
+    return stored;
+  };
+  auto widen = [](const std::vector<T>& v) {
+    Vec f(v.size());
+    for (size_t i = 0; i < v.size(); ++i) f[i] = to_float(v[i]);
+    return f;
+  };
+  const std::vector<T> x = round(x_float), dy = round(dy_float);
+  const PoolReference ref(s, widen(x), widen(dy));
+  std::vector<T> y(ref.y.size(), from_float<T>(1e4f)), dx(ref.dx.size(), from_float<T>(1e4f));
+  op->forward(x.data(), y.data(), /*training=*/false);
+  expect_close(widen(y), ref.y, "forward (inference)", 0.0);
+  std::fill(y.begin(), y.end(), from_float<T>(1e4f));
+  op->forward(x.data(), y.data(), /*training=*/true);
+  expect_close(widen(y), ref.y, "forward (training)", 0.0);
+  op->backward(dy.data(), dx.data());  // dx starts as 1e4 everywhere: every cell must be written
+  const bool overlapping = s.stride_h < s.kernel_h || s.stride_w < s.kernel_w;
+  const double rtol = !overlapping ? 0.0 : std::is_same_v<T, float> ? 1e-6 : std::is_same_v<T, bf16> ? 2e-2 : 4e-3;
+  expect_close(widen(dx), ref.dx, "backward", rtol);
+}
+
+// The window shapes the op accepts: disjoint (2x2/2, 2x2/3 which skips cells, 'same' 2x2/2 on an odd
+// input), overlapping (3x3/2 padded, 3x3/1 padded, 'same' 3x3/2 with padding only at the bottom/right).
+std::vector<PoolShape> direct_pool_shapes(int64_t batch, int64_t h, int64_t w, int64_t c) {
+  std::vector<PoolShape> shapes{pool_shape(PoolKind::max, batch, h, w, c, 2, 2, 0),
+                                pool_shape(PoolKind::max, batch, h, w, c, 2, 3, 0),
+                                pool_shape(PoolKind::max, batch, h, w, c, 3, 2, 1),
+                                pool_shape(PoolKind::max, batch, h, w, c, 3, 1, 1)};
+  PoolShape same2 = pool_shape(PoolKind::max, batch, h, w, c, 2, 2, 0);
+  same2.pad_bottom = h % 2;
+  same2.pad_right = w % 2;
+  shapes.push_back(same2);
+  PoolShape same3 = pool_shape(PoolKind::max, batch, h, w, c, 3, 2, 0);
+  same3.pad_top = h % 2;  // Keras 'same' 3x3/2: padding 1 + 1 on odd sizes, 0 + 1 on even ones
+  same3.pad_bottom = 1;
+  same3.pad_left = w % 2;
+  same3.pad_right = 1;
+  shapes.push_back(same3);
+  return shapes;
+}
+
+template <class T>
+void check_direct_at_odd_shapes() {
+  unsigned seed = 100;
+  for (int64_t c : {1, 5, 16, 17, 33, 128, 130})
+    for (auto [batch, h, w] : {std::tuple<int64_t, int64_t, int64_t>{1, 7, 9}, {2, 13, 11}, {1, 8, 8}})
+      for (const PoolShape& s : direct_pool_shapes(batch, h, w, c)) {
+        const size_t nx = batch * h * w * c, ny = batch * s.out_h() * s.out_w() * c;
+        check_direct_max_pool<T>(s, random_vec(nx, ++seed), random_vec(ny, ++seed));
+      }
+}
+
+TEST(DirectMaxPool, OddShapesF32) { check_direct_at_odd_shapes<float>(); }
+TEST(DirectMaxPool, OddShapesBF16) { check_direct_at_odd_shapes<bf16>(); }
+TEST(DirectMaxPool, OddShapesF16) { check_direct_at_odd_shapes<f16>(); }
+
+// Ties: inputs from {-1, 0, 1} make most windows hold equal maxima; the earliest cell in row-major
+// window order wins (the reference's rule), forward and backward, in every storage type.
+TEST(DirectMaxPool, TiesGoToTheFirstCellOfTheWindow) {
+  for (int64_t c : {3, 17, 128})
+    for (const PoolShape& s : direct_pool_shapes(2, 7, 9, c)) {
+      Vec x = random_vec(2 * 7 * 9 * c, 7);
+      for (float& v : x) v = std::round(v);
+      const Vec dy = random_vec(2 * s.out_h() * s.out_w() * c, 8);
+      check_direct_max_pool<float>(s, x, dy);
+      check_direct_max_pool<bf16>(s, x, dy);
+      check_direct_max_pool<f16>(s, x, dy);
+    }
+}
+
+// A window of more than 256 cells (a global 17x17 pooling) takes the wider argmax.
+TEST(DirectMaxPool, WindowsOfMoreThan256Cells) {
+  const PoolShape s = pool_shape(PoolKind::max, 2, 17, 17, 5, 17, 1, 0);
+  check_direct_max_pool<float>(s, random_vec(2 * 17 * 17 * 5, 3), random_vec(2 * 5, 4));
+  check_direct_max_pool<bf16>(s, random_vec(2 * 17 * 17 * 5, 3), random_vec(2 * 5, 4));
+}
+
+// Padding is never the maximum, even when every real input is negative, in the direct op too.
+TEST(DirectMaxPool, PaddingNeverWins) {
+  for (int64_t c : {1, 16, 33}) {
+    PoolShape s = pool_shape(PoolKind::max, 1, 5, 5, c, 3, 2, 1);
+    check_direct_max_pool<float>(s, Vec(25 * c, -5.f), random_vec(9 * c, 2));
+  }
 }
 
 TEST_F(BackendPool, ImpossibleShapeThrowsNamingTheShape) {

@@ -147,7 +147,7 @@ TEST_P(LowPrecisionOps, InnerProduct) {
 }
 
 TEST_P(LowPrecisionOps, Pooling) {
-  // Channels 6: the direct max pooling (unless oneDNN only); 16: oneDNN's.
+  // Max pooling: the direct op at any channel count (unless oneDNN only); average pooling: oneDNN.
   for (PoolKind kind : {PoolKind::max, PoolKind::average})
     for (int64_t channels : {6, 16})
       for (DType t : {DType::bf16, DType::f16}) {
