@@ -70,7 +70,7 @@ struct Trainer::Impl {
   std::unique_ptr<optim::LrSchedule> schedule;
   std::unique_ptr<comm::GradientBuckets> buckets;
   std::unique_ptr<BucketTuner> bucket_tuner;  // comm.bucket_mb (auto: probe, timed backward, choice)
-  comm::BucketStats retired_bucket_stats;     // of buckets replaced by the choice, not yet reported
+  double retired_allreduce_seconds = 0;       // of buckets replaced by the choice, not yet reported
   std::unique_ptr<optim::LossScaler> scaler;
   Tensor nonfinite_counts;  // per-block inf/NaN counts of the gradients and losses
   int64_t local_batch = 0;
@@ -233,11 +233,7 @@ void Trainer::Impl::make_buckets() {
 // single start-up bucket (between steps, with nothing in flight).
 void Trainer::Impl::retune_buckets(int64_t step) {
   if (!bucket_tuner->choose_after(step)) return;
-  const comm::BucketStats s = buckets->stats();
-  retired_bucket_stats.allreduce_seconds += s.allreduce_seconds;
-  retired_bucket_stats.exposed_seconds += s.exposed_seconds;
-  retired_bucket_stats.buckets += s.buckets;
-  retired_bucket_stats.bytes += s.bytes;
+  retired_allreduce_seconds += buckets->stats().allreduce_seconds;
   make_buckets();
   if (comm.rank() == 0) std::printf("%s\n", bucket_tuner->choice_line().c_str());
 }
@@ -535,12 +531,11 @@ void Trainer::Impl::finish_interval(int64_t epoch, IntervalReducer& reducer, Pro
   clock->flush();
   record_copies();
   const nn::LossResult sums = take_sums(*backend, comm, interval_sums);
-  comm::BucketStats bs = buckets->stats();
-  bs.allreduce_seconds += retired_bucket_stats.allreduce_seconds;
-  retired_bucket_stats = {};
+  const double allreduce_seconds = buckets->stats().allreduce_seconds + retired_allreduce_seconds;
+  retired_allreduce_seconds = 0;
   buckets->reset_stats();
   const int64_t step = position.step;
-  IntervalTimings it = reducer.close_interval(epoch, step, sums, timers, bs.allreduce_seconds, telemetry->sample());
+  IntervalTimings it = reducer.close_interval(epoch, step, sums, timers, allreduce_seconds, telemetry->sample());
   it.lr = schedule->lr(std::max<int64_t>(step - 1, 0));
   it.loss_scale = scaler->scale();
   it.skipped_steps = scaler->skipped_steps();
