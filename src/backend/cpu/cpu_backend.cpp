@@ -7,6 +7,7 @@
 #include <omp.h>
 
 #include <cstdlib>
+#include <mutex>
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "scaletrain/backend/backend.hpp"
@@ -49,7 +50,8 @@ std::string isa_name(dnnl::cpu_isa isa) {
 
 class CpuBackend final : public Backend {
  public:
-  CpuBackend(int threads, bool onednn_only, Bf16GemmCompute bf16_gemm) : onednn_only_(onednn_only) {
+  CpuBackend(int threads, bool onednn_only, Bf16GemmCompute bf16_gemm)
+      : bf16_gemm_mode_(bf16_gemm), onednn_only_(onednn_only) {
     ST_CHECK(threads >= 0, "CPU backend: thread count must be >= 0 (0 = the affinity mask), got ", threads);
     threads_ = threads > 0 ? threads : CpuMask::of_this_process().count();
     // Before any primitive exists: oneDNN sizes its parallel work from omp_get_max_threads().
@@ -59,7 +61,6 @@ class CpuBackend final : public Backend {
     const auto bf16_bits = static_cast<unsigned>(dnnl::cpu_isa::avx512_core_bf16);
     native_bf16_ = (static_cast<unsigned>(isa) & bf16_bits) == bf16_bits;
     isa_ = isa_name(isa);
-    choose_bf16_gemm(bf16_gemm);
     const dnnl_version_t* v = dnnl_version();
     description_ =
         detail::concat("cpu (oneDNN ", v->major, ".", v->minor, ".", v->patch, ", ", threads_,
@@ -91,7 +92,7 @@ class CpuBackend final : public Backend {
       case DType::f32: return {true, "f32"};
       case DType::bf16:
         if (native_bf16_)
-          return {true, "bf16 on oneDNN's bf16 kernels (ISA " + isa_ + "), f32 accumulation" + bf16_gemm_note_};
+          return {true, "bf16 on oneDNN's bf16 kernels (ISA " + isa_ + "), f32 accumulation" + bf16_gemm().note};
         return {false, "bf16 emulated: f32 compute on bf16 storage (oneDNN's ISA here is " + isa_ +
                            ", without AVX512-BF16 instructions)"};
       case DType::f16:
@@ -132,22 +133,26 @@ class CpuBackend final : public Backend {
   bool emulated(DType t) const { return !precision_support(t).native; }
   // Whether GEMM-shaped ops (inner products, pointwise convolutions) in this storage type run as f32
   // GEMMs on widened operands although the type is native (bf16 where vdpbf16ps is the slower).
-  bool gemm_on_f32(DType t) const { return t == DType::bf16 && native_bf16_ && bf16_gemm_f32_ && !onednn_only_; }
+  bool gemm_on_f32(DType t) const { return t == DType::bf16 && bf16_gemm().on_f32; }
 
-  // automatic: ~3 ms of FMA and vdpbf16ps chains on this thread, best of 3 each.
-  void choose_bf16_gemm(Bf16GemmCompute mode) {
-    if (!native_bf16_) return;
-    if (mode != Bf16GemmCompute::automatic) {
-      bf16_gemm_f32_ = mode == Bf16GemmCompute::f32;
-      if (bf16_gemm_f32_) bf16_gemm_note_ = "; dense and 1x1 convolution GEMMs on f32 FMAs over widened bf16 (set)";
-      return;
-    }
+  // How native bf16 GEMMs compute, chosen on first use, so runs and tests that never ask about bf16
+  // pay nothing; automatic times ~3 ms of FMA and vdpbf16ps chains on this thread, best of 3 each.
+  struct Bf16GemmChoice {
+    bool on_f32 = false;
+    std::string note;  // appended to the bf16 precision note when on_f32
+  };
+  const Bf16GemmChoice& bf16_gemm() const {
+    std::call_once(bf16_gemm_once_, [&] { bf16_gemm_ = choose_bf16_gemm(); });
+    return bf16_gemm_;
+  }
+  Bf16GemmChoice choose_bf16_gemm() const {
+    if (!native_bf16_ || onednn_only_ || bf16_gemm_mode_ == Bf16GemmCompute::bf16) return {};
+    const std::string what = "; dense and 1x1 convolution GEMMs on f32 FMAs over widened bf16";
+    if (bf16_gemm_mode_ == Bf16GemmCompute::f32) return {true, what + " (set)"};
     const double fma = cpu::fp32_fma_flops_per_s(200'000, 3), dot = cpu::bf16_dot_flops_per_s(150'000, 3);
-    bf16_gemm_f32_ = dot < fma;
-    if (bf16_gemm_f32_)
-      bf16_gemm_note_ = detail::concat("; dense and 1x1 convolution GEMMs on f32 FMAs over widened bf16 (this core: ",
-                                       static_cast<int>(dot / 1e9), " GFLOP/s vdpbf16ps < ",
-                                       static_cast<int>(fma / 1e9), " fp32 FMA)");
+    if (dot >= fma) return {};
+    return {true, detail::concat(what, " (this core: ", static_cast<int>(dot / 1e9), " GFLOP/s vdpbf16ps < ",
+                                 static_cast<int>(fma / 1e9), " fp32 FMA)")};
   }
   template <class Shape>
   static Shape as_f32(Shape s) {
@@ -155,8 +160,9 @@ class CpuBackend final : public Backend {
     return s;
   }
   bool native_bf16_ = false;
-  bool bf16_gemm_f32_ = false;
-  std::string bf16_gemm_note_;  // appended to the bf16 precision note when bf16_gemm_f32_
+  Bf16GemmCompute bf16_gemm_mode_;
+  mutable std::once_flag bf16_gemm_once_;
+  mutable Bf16GemmChoice bf16_gemm_;
   std::string isa_;
   // onednn_only (run.cpu_onednn_only) runs inner products, pointwise convolutions and max pooling
   // on oneDNN's primitives instead of sgemm on plain layouts and the direct max pooling (for
