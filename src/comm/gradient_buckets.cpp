@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "scaletrain/backend/launch.hpp"
+#include "scaletrain/comm/bucket_size_choice.hpp"
 #include "scaletrain/core/error.hpp"
 #include "scaletrain/core/dispatch.hpp"
 #include "scaletrain/kernels/cast.hpp"
@@ -53,7 +54,7 @@ GradientBuckets::GradientBuckets(Communicator& comm, Backend& backend, Tensor fl
   ST_CHECK(slices_.empty() || grads_.defined(), "GradientBuckets: flat gradient buffer is undefined");
   ST_CHECK(!grads_.defined() || grads_.dtype() == DType::f32, "GradientBuckets: gradients '", grads_.name(),
            "' are ", dtype_name(grads_.dtype()), ", expected f32");
-  const int64_t elem = static_cast<int64_t>(sizeof(float));
+  std::vector<int64_t> slice_elements;
   for (size_t i = 0; i < slices_.size(); ++i) {
     const GradientSlice& s = slices_[i];
     ST_CHECK(s.count > 0 && s.offset >= 0, "GradientBuckets: slice ", i, " has offset ", s.offset, " and count ",
@@ -64,17 +65,21 @@ GradientBuckets::GradientBuckets(Communicator& comm, Backend& backend, Tensor fl
                " but slice ", i - 1, " ends at ", p.offset + p.count,
                "; slices in ready order must be contiguous and increasing in the flat buffer");
     }
-    if (buckets_.empty() || (buckets_.back().count + s.count) * elem > bucket_bytes) {
-      Bucket b;
-      b.offset = s.offset;
-      buckets_.push_back(b);
-    }
     ST_CHECK(s.offset + s.count <= grads_.numel(), "GradientBuckets: slice ", i, " ends at element ",
              s.offset + s.count, ", past the ", grads_.numel(), " elements of '", grads_.name(), "'");
-    Bucket& b = buckets_.back();
-    b.count += s.count;
-    ++b.slices;
-    slice_bucket_.push_back(buckets_.size() - 1);
+    slice_elements.push_back(s.count);
+  }
+  // The same grouping the bucket-size choice predicts with (comm/bucket_size_choice.hpp).
+  size_t next = 0;
+  for (size_t n : bucket_slice_counts(slice_elements, bucket_bytes)) {
+    Bucket b;
+    b.offset = slices_[next].offset;
+    b.slices = n;
+    for (size_t k = 0; k < n; ++k, ++next) {
+      b.count += slices_[next].count;
+      slice_bucket_.push_back(buckets_.size());
+    }
+    buckets_.push_back(b);
   }
   slice_ready_.assign(slices_.size(), 0);
   if (rounds_to_wire() && grads_.defined())

@@ -23,7 +23,7 @@ struct BucketSizeSetting {
 BucketSizeSetting parse_bucket_size_setting(const std::string& text);
 std::string bucket_size_setting_text(const BucketSizeSetting& s);  // "auto" or the number ("4.0")
 
-// Slices (f32 elements, in ready order) into buckets as GradientBuckets does: a new bucket starts
+// Slices (f32 elements, in ready order) into buckets, the grouping GradientBuckets builds: a new bucket starts
 // when the next slice would take the current one past bucket_bytes (f32 bytes). Returns the number of
 // slices in each bucket.
 std::vector<size_t> bucket_slice_counts(const std::vector<int64_t>& slice_elements, int64_t bucket_bytes);
