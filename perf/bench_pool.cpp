@@ -15,8 +15,11 @@
 #include "scaletrain/backend/cpu/onednn_ops.hpp"
 #include "scaletrain/core/half.hpp"
 #include "scaletrain/core/timer.hpp"
+#include "bench_support.hpp"
 
 using namespace scaletrain;
+using bench::best_of;
+using bench::random_values;
 
 namespace {
 
@@ -24,31 +27,6 @@ struct PoolCase {
   const char* model;
   int64_t h, w, c;
 };
-
-// Best of reps: each rep times one call of a, then one of b (so both see the same machine load).
-std::pair<double, double> best_of(int reps, const std::function<void()>& a, const std::function<void()>& b) {
-  double ta = 1e30, tb = 1e30;
-  a();  // warm-up: first touch of the outputs and workspaces
-  b();
-  for (int r = 0; r < reps; ++r) {
-    double t0 = now_seconds();
-    a();
-    ta = std::min(ta, now_seconds() - t0);
-    t0 = now_seconds();
-    b();
-    tb = std::min(tb, now_seconds() - t0);
-  }
-  return {ta, tb};
-}
-
-template <class T>
-std::vector<T> random_values(size_t n, unsigned seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> dist(-1.f, 1.f);
-  std::vector<T> v(n);
-  for (auto& x : v) x = from_float<T>(dist(gen));
-  return v;
-}
 
 template <class T>
 size_t count_bit_differences(const std::vector<T>& a, const std::vector<T>& b) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "scaletrain/backend/backend.hpp"
+#include "scaletrain/backend/cpu/onednn_ops.hpp"
 #include "support/test_harness.hpp"
 
 namespace scaletrain {
@@ -59,9 +60,8 @@ using testing::conv_shape;
 
 // Runs all three passes twice with different weights (the op must pick up new weights every call,
 // since training changes them every step) and compares each with the reference.
-void check_conv(Backend& backend, const ConvShape& s) {
+void check_conv_op(ConvOp& op, const ConvShape& s) {
   SCOPED_TRACE(s.to_string());
-  auto op = backend.make_conv(s);
   const size_t nx = s.batch * s.in_h * s.in_w * s.in_c, ny = s.batch * s.out_h() * s.out_w() * s.out_c;
   const size_t nw = s.out_c * (s.in_c / s.groups) * s.kernel_h * s.kernel_w;
   for (unsigned round = 0; round < 2; ++round) {
@@ -70,15 +70,17 @@ void check_conv(Backend& backend, const ConvShape& s) {
     const ConvReference ref(s, x, w, b, dy);
     // Outputs start as garbage: every op must overwrite, not accumulate.
     Vec y(ny, 1e30f), dx(nx, 1e30f), dw(nw, 1e30f), db(s.out_c, 1e30f);
-    op->forward(x.data(), w.data(), s.bias ? b.data() : nullptr, y.data());
+    op.forward(x.data(), w.data(), s.bias ? b.data() : nullptr, y.data());
     expect_close(y, ref.y, "forward");
-    op->backward_data(dy.data(), w.data(), dx.data());
+    op.backward_data(dy.data(), w.data(), dx.data());
     expect_close(dx, ref.dx, "backward_data");
-    op->backward_weights(x.data(), dy.data(), dw.data(), s.bias ? db.data() : nullptr);
+    op.backward_weights(x.data(), dy.data(), dw.data(), s.bias ? db.data() : nullptr);
     expect_close(dw, ref.dw, "backward_weights dw");
     if (s.bias) expect_close(db, ref.db, "backward_weights db");
   }
 }
+
+void check_conv(Backend& backend, const ConvShape& s) { check_conv_op(*backend.make_conv(s), s); }
 
 class BackendConv : public ::testing::Test {
  protected:
@@ -132,6 +134,147 @@ TEST_F(BackendConv, Depthwise) {
   ConvShape s = conv_shape(2, 8, 8, 6, 6, 3, 2, 0, 6, false);
   s.pad_bottom = s.pad_right = 1;
   check_conv(*backend, s);
+}
+
+// The direct few-taps convolution that make_conv takes for first layers, on its own, at odd shapes:
+// batch 1, output channels that are not multiples of 16 (and more than one 8-block group), odd
+// spatial sizes, strides with asymmetric padding, rectangular kernels, no bias.
+void check_few_taps(const ConvShape& s) { check_conv_op(*cpu::make_few_taps_conv(s), s); }
+
+TEST(BackendConvFewTaps, OddShapesAgainstTheReference) {
+  check_few_taps(conv_shape(1, 7, 9, 1, 5, 3, 1, 1));
+  check_few_taps(conv_shape(3, 11, 11, 1, 6, 5, 1, 2));
+  check_few_taps(conv_shape(1, 13, 10, 3, 17, 3, 1, 1, 1, false));
+  check_few_taps(conv_shape(2, 5, 5, 1, 3, 5, 1, 2));
+  check_few_taps(conv_shape(2, 9, 7, 2, 131, 3, 1, 1));
+  check_few_taps(conv_shape(1, 6, 6, 1, 128, 3, 1, 1));
+}
+
+TEST(BackendConvFewTaps, StridesRectangularKernelsAndAsymmetricPadding) {
+  ConvShape s = conv_shape(3, 8, 8, 2, 10, 3, 2, 0);
+  s.pad_bottom = s.pad_right = 1;
+  check_few_taps(s);
+  ConvShape t = conv_shape(2, 9, 10, 3, 10, 3, 1, 1);
+  t.kernel_w = 2;
+  t.stride_w = 2;
+  t.pad_left = 0;
+  check_few_taps(t);
+}
+
+TEST(BackendConvFewTaps, TakenForFewTapsOnly) {
+  EXPECT_TRUE(cpu::prefers_few_taps(conv_shape(64, 28, 28, 1, 128, 3, 1, 1)));
+  EXPECT_TRUE(cpu::prefers_few_taps(conv_shape(64, 32, 32, 3, 256, 3, 1, 1)));
+  EXPECT_FALSE(cpu::prefers_few_taps(conv_shape(64, 28, 28, 1, 6, 5, 1, 2)));      // measured slower
+  EXPECT_FALSE(cpu::prefers_few_taps(conv_shape(64, 32, 32, 3, 64, 3, 1, 1)));     // measured slower
+  EXPECT_FALSE(cpu::prefers_few_taps(conv_shape(64, 14, 14, 6, 16, 5, 1, 0)));     // 150 taps
+  EXPECT_FALSE(cpu::prefers_few_taps(conv_shape(2, 8, 8, 3, 129, 3, 1, 1, 3)));    // grouped
+  EXPECT_FALSE(cpu::prefers_few_taps(conv_shape(2, 8, 8, 4, 128, 1, 1, 0)));       // pointwise
+  EXPECT_THROW(cpu::make_few_taps_conv(conv_shape(1, 8, 8, 6, 6, 3, 1, 1)), Error);  // 54 taps
+}
+
+// The direct depthwise convolution that make_conv takes for f32 depthwise layers, on its own: channel
+// counts below, between and above whole 16-float blocks and 8-block groups, batch 1, odd sizes,
+// stride 2 with asymmetric padding, a 5x5 kernel (taps beyond the register accumulators), with and
+// without bias.
+void check_depthwise(const ConvShape& s) { check_conv_op(*cpu::make_direct_depthwise_conv(s), s); }
+
+TEST(BackendConvDirectDepthwise, OddShapesAgainstTheReference) {
+  check_depthwise(conv_shape(1, 7, 9, 10, 10, 3, 1, 1, 10, false));
+  check_depthwise(conv_shape(2, 5, 6, 33, 33, 3, 1, 1, 33));
+  check_depthwise(conv_shape(2, 6, 5, 144, 144, 3, 1, 1, 144, false));
+  check_depthwise(conv_shape(1, 9, 9, 128, 128, 3, 1, 1, 128));
+  check_depthwise(conv_shape(3, 11, 10, 17, 17, 5, 1, 2, 17));
+}
+
+TEST(BackendConvDirectDepthwise, StridesAndAsymmetricPadding) {
+  ConvShape s = conv_shape(2, 8, 8, 21, 21, 3, 2, 0, 21, false);
+  s.pad_bottom = s.pad_right = 1;
+  check_depthwise(s);
+  ConvShape t = conv_shape(1, 9, 10, 16, 16, 3, 1, 1, 16);
+  t.kernel_w = 2;
+  t.stride_w = 2;
+  t.pad_left = 0;
+  check_depthwise(t);
+}
+
+TEST(BackendConvDirectDepthwise, RefusesOtherShapes) {
+  EXPECT_THROW(cpu::make_direct_depthwise_conv(conv_shape(2, 8, 8, 6, 12, 3, 1, 1, 6)), Error);  // multiplier 2
+  EXPECT_THROW(cpu::make_direct_depthwise_conv(conv_shape(2, 8, 8, 6, 6, 3, 1, 1, 2)), Error);   // grouped
+}
+
+// The fused separable convolution (depthwise + pointwise, image by image) against the two reference
+// convolutions one after the other: mid, y, dx, and the three gradients, at odd channel and filter
+// counts, batch 1, stride 2 with asymmetric padding, and batches of several chunks.
+Vec as_floats(const Ref& r) { return Vec(r.begin(), r.end()); }
+
+void check_fused_separable(const ConvShape& dw, int64_t filters) {
+  SeparableConvShape s;
+  s.depthwise = dw;
+  s.pointwise = conv_shape(dw.batch, dw.out_h(), dw.out_w(), dw.out_c, filters, 1, 1, 0);
+  SCOPED_TRACE(s.to_string());
+  auto op = cpu::make_fused_separable_conv(s);
+  const ConvShape& pw = s.pointwise;
+  const size_t nx = dw.batch * dw.in_h * dw.in_w * dw.in_c, nmid = dw.batch * pw.in_h * pw.in_w * pw.in_c;
+  const size_t ny = pw.batch * pw.in_h * pw.in_w * filters;
+  for (unsigned round = 0; round < 2; ++round) {
+    const Vec x = random_vec(nx, 1 + 10 * round), w_dw = random_vec(dw.in_c * dw.kernel_h * dw.kernel_w, 2 + 10 * round);
+    const Vec w_pw = random_vec(filters * pw.in_c, 3 + 10 * round), b = random_vec(filters, 4 + 10 * round);
+    const Vec dy = random_vec(ny, 5 + 10 * round);
+    const ConvReference ref_dw_fwd(dw, x, w_dw, Vec{}, Vec(nmid, 0.0f));
+    const Vec mid_ref = as_floats(ref_dw_fwd.y);
+    const ConvReference ref_pw(pw, mid_ref, w_pw, b, dy);
+    const ConvReference ref_dw(dw, x, w_dw, Vec{}, as_floats(ref_pw.dx));
+    Vec mid(nmid, 1e30f), y(ny, 1e30f), dmid(nmid), dx(nx, 1e30f), dw_dw(w_dw.size(), 1e30f);
+    Vec dw_pw(w_pw.size(), 1e30f), db(filters, 1e30f);
+    op->forward(x.data(), w_dw.data(), w_pw.data(), b.data(), mid.data(), y.data());
+    expect_close(mid, ref_dw_fwd.y, "mid");
+    expect_close(y, ref_pw.y, "y");
+    op->backward(x.data(), mid.data(), dy.data(), w_dw.data(), w_pw.data(), dmid.data(), dw_dw.data(), dw_pw.data(),
+                 db.data(), dx.data());
+    expect_close(dx, ref_dw.dx, "dx");
+    expect_close(dw_dw, ref_dw.dw, "depthwise dw");
+    expect_close(dw_pw, ref_pw.dw, "pointwise dw");
+    expect_close(db, ref_pw.db, "db");
+    // Without dx (a first layer), the gradients are the same.
+    Vec dw_dw2(w_dw.size()), dw_pw2(w_pw.size()), db2(filters);
+    op->backward(x.data(), mid.data(), dy.data(), w_dw.data(), w_pw.data(), dmid.data(), dw_dw2.data(), dw_pw2.data(),
+                 db2.data(), nullptr);
+    EXPECT_EQ(dw_dw2, dw_dw);
+    EXPECT_EQ(dw_pw2, dw_pw);
+  }
+}
+
+TEST(BackendSeparableConvFused, OddShapesAgainstTheReference) {
+  check_fused_separable(conv_shape(1, 7, 9, 10, 10, 3, 1, 1, 10, false), 13);
+  check_fused_separable(conv_shape(3, 6, 5, 33, 33, 3, 1, 1, 33, false), 17);
+  check_fused_separable(conv_shape(2, 5, 5, 144, 144, 3, 1, 1, 144, false), 16);
+  check_fused_separable(conv_shape(2, 9, 8, 17, 17, 5, 1, 2, 17, false), 5);
+}
+
+TEST(BackendSeparableConvFused, StrideTwoAsymmetricPadding) {
+  ConvShape dw = conv_shape(3, 8, 8, 21, 21, 3, 2, 0, 21, false);
+  dw.pad_bottom = dw.pad_right = 1;
+  check_fused_separable(dw, 11);
+}
+
+// 40 images of 28x28 make 40 chunks, 70 images of 7x7 (16 images per chunk) 5 chunks, the last partial.
+TEST(BackendSeparableConvFused, SeveralChunks) {
+  check_fused_separable(conv_shape(40, 28, 28, 3, 3, 3, 1, 1, 3, false), 4);
+  check_fused_separable(conv_shape(70, 7, 7, 5, 5, 3, 1, 1, 5, false), 6);
+}
+
+TEST(BackendSeparableConvFused, TheCpuBackendFusesF32ImagesFrom14x14) {
+  SeparableConvShape s;
+  s.depthwise = conv_shape(2, 14, 14, 16, 16, 3, 1, 1, 16, false);
+  s.pointwise = conv_shape(2, 14, 14, 16, 32, 1, 1, 0);
+  EXPECT_TRUE(cpu::prefers_fused_separable(s));
+  SeparableConvShape small = s;  // 7x7 images: measured slower fused
+  small.depthwise.in_h = small.depthwise.in_w = small.pointwise.in_h = small.pointwise.in_w = 7;
+  EXPECT_FALSE(cpu::prefers_fused_separable(small));
+  s.depthwise.dtype = s.pointwise.dtype = DType::bf16;
+  EXPECT_FALSE(cpu::prefers_fused_separable(s));
+  s.pointwise.in_c = 8;  // not the depthwise output
+  EXPECT_NE(testing::error_of([&] { s.validate(); }).find("must take the depthwise output"), std::string::npos);
 }
 
 // An impossible shape is refused when the op is made, with a message naming the shape.

@@ -1,5 +1,6 @@
-// Backend: the device-kind names, the factory, and the host implementations of copies and fills
-// that the CPU and simulated devices share (the CUDA backend overrides them).
+// Backend: the device-kind names, the factory, the host implementations of copies and fills that
+// the CPU and simulated devices share (the CUDA backend overrides them), and the default separable
+// convolution (its two ConvOps composed).
 #include "scaletrain/backend/backend.hpp"
 
 #include <algorithm>
@@ -98,6 +99,11 @@ void Backend::fill_zero_async(Stream& stream, const Tensor& dst) {
     return;
   }
   stream.enqueue([dst] { std::memset(dst.device_raw(), 0, dst.bytes()); });
+}
+
+std::unique_ptr<SeparableConvOp> Backend::make_separable_conv(const SeparableConvShape& shape, Stream* stream) {
+  shape.validate();
+  return compose_separable_conv(make_conv(shape.depthwise, stream), make_conv(shape.pointwise, stream));
 }
 
 }  // namespace scaletrain

@@ -45,6 +45,55 @@ void ConvShape::validate() const {
            "invalid convolution ", s.to_string(), ": the kernel is larger than the padded input");
 }
 
+std::string SeparableConvShape::to_string() const {
+  return "separable{depthwise " + depthwise.to_string() + ", pointwise " + pointwise.to_string() + "}";
+}
+
+void SeparableConvShape::validate() const {
+  depthwise.validate();
+  pointwise.validate();
+  const ConvShape &d = depthwise, &p = pointwise;
+  ST_CHECK(d.groups == d.in_c && d.out_c == d.in_c && !d.bias, "invalid separable convolution ", to_string(),
+           ": the first convolution must be depthwise (groups == in_c == out_c) without bias");
+  ST_CHECK(p.kernel_h == 1 && p.kernel_w == 1 && p.stride_h == 1 && p.stride_w == 1 && p.groups == 1 &&
+               p.pad_top == 0 && p.pad_left == 0 && p.pad_bottom == 0 && p.pad_right == 0,
+           "invalid separable convolution ", to_string(), ": the second convolution must be pointwise (1x1)");
+  ST_CHECK(p.batch == d.batch && p.in_h == d.out_h() && p.in_w == d.out_w() && p.in_c == d.out_c && p.dtype == d.dtype,
+           "invalid separable convolution ", to_string(),
+           ": the pointwise convolution must take the depthwise output (batch, size, channels, dtype)");
+}
+
+namespace {
+
+// The depthwise op, then the pointwise one, through the full-size mid and dmid tensors (the order of
+// the separate layers' calls).
+class ComposedSeparableConv final : public SeparableConvOp {
+ public:
+  ComposedSeparableConv(std::unique_ptr<ConvOp> depthwise, std::unique_ptr<ConvOp> pointwise)
+      : depthwise_(std::move(depthwise)), pointwise_(std::move(pointwise)) {}
+  void forward(const void* x, const void* w_dw, const void* w_pw, const float* b, void* mid, void* y) override {
+    depthwise_->forward(x, w_dw, nullptr, mid);
+    pointwise_->forward(mid, w_pw, b, y);
+  }
+  void backward(const void* x, const void* mid, const void* dy, const void* w_dw, const void* w_pw, void* dmid,
+                float* dw_dw, float* dw_pw, float* db, void* dx) override {
+    pointwise_->backward_weights(mid, dy, dw_pw, db);
+    pointwise_->backward_data(dy, w_pw, dmid);
+    depthwise_->backward_weights(x, dmid, dw_dw, nullptr);
+    if (dx) depthwise_->backward_data(dmid, w_dw, dx);
+  }
+
+ private:
+  std::unique_ptr<ConvOp> depthwise_, pointwise_;
+};
+
+}  // namespace
+
+std::unique_ptr<SeparableConvOp> compose_separable_conv(std::unique_ptr<ConvOp> depthwise,
+                                                        std::unique_ptr<ConvOp> pointwise) {
+  return std::make_unique<ComposedSeparableConv>(std::move(depthwise), std::move(pointwise));
+}
+
 void PoolShape::validate() const {
   const PoolShape& s = *this;
   ST_CHECK(s.batch > 0 && s.channels > 0 && s.in_h > 0 && s.in_w > 0 && s.kernel_h > 0 && s.kernel_w > 0 &&

@@ -237,7 +237,8 @@ const std::vector<ConfigKey>& config_keys() {
       key_of("run.cudnn_workspace_mb", &RunConfig::cudnn_workspace_mb,
              "cuda: the most scratch memory (MiB) one operator's cuDNN or cuBLASLt algorithm may use"),
       key_of("run.cpu_onednn_only", &RunConfig::cpu_onednn_only,
-             "cpu operators: oneDNN primitives only, no sgemm inner products or direct max pooling (comparisons)"),
+             "cpu operators: oneDNN primitives only, no sgemm inner products, direct first-layer convolutions, fused "
+             "separable convolutions or direct max pooling (comparisons)"),
       enum_key("run.cpu_bf16_gemm", &RunConfig::cpu_bf16_gemm, parse_bf16_gemm_compute, bf16_gemm_compute_name,
                "cpu, train.precision bf16: dense and 1x1 convolution GEMMs on bf16 dot products (bf16), on f32 FMAs "
                "over widened bf16 operands (f32), or auto: f32 where this core's vdpbf16ps measured slower than its "

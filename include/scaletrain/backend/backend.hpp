@@ -110,6 +110,9 @@ class Backend {
   virtual std::unique_ptr<InnerProductOp> make_inner_product(const InnerProductShape& shape,
                                                              Stream* stream = nullptr) = 0;
   virtual std::unique_ptr<PoolOp> make_pool(const PoolShape& shape, Stream* stream = nullptr) = 0;
+  // By default the depthwise and pointwise ConvOps composed (compose_separable_conv).
+  virtual std::unique_ptr<SeparableConvOp> make_separable_conv(const SeparableConvShape& shape,
+                                                               Stream* stream = nullptr);
 
   // One line per operator algorithm this backend chose (cuda: the cuDNN algorithm or cuBLASLt heuristic
   // per shape, with its workspace and time); empty where there is no choice to report.

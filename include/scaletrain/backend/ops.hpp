@@ -11,6 +11,7 @@
 // a type computes in f32 on that storage (see Backend::precision_support).
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "scaletrain/core/dtype.hpp"
@@ -46,6 +47,33 @@ class ConvOp {
   // dw, db (db may be null when the op has no bias) are overwritten, not accumulated.
   virtual void backward_weights(const void* x, const void* dy, float* dw, float* db) = 0;
 };
+
+// SeparableConv2D's two convolutions as one op: a depthwise convolution without bias (groups ==
+// channels), then a pointwise (1x1, stride 1, unpadded) convolution with bias, so a backend may run
+// them image by image with the intermediate in cache.
+struct SeparableConvShape {
+  ConvShape depthwise;  // x[N,H,W,C] -> mid[N,OH,OW,C], weights [C, 1, KH, KW]
+  ConvShape pointwise;  // mid -> y[N,OH,OW,F], weights [F, C, 1, 1], bias [F]
+  std::string to_string() const;
+  // Error naming the shapes unless depthwise is depthwise without bias and pointwise is pointwise on
+  // its output, in the same dtype and batch.
+  void validate() const;
+};
+
+class SeparableConvOp {
+ public:
+  virtual ~SeparableConvOp() = default;
+  // mid = depthwise(x, w_dw); y = pointwise(mid, w_pw) + b. mid is kept for backward.
+  virtual void forward(const void* x, const void* w_dw, const void* w_pw, const float* b, void* mid, void* y) = 0;
+  // From dy, the gradient of y: dw_dw, dw_pw, db (overwritten) and, when dx is not null, dx. dmid
+  // (mid's size) is scratch space: an op may leave it unwritten.
+  virtual void backward(const void* x, const void* mid, const void* dy, const void* w_dw, const void* w_pw,
+                        void* dmid, float* dw_dw, float* dw_pw, float* db, void* dx) = 0;
+};
+
+// The two ops one after the other (every backend's SeparableConvOp unless it has a fused one).
+std::unique_ptr<SeparableConvOp> compose_separable_conv(std::unique_ptr<ConvOp> depthwise,
+                                                        std::unique_ptr<ConvOp> pointwise);
 
 struct InnerProductShape {
   int64_t batch = 0;

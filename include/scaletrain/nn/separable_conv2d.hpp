@@ -1,5 +1,5 @@
 // SeparableConv2D (Keras): a depthwise KxK convolution without bias, then a 1x1 pointwise
-// convolution with bias, then a fused activation. Parameters: depthwise_weight [C, 1, K, K],
+// convolution with bias (one backend SeparableConvOp), then a fused activation. Parameters: depthwise_weight [C, 1, K, K],
 // pointwise_weight [F, C, 1, 1], bias [F].
 #pragma once
 #include <memory>
@@ -29,8 +29,8 @@ class SeparableConv2D : public Layer {
  private:
   int64_t filters_, kernel_, stride_;
   Padding padding_;
-  ConvShape depthwise_, pointwise_;
-  std::unique_ptr<ConvOp> depthwise_op_, pointwise_op_;
+  SeparableConvShape shape_;
+  std::unique_ptr<SeparableConvOp> op_;
   FusedActivation act_;
   Tensor x_, mid_, dmid_, dx_;
 };

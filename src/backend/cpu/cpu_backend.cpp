@@ -1,7 +1,7 @@
 // The CPU backend: one oneDNN engine and stream, OpenMP threads set to the cores this process is
 // bound to (its affinity mask) unless a thread count is given, host memory as device memory,
-// inline streams, and the op factories (oneDNN primitives, or sgemm, bf16 matmul and direct loops
-// where those are faster, unless onednn_only). bf16 runs on oneDNN's bf16 kernels where the CPU has
+// inline streams, and the op factories (oneDNN primitives, or sgemm, bf16 matmul, direct loops and
+// the fused separable convolution where those are faster, unless onednn_only). bf16 runs on oneDNN's bf16 kernels where the CPU has
 // AVX512-BF16, except the GEMM-shaped ops where f32 FMAs measured faster (Bf16GemmCompute); f16,
 // and bf16 elsewhere, run emulated (f32 ops on low-precision storage).
 #include <omp.h>
@@ -106,6 +106,7 @@ class CpuBackend final : public Backend {
     if (emulated(shape.dtype) || (gemm_on_f32(shape.dtype) && cpu::is_pointwise(shape)))
       return cpu::make_emulated_conv(make_conv(as_f32(shape)), shape);
     if (cpu::is_pointwise(shape) && !onednn_only_) return cpu::make_pointwise_conv(ctx_, shape);
+    if (cpu::prefers_few_taps(shape) && !onednn_only_) return cpu::make_few_taps_conv(shape);
     return cpu::make_onednn_conv(ctx_, shape);
   }
   std::unique_ptr<InnerProductOp> make_inner_product(const InnerProductShape& shape, Stream* = nullptr) override {
@@ -114,6 +115,13 @@ class CpuBackend final : public Backend {
     if (onednn_only_) return cpu::make_onednn_inner_product(ctx_, shape);
     if (shape.dtype == DType::bf16) return cpu::make_matmul_inner_product(ctx_, shape);
     return cpu::make_gemm_inner_product(shape);
+  }
+  // f32 separable convolutions run fused image by image (separable_conv_fused.cpp); other types, and
+  // onednn_only, compose the two convolutions.
+  std::unique_ptr<SeparableConvOp> make_separable_conv(const SeparableConvShape& shape, Stream* stream) override {
+    shape.validate();
+    if (cpu::prefers_fused_separable(shape) && !onednn_only_) return cpu::make_fused_separable_conv(shape);
+    return Backend::make_separable_conv(shape, stream);
   }
   // Max pooling runs the direct op (max_pool_direct.cpp) at every channel count and storage type (f16
   // and emulated bf16 too: it only compares and copies, so it needs no f32 round trip). Measured with
@@ -164,9 +172,10 @@ class CpuBackend final : public Backend {
   mutable std::once_flag bf16_gemm_once_;
   mutable Bf16GemmChoice bf16_gemm_;
   std::string isa_;
-  // onednn_only (run.cpu_onednn_only) runs inner products, pointwise convolutions and max pooling
-  // on oneDNN's primitives instead of sgemm on plain layouts and the direct max pooling (for
-  // comparisons; see perf/README.md).
+  // onednn_only (run.cpu_onednn_only) runs inner products, pointwise convolutions, first-layer
+  // convolutions, separable convolutions and max pooling on oneDNN's primitives instead of sgemm on
+  // plain layouts, the direct few-taps convolution, the fused separable convolution and the direct max
+  // pooling (for comparisons; see perf/README.md).
   bool onednn_only_ = false;
   cpu::InlineStream compute_{"compute"};
   cpu::InlineStream copy_{"copy"};

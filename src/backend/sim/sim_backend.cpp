@@ -40,6 +40,23 @@ class SimWeightedOp final : public Op {
   Stream& s_;
 };
 
+// The host backend's separable convolution (fused or composed, as on cpu), queued as one piece of work.
+class SimSeparableConvOp final : public SeparableConvOp {
+ public:
+  SimSeparableConvOp(std::unique_ptr<SeparableConvOp> op, Stream& s) : op_(std::move(op)), s_(s) {}
+  void forward(const void* x, const void* w_dw, const void* w_pw, const float* b, void* mid, void* y) override {
+    s_.enqueue([op = op_.get(), x, w_dw, w_pw, b, mid, y] { op->forward(x, w_dw, w_pw, b, mid, y); });
+  }
+  void backward(const void* x, const void* mid, const void* dy, const void* w_dw, const void* w_pw, void* dmid,
+                float* dw_dw, float* dw_pw, float* db, void* dx) override {
+    s_.enqueue([=, op = op_.get()] { op->backward(x, mid, dy, w_dw, w_pw, dmid, dw_dw, dw_pw, db, dx); });
+  }
+
+ private:
+  std::unique_ptr<SeparableConvOp> op_;
+  Stream& s_;
+};
+
 class SimPoolOp final : public PoolOp {
  public:
   SimPoolOp(std::unique_ptr<PoolOp> op, Stream& s) : op_(std::move(op)), s_(s) {}
@@ -134,6 +151,9 @@ class SimBackend final : public Backend {
   }
   std::unique_ptr<PoolOp> make_pool(const PoolShape& shape, Stream* s) override {
     return std::make_unique<SimPoolOp>(host_->make_pool(shape), s ? *s : compute_);
+  }
+  std::unique_ptr<SeparableConvOp> make_separable_conv(const SeparableConvShape& shape, Stream* s) override {
+    return std::make_unique<SimSeparableConvOp>(host_->make_separable_conv(shape), s ? *s : compute_);
   }
 
   void synchronize() override {

@@ -24,6 +24,23 @@ std::unique_ptr<InnerProductOp> make_matmul_inner_product(OneDnnContextPtr ctx, 
 // matmul for bf16.
 bool is_pointwise(const ConvShape& s);
 std::unique_ptr<ConvOp> make_pointwise_conv(OneDnnContextPtr ctx, const ConvShape& s);
+// Direct f32 convolution for few taps per output (IC * KH * KW <= kFewTapsMax, ungrouped), vectorized
+// across output channels (conv_few_taps.cpp). make_conv takes it where prefers_few_taps says (at
+// least kFewTapsMinOutChannels outputs, not pointwise), where perf/bench_conv measured it faster
+// than oneDNN 2.6's kernels.
+inline constexpr int64_t kFewTapsMax = 32;
+inline constexpr int64_t kFewTapsMinOutChannels = 128;
+bool prefers_few_taps(const ConvShape& s);
+std::unique_ptr<ConvOp> make_few_taps_conv(const ConvShape& s);
+// Direct f32 depthwise convolution (groups == in_c == out_c), any kernel, stride and padding, over a
+// batch (depthwise_conv_direct.cpp): for tests and perf/bench_conv; make_conv keeps oneDNN's.
+std::unique_ptr<ConvOp> make_direct_depthwise_conv(const ConvShape& s);
+// SeparableConv2D's depthwise + pointwise pair fused image by image (separable_conv_fused.cpp), f32:
+// make_separable_conv takes it where prefers_fused_separable says (images of at least
+// kFusedSeparableMinImagePixels output pixels, where perf/bench_conv measured it faster).
+inline constexpr int64_t kFusedSeparableMinImagePixels = 14 * 14;
+bool prefers_fused_separable(const SeparableConvShape& s);
+std::unique_ptr<SeparableConvOp> make_fused_separable_conv(const SeparableConvShape& s);
 
 // f32 operators on bf16 or f16 storage: inputs widened to f32, outputs rounded back (emulated_ops.cpp).
 std::unique_ptr<ConvOp> make_emulated_conv(std::unique_ptr<ConvOp> f32_op, const ConvShape& s);

@@ -1,0 +1,64 @@
+// DepthwiseDirect: the direct f32 depthwise convolution (groups == channels), NHWC, any kernel, stride
+// and padding, one image at a time, vectorized across channels in 16-float blocks. An image is copied
+// into a zero-padded buffer (the caller's, one per thread) that stays in cache. Used image by image by
+// the fused separable convolution (separable_conv_fused.cpp) and, over a batch, by the standalone
+// depthwise op (depthwise_conv_direct.cpp).
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "scaletrain/backend/cpu/vec16.hpp"
+#include "scaletrain/backend/ops.hpp"
+
+namespace scaletrain::cpu {
+
+class DepthwiseDirect {
+ public:
+  // s: a depthwise f32 shape (groups == in_c == out_c); its batch is not used.
+  explicit DepthwiseDirect(const ConvShape& s);
+
+  // OIHW weights [C, 1, KH, KW] and the bias (null: none) for the calls that follow.
+  void set_weights(const float* w, const float* b);
+  // Floats of the padded buffer each call needs.
+  int64_t padded_floats() const { return padded_floats_; }
+  // Floats of one image's input and output.
+  int64_t in_floats() const { return s_.in_h * s_.in_w * c_; }
+  int64_t out_floats() const { return out_h_ * out_w_ * c_; }
+
+  void forward(const float* x, float* y, float* padded) const;
+  // dx = the sum of dy * w over the windows that read each input (overwritten).
+  void backward_data(const float* dy, float* dx, float* padded) const;
+
+  // Weight and bias gradient sums in [taps, blocks] vectors, added to by backward_weights and turned
+  // into OIHW dw and db (null: none) by write_out.
+  struct Gradients {
+    std::vector<Vec16> dw, db;
+    void clear();
+    void add(const Gradients& other);
+  };
+  Gradients make_gradients() const;
+  void backward_weights(const float* x, const float* dy, Gradients& g, float* padded) const;
+  void write_out(const Gradients& g, float* dw, float* db) const;
+
+ private:
+  template <int kB>
+  void forward_blocks(const float* xw, int64_t c0, float* yq) const;
+  template <int kB>
+  void backward_data_blocks(const float* dyq, int64_t c0, float* dxw) const;
+  template <int kB>
+  void backward_weights_blocks(const float* xw, const float* dyq, int64_t c0, Gradients& g) const;
+  // Offset in the padded image of output pixel (oh, ow)'s window, and of tap (kh, kw) within it.
+  int64_t window(int64_t oh, int64_t ow) const { return (oh * s_.stride_h * padded_w_ + ow * s_.stride_w) * c_; }
+  int64_t tap_offset(int64_t kh, int64_t kw) const { return (kh * padded_w_ + kw) * c_; }
+  void pad(const float* x, float* padded) const;
+  void crop(const float* padded, float* x) const;
+
+  ConvShape s_;
+  int64_t c_ = 0, blocks_ = 0, taps_ = 0;
+  int64_t out_h_ = 0, out_w_ = 0;
+  int64_t padded_w_ = 0, padded_floats_ = 0;
+  std::vector<Vec16> wt_;    // [taps, blocks], zero beyond C
+  std::vector<Vec16> bias_;  // [blocks]
+};
+
+}  // namespace scaletrain::cpu

@@ -1,0 +1,31 @@
+// Vec16: 16 floats as a GCC/Clang vector (one AVX-512 register, two AVX2 ones), and its loads and
+// stores, full or of the first n lanes, for the CPU backend's direct kernels (conv_few_taps.cpp,
+// depthwise_conv_direct.cpp), which vectorize across channels.
+#pragma once
+#include <cstdint>
+#include <cstring>
+
+namespace scaletrain::cpu {
+
+inline constexpr int kLanes = 16;
+using Vec16 = float __attribute__((vector_size(kLanes * sizeof(float))));
+
+inline Vec16 load(const float* p) {
+  Vec16 v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+inline void store(float* p, Vec16 v) { std::memcpy(p, &v, sizeof v); }
+// The first n lanes (all 16 when n >= 16); the others are zero or left alone.
+inline Vec16 load_part(const float* p, int64_t n) {
+  if (n >= kLanes) return load(p);
+  Vec16 v{};
+  for (int64_t i = 0; i < n; ++i) v[i] = p[i];
+  return v;
+}
+inline void store_part(float* p, Vec16 v, int64_t n) {
+  if (n >= kLanes) return store(p, v);
+  for (int64_t i = 0; i < n; ++i) p[i] = v[i];
+}
+
+}  // namespace scaletrain::cpu
