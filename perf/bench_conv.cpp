@@ -23,7 +23,8 @@ namespace {
 struct ConvCase {
   const char* model;
   int64_t h, w, in_c, out_c, k, pad;
-  bool depthwise = false;  // groups = in_c = out_c (direct depthwise op), else few taps (direct few-taps op)
+  bool depthwise = false;  // groups = in_c = out_c: the direct depthwise op
+  bool narrow = false;     // the narrow-rows op (else the few-taps op)
 };
 
 double max_relative_difference(const std::vector<float>& a, const std::vector<float>& b) {
@@ -47,7 +48,9 @@ void bench_case(Backend& onednn, const ConvCase& cc, int64_t batch, int reps) {
   s.groups = cc.depthwise ? cc.in_c : 1;
   s.bias = !cc.depthwise;  // as in SeparableConv2D
   auto anchor = onednn.make_conv(s);
-  auto gemm = cc.depthwise ? cpu::make_direct_depthwise_conv(s) : cpu::make_few_taps_conv(s);
+  auto gemm = cc.depthwise ? cpu::make_direct_depthwise_conv(s)
+              : cc.narrow  ? cpu::make_narrow_rows_conv(s)
+                           : cpu::make_few_taps_conv(s);
   const size_t nx = batch * s.in_h * s.in_w * s.in_c, ny = batch * s.out_h() * s.out_w() * s.out_c;
   const size_t nw = s.out_c * (s.in_c / s.groups) * s.kernel_h * s.kernel_w;
   const auto x = random_values<float>(nx, 1), w = random_values<float>(nw, 2), b = random_values<float>(s.out_c, 3);
@@ -136,6 +139,8 @@ int main(int argc, char** argv) {
   std::printf("%-14s %-22s %-9s %10s %10s %9s %8s %10s\n", "model", "input, kernel, out_c", "pass", "oneDNN ms",
               "direct ms", "speedup", "GFLOP/s", "rel diff");
   const ConvCase cases[] = {{"fmnist_sepcnn", 28, 28, 1, 128, 3, 1}, {"lenet", 28, 28, 1, 6, 5, 2},
+                            {"lenet (rows)", 28, 28, 1, 6, 5, 2, false, true},
+                            {"1 -> 16 (rows)", 28, 28, 1, 16, 3, 1, false, true},
                             {"cifar-like", 32, 32, 3, 64, 3, 1},     {"2 channels", 28, 28, 2, 32, 3, 1},
                             {"fmnist_sepcnn", 28, 28, 128, 128, 3, 1, true},
                             {"fmnist_sepcnn", 14, 14, 256, 256, 3, 1, true},

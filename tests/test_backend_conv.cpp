@@ -172,6 +172,39 @@ TEST(BackendConvFewTaps, TakenForFewTapsOnly) {
   EXPECT_THROW(cpu::make_few_taps_conv(conv_shape(1, 8, 8, 6, 6, 3, 1, 1)), Error);  // 54 taps
 }
 
+// The narrow-rows convolution (one input channel, at most 16 outputs, vectorized along output rows)
+// that make_conv takes for LeNet's first layer: rows shorter and longer than 16 and not multiples of
+// it, every output count from 1 to 16, batch 1, stride 2 down the rows, asymmetric padding,
+// rectangular kernels, no bias.
+void check_narrow_rows(const ConvShape& s) { check_conv_op(*cpu::make_narrow_rows_conv(s), s); }
+
+TEST(BackendConvNarrowRows, OddShapesAgainstTheReference) {
+  check_narrow_rows(conv_shape(1, 28, 28, 1, 6, 5, 1, 2));
+  check_narrow_rows(conv_shape(2, 9, 7, 1, 3, 3, 1, 1, 1, false));
+  check_narrow_rows(conv_shape(3, 11, 33, 1, 5, 5, 1, 0));
+  for (int64_t oc = 1; oc <= 16; ++oc) check_narrow_rows(conv_shape(1, 6, 17, 1, oc, 3, 1, 1));
+}
+
+TEST(BackendConvNarrowRows, StridesAndRectangularKernels) {
+  ConvShape s = conv_shape(2, 12, 19, 1, 7, 3, 1, 0);
+  s.stride_h = 2;
+  s.pad_bottom = s.pad_right = 1;
+  check_narrow_rows(s);
+  ConvShape t = conv_shape(2, 9, 20, 1, 4, 3, 1, 1);
+  t.kernel_w = 5;
+  t.pad_left = 2;
+  t.pad_right = 1;
+  check_narrow_rows(t);
+}
+
+TEST(BackendConvNarrowRows, TakenForOneInputChannelAndFewOutputs) {
+  EXPECT_TRUE(cpu::prefers_narrow_rows(conv_shape(64, 28, 28, 1, 6, 5, 1, 2)));
+  EXPECT_FALSE(cpu::prefers_narrow_rows(conv_shape(64, 28, 28, 1, 16, 3, 1, 1)));  // measured slower
+  EXPECT_FALSE(cpu::prefers_narrow_rows(conv_shape(64, 28, 28, 2, 6, 3, 1, 1)));
+  EXPECT_FALSE(cpu::prefers_narrow_rows(conv_shape(64, 28, 28, 1, 6, 3, 2, 1)));   // stride 2 along rows
+  EXPECT_THROW(cpu::make_narrow_rows_conv(conv_shape(1, 8, 8, 1, 17, 3, 1, 1)), Error);
+}
+
 // The direct depthwise convolution that make_conv takes for f32 depthwise layers, on its own: channel
 // counts below, between and above whole 16-float blocks and 8-block groups, batch 1, odd sizes,
 // stride 2 with asymmetric padding, a 5x5 kernel (taps beyond the register accumulators), with and

@@ -125,6 +125,10 @@ class LowPrecisionOps : public ::testing::TestWithParam<CpuPaths> {
 
 TEST_P(LowPrecisionOps, Convolution3x3Strided) { check_conv(*be, conv_shape(5, 8, 3, 2, 1, 1, true), "conv 3x3/2"); }
 TEST_P(LowPrecisionOps, ConvolutionDepthwise) { check_conv(*be, conv_shape(16, 16, 3, 1, 1, 16, false), "depthwise"); }
+// First layers: one channel into few outputs (the narrow-rows op, in f32 on bf16 storage) and into
+// many (the few-taps op in f32; oneDNN's in bf16).
+TEST_P(LowPrecisionOps, ConvolutionFirstLayerNarrow) { check_conv(*be, conv_shape(1, 6, 5, 1, 2, 1, true), "1 -> 6"); }
+TEST_P(LowPrecisionOps, ConvolutionFirstLayerWide) { check_conv(*be, conv_shape(1, 128, 3, 1, 1, 1, true), "1 -> 128"); }
 TEST_P(LowPrecisionOps, ConvolutionPointwise) { check_conv(*be, conv_shape(24, 40, 1, 1, 0, 1, true), "pointwise"); }
 
 TEST_P(LowPrecisionOps, InnerProduct) {

@@ -92,7 +92,8 @@ class CpuBackend final : public Backend {
       case DType::f32: return {true, "f32"};
       case DType::bf16:
         if (native_bf16_)
-          return {true, "bf16 on oneDNN's bf16 kernels (ISA " + isa_ + "), f32 accumulation" + bf16_gemm().note};
+          return {true, "bf16 on oneDNN's bf16 kernels (ISA " + isa_ + "), f32 accumulation" + bf16_gemm().note +
+                            (onednn_only_ ? "" : "; one-channel first layers into at most 8 on f32 FMAs")};
         return {false, "bf16 emulated: f32 compute on bf16 storage (oneDNN's ISA here is " + isa_ +
                            ", without AVX512-BF16 instructions)"};
       case DType::f16:
@@ -103,10 +104,14 @@ class CpuBackend final : public Backend {
   }
 
   std::unique_ptr<ConvOp> make_conv(const ConvShape& shape, Stream* = nullptr) override {
-    if (emulated(shape.dtype) || (gemm_on_f32(shape.dtype) && cpu::is_pointwise(shape)))
+    // bf16 first layers of one channel into a few (LeNet's) compute in f32 on the narrow-rows op: the
+    // bf16 products are exact in f32 either way, and oneDNN's bf16 kernel was the slower (bench_layers).
+    const bool narrow_on_f32 = shape.dtype == DType::bf16 && cpu::prefers_narrow_rows(as_f32(shape)) && !onednn_only_;
+    if (emulated(shape.dtype) || (gemm_on_f32(shape.dtype) && cpu::is_pointwise(shape)) || narrow_on_f32)
       return cpu::make_emulated_conv(make_conv(as_f32(shape)), shape);
     if (cpu::is_pointwise(shape) && !onednn_only_) return cpu::make_pointwise_conv(ctx_, shape);
     if (cpu::prefers_few_taps(shape) && !onednn_only_) return cpu::make_few_taps_conv(shape);
+    if (cpu::prefers_narrow_rows(shape) && !onednn_only_) return cpu::make_narrow_rows_conv(shape);
     return cpu::make_onednn_conv(ctx_, shape);
   }
   std::unique_ptr<InnerProductOp> make_inner_product(const InnerProductShape& shape, Stream* = nullptr) override {

@@ -32,6 +32,13 @@ inline constexpr int64_t kFewTapsMax = 32;
 inline constexpr int64_t kFewTapsMinOutChannels = 128;
 bool prefers_few_taps(const ConvShape& s);
 std::unique_ptr<ConvOp> make_few_taps_conv(const ConvShape& s);
+// Direct f32 convolution of one input channel into at most 16 outputs, stride 1 along rows,
+// vectorized across a row's output pixels (conv_narrow_rows.cpp): make_conv takes it where
+// prefers_narrow_rows says (up to kNarrowRowsMaxOutChannels outputs: LeNet's first layer), where
+// perf/bench_conv measured it faster than oneDNN.
+inline constexpr int64_t kNarrowRowsMaxOutChannels = 8;
+bool prefers_narrow_rows(const ConvShape& s);
+std::unique_ptr<ConvOp> make_narrow_rows_conv(const ConvShape& s);
 // Direct f32 depthwise convolution (groups == in_c == out_c), any kernel, stride and padding, over a
 // batch (depthwise_conv_direct.cpp): for tests and perf/bench_conv; make_conv keeps oneDNN's.
 std::unique_ptr<ConvOp> make_direct_depthwise_conv(const ConvShape& s);
