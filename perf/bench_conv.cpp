@@ -1,8 +1,10 @@
-// bench_conv: the direct few-taps convolution (conv_few_taps.cpp) and the direct depthwise convolution
-// (depthwise_conv_direct.cpp) against oneDNN 2.6's convolution primitive (the anchor, same run) on the
-// first convolutions of the zoo (and CIFAR-like and 2-channel first layers) and fmnist_sepcnn's depthwise ones, f32: forward, backward-data and backward-weights separately, best-of-N milliseconds
-// per call with the two ops alternating, GFLOP/s of the faster, and the largest difference between
-// the two ops' results relative to the largest value.
+// bench_conv: scaletrain's own convolution loops against oneDNN 2.6's convolution primitive (the anchor,
+// same run), f32: the few-taps op (conv_few_taps.cpp) and the narrow-rows op (conv_narrow_rows.cpp) on
+// first layers of the zoo and beside them, the direct depthwise kernels (depthwise_direct.cpp) on
+// fmnist_sepcnn's depthwise shapes, each per pass (forward, backward-data, backward-weights); then the
+// fused separable convolution against the composed ops the cpu backend would otherwise run. Best-of-N
+// milliseconds per call with the two alternating, GFLOP/s of the faster, and the largest difference
+// between the two results relative to the largest value.
 //   bench_conv --batch 64 --reps 10 --threads 1
 #include <CLI/CLI.hpp>
 #include <cmath>
@@ -125,15 +127,14 @@ void bench_separable(Backend& cpu, int64_t batch, int64_t hw, int64_t c, int rep
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"direct few-taps and depthwise convolutions against oneDNN's convolution, f32, per call"};
-  int64_t batch = 64;
-  int reps = 10, threads = 1;
-  app.add_option("--batch", batch)->capture_default_str();
-  app.add_option("--reps", reps, "timed calls per op and pass (best is reported)")->capture_default_str();
-  app.add_option("--threads", threads)->capture_default_str();
+  CLI::App app{"scaletrain's convolution loops against oneDNN's convolution, f32, per call"};
+  bench::OpBenchOptions o;
+  o.add_to(app);
   CLI11_PARSE(app, argc, argv);
   setlinebuf(stdout);
-  auto onednn = make_cpu_backend(threads, /*onednn_only=*/true);
+  const int64_t batch = o.batch;
+  const int reps = o.reps;
+  auto onednn = make_cpu_backend(o.threads, /*onednn_only=*/true);
   std::printf("convolution NHWC, f32, stride 1 (dw: depthwise, no bias); anchor: %s; best of %d calls each, alternating\n\n",
               onednn->description().c_str(), reps);
   std::printf("%-14s %-22s %-9s %10s %10s %9s %8s %10s\n", "model", "input, kernel, out_c", "pass", "oneDNN ms",
@@ -148,7 +149,7 @@ int main(int argc, char** argv) {
   for (const ConvCase& cc : cases) bench_case(*onednn, cc, batch, reps);
   std::printf("\nseparable (3x3 depthwise + pointwise C -> C): composed = oneDNN depthwise + sgemm pointwise, the cpu\n"
               "backend's ops without fusion, in the 'oneDNN ms' column; fused in the 'direct ms' column\n");
-  auto cpu = make_cpu_backend(threads);
+  auto cpu = make_cpu_backend(o.threads);
   for (const auto& [hw, c] : {std::pair<int64_t, int64_t>{28, 128}, {14, 256}, {7, 512}})
     bench_separable(*cpu, batch, hw, c, reps);
   std::printf("\nspeedup = oneDNN ms / direct ms; GFLOP/s of the faster op (2 x outputs x IC x KH x KW per pass);\n"

@@ -71,14 +71,14 @@ void bench_case(Backend& onednn, const PoolCase& pc, int64_t batch, DType dtype,
 
 int main(int argc, char** argv) {
   CLI::App app{"Direct max pooling against oneDNN's pooling, 2x2 stride 2, per call"};
-  int64_t batch = 64;
-  int reps = 15, threads = 1;
-  app.add_option("--batch", batch)->capture_default_str();
-  app.add_option("--reps", reps, "timed calls per op and pass (best is reported)")->capture_default_str();
-  app.add_option("--threads", threads)->capture_default_str();
+  bench::OpBenchOptions o;
+  o.reps = 15;
+  o.add_to(app);
   CLI11_PARSE(app, argc, argv);
   setlinebuf(stdout);
-  auto onednn = make_cpu_backend(threads, /*onednn_only=*/true);
+  const int64_t batch = o.batch;
+  const int reps = o.reps;
+  auto onednn = make_cpu_backend(o.threads, /*onednn_only=*/true);
   std::printf("max pooling 2x2 stride 2, NHWC; anchor: %s; best of %d calls each, alternating\n",
               onednn->description().c_str(), reps);
   std::printf("bf16: %s\n\n", onednn->precision_support(DType::bf16).note.c_str());

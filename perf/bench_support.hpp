@@ -1,6 +1,7 @@
-// What the op benchmarks (bench_pool, bench_conv) share: an op and its anchor timed alternately,
-// best of N calls, and reproducible random operands in any storage type.
+// What the op benchmarks (bench_pool, bench_conv) share: their options, an op and its anchor timed
+// alternately, best of N calls, and reproducible random operands in any storage type.
 #pragma once
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <functional>
 #include <random>
@@ -11,6 +12,18 @@
 #include "scaletrain/core/timer.hpp"
 
 namespace scaletrain::bench {
+
+// The op benchmarks' command line: batch, timed calls per pass, compute threads.
+struct OpBenchOptions {
+  int64_t batch = 64;
+  int reps = 10;
+  int threads = 1;
+  void add_to(CLI::App& app) {
+    app.add_option("--batch", batch)->capture_default_str();
+    app.add_option("--reps", reps, "timed calls per op and pass (best is reported)")->capture_default_str();
+    app.add_option("--threads", threads)->capture_default_str();
+  }
+};
 
 // Best of reps: each rep times one call of a, then one of b (so both see the same machine load).
 inline std::pair<double, double> best_of(int reps, const std::function<void()>& a, const std::function<void()>& b) {
