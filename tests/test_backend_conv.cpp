@@ -1,6 +1,7 @@
 // The CPU backend's convolution (plain, strided with asymmetric padding, pointwise, grouped,
 // depthwise) against a double-precision reference loop: forward, backward-data, backward-weights.
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <cmath>
 #include <string>
@@ -308,6 +309,19 @@ TEST(BackendSeparableConvFused, TheCpuBackendFusesF32ImagesFrom14x14) {
   EXPECT_FALSE(cpu::prefers_fused_separable(s));
   s.pointwise.in_c = 8;  // not the depthwise output
   EXPECT_NE(testing::error_of([&] { s.validate(); }).find("must take the depthwise output"), std::string::npos);
+}
+
+// The direct ops split images across OpenMP threads and add per-thread partial sums in thread order:
+// with 3 threads (more than some batches have images) they still match the reference.
+TEST(BackendConvDirectOps, ThreeThreads) {
+  const int saved = omp_get_max_threads();
+  omp_set_num_threads(3);
+  check_few_taps(conv_shape(5, 9, 7, 1, 130, 3, 1, 1));
+  check_narrow_rows(conv_shape(2, 11, 19, 1, 6, 5, 1, 2));
+  check_depthwise(conv_shape(4, 6, 7, 33, 33, 3, 1, 1, 33));
+  check_fused_separable(conv_shape(5, 14, 14, 20, 20, 3, 1, 1, 20, false), 24);
+  check_fused_separable(conv_shape(2, 5, 5, 7, 7, 3, 1, 1, 7, false), 9);
+  omp_set_num_threads(saved);
 }
 
 // An impossible shape is refused when the op is made, with a message naming the shape.
