@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "scaletrain/backend/cpu/onednn_ops.hpp"
+#include "scaletrain/backend/cpu/padded_image.hpp"
 #include "scaletrain/backend/cpu/vec16.hpp"
 #include "scaletrain/core/error.hpp"
 
@@ -20,20 +21,18 @@ constexpr int64_t kMaxTapVectors = (kFewTapsMax + kLanes - 1) / kLanes;
 
 class FewTapsConv final : public ConvOp {
  public:
-  explicit FewTapsConv(const ConvShape& s) : s_(s) {
+  explicit FewTapsConv(const ConvShape& s) : s_(s), image_(s) {
     s.validate();
     ST_CHECK(s.dtype == DType::f32 && s.groups == 1 && taps(s) <= kFewTapsMax,
              "the few-taps convolution runs ungrouped f32 with at most ", kFewTapsMax, " taps, not ", s.to_string());
     out_pixels_ = s.out_h() * s.out_w();
     k_ = taps(s);
     blocks_ = (s.out_c + kLanes - 1) / kLanes;
-    padded_w_ = s.in_w + s.pad_left + s.pad_right;
-    padded_floats_ = (s.in_h + s.pad_top + s.pad_bottom) * padded_w_ * s.in_c;
     window_.resize(out_pixels_);
     for (int64_t q = 0; q < out_pixels_; ++q)
-      window_[q] = ((q / s.out_w()) * s.stride_h * padded_w_ + (q % s.out_w()) * s.stride_w) * s.in_c;
+      window_[q] = (q / s.out_w()) * s.stride_h * image_.row_floats() + (q % s.out_w()) * s.stride_w * s.in_c;
     threads_ = std::max(1, omp_get_max_threads());
-    padded_.resize(threads_ * padded_floats_);
+    padded_.resize(threads_ * image_.floats());
     wt_.resize(k_ * blocks_);
     bias_.resize(blocks_);
     wk_.resize(s.out_c * tap_vectors());
@@ -65,8 +64,8 @@ class FewTapsConv final : public ConvOp {
     const int64_t oc = s_.out_c, kv = tap_vectors();
 #pragma omp parallel for schedule(static) num_threads(threads_)
     for (int64_t n = 0; n < s_.batch; ++n) {
-      float* dxp = padded_.data() + omp_get_thread_num() * padded_floats_;
-      std::fill(dxp, dxp + padded_floats_, 0.0f);
+      float* dxp = padded_.data() + omp_get_thread_num() * image_.floats();
+      std::fill(dxp, dxp + image_.floats(), 0.0f);
       for (int64_t q = 0; q < out_pixels_; ++q) {
         Vec16 part[4][kMaxTapVectors] = {};
         const float* dyq = dy + (n * out_pixels_ + q) * oc;
@@ -76,7 +75,7 @@ class FewTapsConv final : public ConvOp {
         for (int64_t v = 0; v < kv; ++v) store(dcol + v * kLanes, part[0][v] + part[1][v] + part[2][v] + part[3][v]);
         scatter_add(dcol, dxp + window_[q]);
       }
-      crop(dxp, dx + n * s_.in_h * s_.in_w * s_.in_c);
+      image_.crop(dxp, dx + n * image_.image_floats());
     }
   }
 
@@ -95,10 +94,10 @@ class FewTapsConv final : public ConvOp {
       const int th = omp_get_thread_num();
       Vec16* acc = dw_partial_.data() + th * kb;
       Vec16* dbacc = db_partial_.data() + th * blocks;
-      float* xp = padded_.data() + th * padded_floats_;
+      float* xp = padded_.data() + th * image_.floats();
 #pragma omp for schedule(static)
       for (int64_t n = 0; n < s_.batch; ++n) {
-        pad(x + n * s_.in_h * s_.in_w * s_.in_c, xp);
+        image_.pad(x + n * image_.image_floats(), xp);
         for (int64_t q = 0; q < out_pixels_; ++q) {
           float xt[kFewTapsMax];
           gather(xp + window_[q], xt);
@@ -131,8 +130,8 @@ class FewTapsConv final : public ConvOp {
   void forward_images(const float* x, const Vec16* bias, float* y) {
 #pragma omp parallel for schedule(static) num_threads(threads_)
     for (int64_t n = 0; n < s_.batch; ++n) {
-      float* xp = padded_.data() + omp_get_thread_num() * padded_floats_;
-      pad(x + n * s_.in_h * s_.in_w * s_.in_c, xp);
+      float* xp = padded_.data() + omp_get_thread_num() * image_.floats();
+      image_.pad(x + n * image_.image_floats(), xp);
       float* yn = y + n * out_pixels_ * s_.out_c;
       int64_t q = 0;
       for (; q + kP <= out_pixels_; q += kP) forward_tile<kP, kB>(xp, bias, q, yn);
@@ -193,39 +192,23 @@ class FewTapsConv final : public ConvOp {
       }
   }
 
-  // One NHWC image into the zero-padded [H + pads, W + pads, IC] buffer, and back (crop).
-  void pad(const float* xn, float* xp) const {
-    std::fill(xp, xp + padded_floats_, 0.0f);
-    const int64_t row = s_.in_w * s_.in_c;
-    for (int64_t h = 0; h < s_.in_h; ++h)
-      std::copy(xn + h * row, xn + (h + 1) * row, xp + ((h + s_.pad_top) * padded_w_ + s_.pad_left) * s_.in_c);
-  }
-  void crop(const float* xp, float* xn) const {
-    const int64_t row = s_.in_w * s_.in_c;
-    for (int64_t h = 0; h < s_.in_h; ++h) {
-      const float* src = xp + ((h + s_.pad_top) * padded_w_ + s_.pad_left) * s_.in_c;
-      std::copy(src, src + row, xn + h * row);
-    }
-  }
-
   // The K inputs of the window at xw (its top-left in the padded image): KH runs of KW * IC floats.
   void gather(const float* xw, float* xt) const {
-    const int64_t run = s_.kernel_w * s_.in_c, stride = padded_w_ * s_.in_c;
+    const int64_t run = s_.kernel_w * s_.in_c, stride = image_.row_floats();
     for (int64_t kh = 0; kh < s_.kernel_h; ++kh)
       for (int64_t i = 0; i < run; ++i) xt[kh * run + i] = xw[kh * stride + i];
   }
   void scatter_add(const float* dcol, float* xw) const {
-    const int64_t run = s_.kernel_w * s_.in_c, stride = padded_w_ * s_.in_c;
+    const int64_t run = s_.kernel_w * s_.in_c, stride = image_.row_floats();
     for (int64_t kh = 0; kh < s_.kernel_h; ++kh)
       for (int64_t i = 0; i < run; ++i) xw[kh * stride + i] += dcol[kh * run + i];
   }
 
   ConvShape s_;
+  PaddedImage image_;
   int64_t out_pixels_ = 0;    // OH * OW
   int64_t k_ = 0;             // taps: IC * KH * KW
   int64_t blocks_ = 0;        // 16-channel blocks covering OC
-  int64_t padded_w_ = 0;      // W + pad_left + pad_right
-  int64_t padded_floats_ = 0; // one padded image
   int threads_ = 1;
   std::vector<int64_t> window_;    // [OH * OW]: offset of each output pixel's window in the padded image
   std::vector<float> padded_;      // [threads, padded image]

@@ -124,7 +124,6 @@ class CpuBackend final : public Backend {
   // f32 separable convolutions run fused image by image (separable_conv_fused.cpp); other types, and
   // onednn_only, compose the two convolutions.
   std::unique_ptr<SeparableConvOp> make_separable_conv(const SeparableConvShape& shape, Stream* stream) override {
-    shape.validate();
     if (cpu::prefers_fused_separable(shape) && !onednn_only_) return cpu::make_fused_separable_conv(shape);
     return Backend::make_separable_conv(shape, stream);
   }

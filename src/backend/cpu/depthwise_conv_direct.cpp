@@ -10,6 +10,7 @@
 #include "scaletrain/backend/cpu/depthwise_direct.hpp"
 #include "scaletrain/backend/cpu/onednn_ops.hpp"
 #include "scaletrain/core/error.hpp"
+#include "scaletrain/core/tensor.hpp"
 
 namespace scaletrain::cpu {
 namespace {
@@ -18,7 +19,7 @@ class DepthwiseConvDirect final : public ConvOp {
  public:
   explicit DepthwiseConvDirect(const ConvShape& s) : s_((s.validate(), s)), kernels_(s) {
     threads_ = std::max(1, omp_get_max_threads());
-    padded_.resize(threads_ * kernels_.padded_floats());
+    padded_ = Tensor({threads_ * kernels_.padded_floats()}, DType::f32, "depthwise padded images");
     for (int t = 0; t < threads_; ++t) grads_.push_back(kernels_.make_gradients());
   }
 
@@ -54,14 +55,14 @@ class DepthwiseConvDirect final : public ConvOp {
 #pragma omp parallel for schedule(static) num_threads(threads_)
     for (int64_t n = 0; n < s_.batch; ++n) {
       const int th = omp_get_thread_num();
-      f(n, padded_.data() + th * kernels_.padded_floats(), th);
+      f(n, padded_.data<float>() + th * kernels_.padded_floats(), th);
     }
   }
 
   ConvShape s_;
   DepthwiseDirect kernels_;
   int threads_ = 1;
-  std::vector<float> padded_;                        // [threads, padded image]
+  Tensor padded_;  // [threads, padded image], 64-byte aligned
   std::vector<DepthwiseDirect::Gradients> grads_;    // [threads]
 };
 

@@ -13,7 +13,7 @@ namespace {
 constexpr int kGroup = 8;
 }  // namespace
 
-DepthwiseDirect::DepthwiseDirect(const ConvShape& s) : s_(s) {
+DepthwiseDirect::DepthwiseDirect(const ConvShape& s) : s_(s), image_(s, 0, kLanes) {
   ST_CHECK(s.dtype == DType::f32 && s.groups == s.in_c && s.out_c == s.in_c,
            "the direct depthwise convolution runs f32 with groups == in_c == out_c, not ", s.to_string());
   c_ = s.in_c;
@@ -21,8 +21,6 @@ DepthwiseDirect::DepthwiseDirect(const ConvShape& s) : s_(s) {
   taps_ = s.kernel_h * s.kernel_w;
   out_h_ = s.out_h();
   out_w_ = s.out_w();
-  padded_w_ = s.in_w + s.pad_left + s.pad_right;
-  padded_floats_ = (s.in_h + s.pad_top + s.pad_bottom) * padded_w_ * c_ + kLanes;
   wt_.resize(taps_ * blocks_);
   bias_.resize(blocks_);
 }
@@ -35,7 +33,7 @@ void DepthwiseDirect::set_weights(const float* w, const float* b) {
 }
 
 void DepthwiseDirect::forward(const float* x, float* y, float* padded) const {
-  pad(x, padded);
+  image_.pad(x, padded);
   for (int64_t oh = 0; oh < out_h_; ++oh)
     for (int64_t ow = 0; ow < out_w_; ++ow) {
       const float* xw = padded + window(oh, ow);
@@ -61,7 +59,7 @@ void DepthwiseDirect::forward_blocks(const float* xw, int64_t c0, float* yq) con
 }
 
 void DepthwiseDirect::backward_data(const float* dy, float* dx, float* padded) const {
-  std::fill(padded, padded + padded_floats_, 0.0f);
+  std::fill(padded, padded + image_.floats(), 0.0f);
   for (int64_t oh = 0; oh < out_h_; ++oh)
     for (int64_t ow = 0; ow < out_w_; ++ow) {
       float* dxw = padded + window(oh, ow);
@@ -70,7 +68,7 @@ void DepthwiseDirect::backward_data(const float* dy, float* dx, float* padded) c
       for (; c0 + kGroup <= blocks_; c0 += kGroup) backward_data_blocks<kGroup>(dyq, c0, dxw);
       for (; c0 < blocks_; ++c0) backward_data_blocks<1>(dyq, c0, dxw);
     }
-  crop(padded, dx);
+  image_.crop(padded, dx);
 }
 
 template <int kB>
@@ -104,7 +102,7 @@ DepthwiseDirect::Gradients DepthwiseDirect::make_gradients() const {
 }
 
 void DepthwiseDirect::backward_weights(const float* x, const float* dy, Gradients& g, float* padded) const {
-  pad(x, padded);
+  image_.pad(x, padded);
   for (int64_t oh = 0; oh < out_h_; ++oh)
     for (int64_t ow = 0; ow < out_w_; ++ow) {
       const float* xw = padded + window(oh, ow);
@@ -137,21 +135,6 @@ void DepthwiseDirect::write_out(const Gradients& g, float* dw, float* db) const 
     for (int64_t t = 0; t < taps_; ++t) dw[ch * taps_ + t] = g.dw[t * blocks_ + ch / kLanes][ch % kLanes];
   if (db)
     for (int64_t ch = 0; ch < c_; ++ch) db[ch] = g.db[ch / kLanes][ch % kLanes];
-}
-
-void DepthwiseDirect::pad(const float* x, float* padded) const {
-  const int64_t row = s_.in_w * c_;
-  std::fill(padded, padded + padded_floats_, 0.0f);
-  for (int64_t h = 0; h < s_.in_h; ++h)
-    std::copy(x + h * row, x + (h + 1) * row, padded + ((h + s_.pad_top) * padded_w_ + s_.pad_left) * c_);
-}
-
-void DepthwiseDirect::crop(const float* padded, float* x) const {
-  const int64_t row = s_.in_w * c_;
-  for (int64_t h = 0; h < s_.in_h; ++h) {
-    const float* src = padded + ((h + s_.pad_top) * padded_w_ + s_.pad_left) * c_;
-    std::copy(src, src + row, x + h * row);
-  }
 }
 
 }  // namespace scaletrain::cpu

@@ -14,6 +14,7 @@
 #include "scaletrain/backend/cpu/depthwise_direct.hpp"
 #include "scaletrain/backend/cpu/onednn_ops.hpp"
 #include "scaletrain/core/error.hpp"
+#include "scaletrain/core/tensor.hpp"
 
 namespace scaletrain::cpu {
 namespace {
@@ -31,8 +32,8 @@ class FusedSeparableConv final : public SeparableConvOp {
     chunk_images_ = std::max<int64_t>(1, kChunkRows / image_rows_);
     chunks_ = (s.depthwise.batch + chunk_images_ - 1) / chunk_images_;
     threads_ = std::max(1, omp_get_max_threads());
-    padded_.resize(threads_ * depthwise_.padded_floats());
-    dmid_.resize(threads_ * chunk_images_ * image_rows_ * c_);
+    padded_ = Tensor({threads_ * depthwise_.padded_floats()}, DType::f32, "fused separable padded images");
+    dmid_ = Tensor({threads_ * chunk_images_ * image_rows_ * c_}, DType::f32, "fused separable dmid");
     dw_pw_.resize(threads_ * f_ * c_);
     db_.resize(threads_ * f_);
     for (int t = 0; t < threads_; ++t) dw_dw_.push_back(depthwise_.make_gradients());
@@ -78,7 +79,7 @@ class FusedSeparableConv final : public SeparableConvOp {
                        dw_pw_.data() + th * f_ * c_, c_),
             "pointwise backward_weights");
       add_column_sums(dyc, rows, db_.data() + th * f_);
-      float* dmid = dmid_.data() + th * chunk_images_ * image_rows_ * c_;
+      float* dmid = dmid_.data<float>() + th * chunk_images_ * image_rows_ * c_;
       check(dnnl_sgemm('N', 'N', rows, c_, f_, 1.0f, dyc, f_, static_cast<const float*>(w_pw), c_, 0.0f, dmid, c_),
             "pointwise backward_data");
       for (int64_t i = 0; i < images; ++i) {
@@ -109,7 +110,7 @@ class FusedSeparableConv final : public SeparableConvOp {
       f(n0, std::min(chunk_images_, batch - n0), omp_get_thread_num());
     }
   }
-  float* padded(int th) { return padded_.data() + th * depthwise_.padded_floats(); }
+  float* padded(int th) { return padded_.data<float>() + th * depthwise_.padded_floats(); }
 
   void add_column_sums(const float* dy, int64_t rows, float* sums) const {
     for (int64_t r = 0; r < rows; ++r) {
@@ -130,8 +131,8 @@ class FusedSeparableConv final : public SeparableConvOp {
   int64_t image_rows_ = 0;         // output pixels per image
   int64_t chunk_images_ = 0, chunks_ = 0;
   int threads_ = 1;
-  std::vector<float> padded_;      // [threads, padded image]
-  std::vector<float> dmid_;        // [threads, chunk rows, C]
+  Tensor padded_;  // [threads, padded image], 64-byte aligned like dmid_ (the vector loads' alignment)
+  Tensor dmid_;    // [threads, chunk rows, C]
   std::vector<float> dw_pw_;       // [threads, F, C]
   std::vector<float> db_;          // [threads, F]
   std::vector<DepthwiseDirect::Gradients> dw_dw_;  // [threads]
@@ -140,7 +141,7 @@ class FusedSeparableConv final : public SeparableConvOp {
 }  // namespace
 
 // perf/bench_conv (batch 64, one thread, forward + backward against oneDNN depthwise + sgemm pointwise):
-// 28x28x128 1.05x, 14x14x256 1.03x, 7x7x512 0.98x; the pointwise GEMMs are 85-90% of the time, and at
+// 28x28x128 1.06x, 14x14x256 1.05x, 7x7x512 0.98x. The pointwise GEMMs are 85-90% of the time, and at
 // 7x7 the chunk's 16 small images gain less from cache than the smaller GEMMs cost.
 bool prefers_fused_separable(const SeparableConvShape& s) {
   return s.depthwise.dtype == DType::f32 && s.pointwise.dtype == DType::f32 &&

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "scaletrain/backend/cpu/padded_image.hpp"
 #include "scaletrain/backend/cpu/vec16.hpp"
 #include "scaletrain/backend/ops.hpp"
 
@@ -20,9 +21,9 @@ class DepthwiseDirect {
   // OIHW weights [C, 1, KH, KW] and the bias (null: none) for the calls that follow.
   void set_weights(const float* w, const float* b);
   // Floats of the padded buffer each call needs.
-  int64_t padded_floats() const { return padded_floats_; }
+  int64_t padded_floats() const { return image_.floats(); }
   // Floats of one image's input and output.
-  int64_t in_floats() const { return s_.in_h * s_.in_w * c_; }
+  int64_t in_floats() const { return image_.image_floats(); }
   int64_t out_floats() const { return out_h_ * out_w_ * c_; }
 
   void forward(const float* x, float* y, float* padded) const;
@@ -48,15 +49,15 @@ class DepthwiseDirect {
   template <int kB>
   void backward_weights_blocks(const float* xw, const float* dyq, int64_t c0, Gradients& g) const;
   // Offset in the padded image of output pixel (oh, ow)'s window, and of tap (kh, kw) within it.
-  int64_t window(int64_t oh, int64_t ow) const { return (oh * s_.stride_h * padded_w_ + ow * s_.stride_w) * c_; }
-  int64_t tap_offset(int64_t kh, int64_t kw) const { return (kh * padded_w_ + kw) * c_; }
-  void pad(const float* x, float* padded) const;
-  void crop(const float* padded, float* x) const;
+  int64_t window(int64_t oh, int64_t ow) const {
+    return oh * s_.stride_h * image_.row_floats() + ow * s_.stride_w * c_;
+  }
+  int64_t tap_offset(int64_t kh, int64_t kw) const { return kh * image_.row_floats() + kw * c_; }
 
   ConvShape s_;
+  PaddedImage image_;  // a tail block's full-vector loads may run 15 floats past the last pixel
   int64_t c_ = 0, blocks_ = 0, taps_ = 0;
   int64_t out_h_ = 0, out_w_ = 0;
-  int64_t padded_w_ = 0, padded_floats_ = 0;
   std::vector<Vec16> wt_;    // [taps, blocks], zero beyond C
   std::vector<Vec16> bias_;  // [blocks]
 };
