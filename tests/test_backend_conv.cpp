@@ -9,6 +9,7 @@
 
 #include "scaletrain/backend/backend.hpp"
 #include "scaletrain/backend/cpu/onednn_ops.hpp"
+#include "scaletrain/kernels/activation.hpp"
 #include "support/test_harness.hpp"
 
 namespace scaletrain {
@@ -236,18 +237,48 @@ TEST(BackendConvDirectDepthwise, RefusesOtherShapes) {
   EXPECT_THROW(cpu::make_direct_depthwise_conv(conv_shape(2, 8, 8, 6, 6, 3, 1, 1, 2)), Error);   // grouped
 }
 
-// The fused separable convolution (depthwise + pointwise, image by image) against the two reference
-// convolutions one after the other: mid, y, dx, and the three gradients, at odd channel and filter
-// counts, batch 1, stride 2 with asymmetric padding, and batches of several chunks.
+// The separable convolution (depthwise + pointwise + activation; fused image by image, or composed)
+// against the two reference convolutions one after the other and the activation in double: mid, y,
+// dx, and the three gradients, at odd channel and filter counts, batch 1, stride 2 with asymmetric
+// padding, and batches of several chunks.
 Vec as_floats(const Ref& r) { return Vec(r.begin(), r.end()); }
 
-void check_fused_separable(const ConvShape& dw, int64_t filters) {
+// y = act(pre) and dpre = act'(pre) * dy in double.
+Ref reference_activation(Activation act, const Ref& pre) {
+  Ref y(pre.size());
+  for (size_t i = 0; i < pre.size(); ++i) {
+    const double v = pre[i];
+    if (act == Activation::none) y[i] = v;
+    if (act == Activation::relu) y[i] = v > 0 ? v : 0;
+    if (act == Activation::selu) y[i] = v > 0 ? kernels::kSeluScale * v : kernels::kSeluScale * kernels::kSeluAlpha * std::expm1(v);
+  }
+  return y;
+}
+Vec reference_activation_gradient(Activation act, const Ref& pre, const Vec& dy) {
+  Vec dpre(pre.size());
+  for (size_t i = 0; i < pre.size(); ++i) {
+    const double v = pre[i];
+    double slope = 1;
+    if (act == Activation::relu) slope = v > 0 ? 1 : 0;
+    if (act == Activation::selu) slope = v > 0 ? kernels::kSeluScale : kernels::kSeluScale * kernels::kSeluAlpha * std::exp(v);
+    dpre[i] = static_cast<float>(slope * dy[i]);
+  }
+  return dpre;
+}
+
+SeparableConvShape separable_shape(const ConvShape& dw, int64_t filters, Activation act) {
   SeparableConvShape s;
   s.depthwise = dw;
   s.pointwise = conv_shape(dw.batch, dw.out_h(), dw.out_w(), dw.out_c, filters, 1, 1, 0);
+  s.activation = act;
+  return s;
+}
+
+void check_separable(SeparableConvOp& op, const SeparableConvShape& s) {
   SCOPED_TRACE(s.to_string());
-  auto op = cpu::make_fused_separable_conv(s);
-  const ConvShape& pw = s.pointwise;
+  const ConvShape &dw = s.depthwise, &pw = s.pointwise;
+  const int64_t filters = pw.out_c;
+  const bool act = s.activation != Activation::none;
   const size_t nx = dw.batch * dw.in_h * dw.in_w * dw.in_c, nmid = dw.batch * pw.in_h * pw.in_w * pw.in_c;
   const size_t ny = pw.batch * pw.in_h * pw.in_w * filters;
   for (unsigned round = 0; round < 2; ++round) {
@@ -256,26 +287,36 @@ void check_fused_separable(const ConvShape& dw, int64_t filters) {
     const Vec dy = random_vec(ny, 5 + 10 * round);
     const ConvReference ref_dw_fwd(dw, x, w_dw, Vec{}, Vec(nmid, 0.0f));
     const Vec mid_ref = as_floats(ref_dw_fwd.y);
-    const ConvReference ref_pw(pw, mid_ref, w_pw, b, dy);
+    const ConvReference ref_pre(pw, mid_ref, w_pw, b, Vec(ny, 0.0f));
+    const Vec dpre_ref = reference_activation_gradient(s.activation, ref_pre.y, dy);
+    const ConvReference ref_pw(pw, mid_ref, w_pw, b, dpre_ref);
     const ConvReference ref_dw(dw, x, w_dw, Vec{}, as_floats(ref_pw.dx));
-    Vec mid(nmid, 1e30f), y(ny, 1e30f), dmid(nmid), dx(nx, 1e30f), dw_dw(w_dw.size(), 1e30f);
+    Vec mid(nmid, 1e30f), pre(ny, 1e30f), y(ny, 1e30f), dmid(nmid), dpre(ny), dx(nx, 1e30f), dw_dw(w_dw.size(), 1e30f);
     Vec dw_pw(w_pw.size(), 1e30f), db(filters, 1e30f);
-    op->forward(x.data(), w_dw.data(), w_pw.data(), b.data(), mid.data(), y.data());
+    float* out = act ? y.data() : pre.data();
+    float* dpre_scratch = act ? dpre.data() : nullptr;
+    op.forward(x.data(), w_dw.data(), w_pw.data(), b.data(), mid.data(), pre.data(), out);
     expect_close(mid, ref_dw_fwd.y, "mid");
-    expect_close(y, ref_pw.y, "y");
-    op->backward(x.data(), mid.data(), dy.data(), w_dw.data(), w_pw.data(), dmid.data(), dw_dw.data(), dw_pw.data(),
-                 db.data(), dx.data());
+    expect_close(pre, ref_pre.y, "pre");
+    if (act) expect_close(y, reference_activation(s.activation, ref_pre.y), "y");
+    op.backward(x.data(), mid.data(), pre.data(), dy.data(), w_dw.data(), w_pw.data(), dpre_scratch, dmid.data(),
+                dw_dw.data(), dw_pw.data(), db.data(), dx.data());
     expect_close(dx, ref_dw.dx, "dx");
     expect_close(dw_dw, ref_dw.dw, "depthwise dw");
     expect_close(dw_pw, ref_pw.dw, "pointwise dw");
     expect_close(db, ref_pw.db, "db");
     // Without dx (a first layer), the gradients are the same.
     Vec dw_dw2(w_dw.size()), dw_pw2(w_pw.size()), db2(filters);
-    op->backward(x.data(), mid.data(), dy.data(), w_dw.data(), w_pw.data(), dmid.data(), dw_dw2.data(), dw_pw2.data(),
-                 db2.data(), nullptr);
+    op.backward(x.data(), mid.data(), pre.data(), dy.data(), w_dw.data(), w_pw.data(), dpre_scratch, dmid.data(),
+                dw_dw2.data(), dw_pw2.data(), db2.data(), nullptr);
     EXPECT_EQ(dw_dw2, dw_dw);
     EXPECT_EQ(dw_pw2, dw_pw);
   }
+}
+
+void check_fused_separable(const ConvShape& dw, int64_t filters, Activation act = Activation::selu) {
+  const SeparableConvShape s = separable_shape(dw, filters, act);
+  check_separable(*cpu::make_fused_separable_conv(s), s);
 }
 
 TEST(BackendSeparableConvFused, OddShapesAgainstTheReference) {
@@ -283,6 +324,21 @@ TEST(BackendSeparableConvFused, OddShapesAgainstTheReference) {
   check_fused_separable(conv_shape(3, 6, 5, 33, 33, 3, 1, 1, 33, false), 17);
   check_fused_separable(conv_shape(2, 5, 5, 144, 144, 3, 1, 1, 144, false), 16);
   check_fused_separable(conv_shape(2, 9, 8, 17, 17, 5, 1, 2, 17, false), 5);
+}
+
+TEST(BackendSeparableConvFused, EachActivation) {
+  for (Activation act : {Activation::none, Activation::relu, Activation::selu})
+    check_fused_separable(conv_shape(2, 14, 15, 19, 19, 3, 1, 1, 19, false), 21, act);
+}
+
+// The composed op every other backend runs (here the cpu backend's oneDNN ops), with the activation's
+// kernels launched on the backend's stream between them.
+TEST(BackendSeparableConvComposed, EachActivationAgainstTheReference) {
+  auto cpu = make_cpu_backend(1, /*onednn_only=*/true);
+  for (Activation act : {Activation::none, Activation::relu, Activation::selu}) {
+    const SeparableConvShape s = separable_shape(conv_shape(2, 14, 15, 19, 19, 3, 1, 1, 19, false), 21, act);
+    check_separable(*cpu->make_separable_conv(s), s);
+  }
 }
 
 TEST(BackendSeparableConvFused, StrideTwoAsymmetricPadding) {

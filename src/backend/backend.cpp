@@ -102,8 +102,8 @@ void Backend::fill_zero_async(Stream& stream, const Tensor& dst) {
 }
 
 std::unique_ptr<SeparableConvOp> Backend::make_separable_conv(const SeparableConvShape& shape, Stream* stream) {
-  shape.validate();
-  return compose_separable_conv(make_conv(shape.depthwise, stream), make_conv(shape.pointwise, stream));
+  return compose_separable_conv(shape, make_conv(shape.depthwise, stream), make_conv(shape.pointwise, stream),
+                                stream ? *stream : compute_stream());
 }
 
 }  // namespace scaletrain

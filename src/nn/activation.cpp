@@ -1,9 +1,5 @@
-// Fused activations: the kernels/ functors applied after a layer's op, in the layer's compute type.
+// Fused activations: the backend's activation kernels applied after a layer's op, in the layer's compute type.
 #include "scaletrain/nn/activation.hpp"
-
-#include "scaletrain/kernels/activation.hpp"
-#include "scaletrain/backend/launch.hpp"
-#include "scaletrain/core/dispatch.hpp"
 
 namespace scaletrain::nn {
 
@@ -12,15 +8,6 @@ Activation parse_activation(const std::string& name) {
   if (name == "relu") return Activation::relu;
   if (name == "selu") return Activation::selu;
   ST_FAIL("unknown activation '", name, "' (expected none, relu or selu)");
-}
-
-std::string activation_name(Activation a) {
-  switch (a) {
-    case Activation::none: return "none";
-    case Activation::relu: return "relu";
-    case Activation::selu: return "selu";
-  }
-  return "?";
 }
 
 void FusedActivation::build(Backend& backend, const Shape& shape, const std::string& layer, DType dtype) {
@@ -33,30 +20,15 @@ void FusedActivation::build(Backend& backend, const Shape& shape, const std::str
 }
 
 const Tensor& FusedActivation::forward() {
-  const int64_t n = pre_.numel();
   if (act_ == Activation::none) return pre_;
-  visit_float_type(pre_.dtype(), [&](auto t) {
-    using T = decltype(t);
-    if (act_ == Activation::relu)
-      launch(*stream_, "relu_forward", n, kernels::ReluForward<T>{pre_.device_data<T>(), post_.device_data<T>()});
-    else
-      launch(*stream_, "selu_forward", n, kernels::SeluForward<T>{pre_.device_data<T>(), post_.device_data<T>()});
-  });
+  launch_activation_forward(*stream_, act_, pre_.dtype(), pre_.device_raw(), post_.device_raw(), pre_.numel());
   return post_;
 }
 
 const Tensor& FusedActivation::backward(const Tensor& dy) {
-  const int64_t n = pre_.numel();
   if (act_ == Activation::none) return dy;
-  visit_float_type(pre_.dtype(), [&](auto t) {
-    using T = decltype(t);
-    if (act_ == Activation::relu)
-      launch(*stream_, "relu_backward", n,
-             kernels::ReluBackward<T>{pre_.device_data<T>(), dy.device_data<T>(), dpre_.device_data<T>()});
-    else
-      launch(*stream_, "selu_backward", n,
-             kernels::SeluBackward<T>{pre_.device_data<T>(), dy.device_data<T>(), dpre_.device_data<T>()});
-  });
+  launch_activation_backward(*stream_, act_, pre_.dtype(), pre_.device_raw(), dy.device_raw(), dpre_.device_raw(),
+                             pre_.numel());
   return dpre_;
 }
 

@@ -1,4 +1,5 @@
-// SeparableConv2D: depthwise then pointwise convolution, through the backend's SeparableConvOp.
+// SeparableConv2D: depthwise then pointwise convolution and the activation, through the backend's
+// SeparableConvOp.
 #include "scaletrain/nn/separable_conv2d.hpp"
 
 namespace scaletrain::nn {
@@ -36,6 +37,7 @@ Shape SeparableConv2D::configure(const Shape& in) {
   pw.out_c = filters_;
   pw.kernel_h = pw.kernel_w = 1;
   pw.bias = true;
+  shape_.activation = act_.kind();
   in_shape_ = in;
   out_shape_ = {pw.in_h, pw.in_w, filters_};
   params_.clear();
@@ -59,14 +61,15 @@ void SeparableConv2D::build(Backend& backend, int64_t batch) {
 const Tensor& SeparableConv2D::forward(const Tensor& x, bool training) {
   x_ = x;
   op_->forward(x.device_raw(), params_[0].compute_value.device_raw(), params_[1].compute_value.device_raw(),
-               params_[2].value.device_data<float>(), mid_.device_raw(), act_.pre().device_raw());
-  return act_.forward();
+               params_[2].value.device_data<float>(), mid_.device_raw(), act_.pre().device_raw(),
+               act_.post().device_raw());
+  return act_.post();
 }
 
 const Tensor& SeparableConv2D::backward(const Tensor& dy, bool need_dx) {
-  const Tensor& dz = act_.backward(dy);
-  op_->backward(x_.device_raw(), mid_.device_raw(), dz.device_raw(), params_[0].compute_value.device_raw(),
-                params_[1].compute_value.device_raw(), dmid_.device_raw(), params_[0].grad.device_data<float>(),
+  op_->backward(x_.device_raw(), mid_.device_raw(), act_.pre().device_raw(), dy.device_raw(),
+                params_[0].compute_value.device_raw(), params_[1].compute_value.device_raw(),
+                act_.dpre().device_raw(), dmid_.device_raw(), params_[0].grad.device_data<float>(),
                 params_[1].grad.device_data<float>(), params_[2].grad.device_data<float>(),
                 need_dx ? dx_.device_raw() : nullptr);
   return need_dx ? dx_ : no_gradient();

@@ -14,6 +14,7 @@
 #include <memory>
 #include <string>
 
+#include "scaletrain/backend/activation.hpp"
 #include "scaletrain/core/dtype.hpp"
 
 namespace scaletrain {
@@ -48,12 +49,13 @@ class ConvOp {
   virtual void backward_weights(const void* x, const void* dy, float* dw, float* db) = 0;
 };
 
-// SeparableConv2D's two convolutions as one op: a depthwise convolution without bias (groups ==
-// channels), then a pointwise (1x1, stride 1, unpadded) convolution with bias, so a backend may run
-// them image by image with the intermediate in cache.
+// SeparableConv2D's two convolutions and its activation as one op: a depthwise convolution without
+// bias (groups == channels), then a pointwise (1x1, stride 1, unpadded) convolution with bias, then
+// the activation, so a backend may run them image by image with the intermediates in cache.
 struct SeparableConvShape {
   ConvShape depthwise;  // x[N,H,W,C] -> mid[N,OH,OW,C], weights [C, 1, KH, KW]
-  ConvShape pointwise;  // mid -> y[N,OH,OW,F], weights [F, C, 1, 1], bias [F]
+  ConvShape pointwise;  // mid -> pre[N,OH,OW,F], weights [F, C, 1, 1], bias [F]
+  Activation activation = Activation::none;  // pre -> y
   std::string to_string() const;
   // Error naming the shapes unless depthwise is depthwise without bias and pointwise is pointwise on
   // its output, in the same dtype and batch.
@@ -63,17 +65,23 @@ struct SeparableConvShape {
 class SeparableConvOp {
  public:
   virtual ~SeparableConvOp() = default;
-  // mid = depthwise(x, w_dw); y = pointwise(mid, w_pw) + b. mid is kept for backward.
-  virtual void forward(const void* x, const void* w_dw, const void* w_pw, const float* b, void* mid, void* y) = 0;
-  // From dy, the gradient of y: dw_dw, dw_pw, db (overwritten) and, when dx is not null, dx. dmid
-  // (mid's size) is scratch space: an op may leave it unwritten.
-  virtual void backward(const void* x, const void* mid, const void* dy, const void* w_dw, const void* w_pw,
-                        void* dmid, float* dw_dw, float* dw_pw, float* db, void* dx) = 0;
+  // mid = depthwise(x, w_dw); pre = pointwise(mid, w_pw) + b; y = activation(pre). mid and pre are
+  // kept for backward. With the activation none, y is pre (the same pointer).
+  virtual void forward(const void* x, const void* w_dw, const void* w_pw, const float* b, void* mid, void* pre,
+                       void* y) = 0;
+  // From dy, the gradient of y: dw_dw, dw_pw, db (overwritten) and, when dx is not null, dx. dpre
+  // (pre's size; null when the activation is none) and dmid (mid's size) are scratch space: an op may
+  // leave them unwritten.
+  virtual void backward(const void* x, const void* mid, const void* pre, const void* dy, const void* w_dw,
+                        const void* w_pw, void* dpre, void* dmid, float* dw_dw, float* dw_pw, float* db,
+                        void* dx) = 0;
 };
 
-// The two ops one after the other (every backend's SeparableConvOp unless it has a fused one).
-std::unique_ptr<SeparableConvOp> compose_separable_conv(std::unique_ptr<ConvOp> depthwise,
-                                                        std::unique_ptr<ConvOp> pointwise);
+// The two ops one after the other, and the activation's kernels on `stream` (every backend's
+// SeparableConvOp unless it has a fused one).
+std::unique_ptr<SeparableConvOp> compose_separable_conv(const SeparableConvShape& shape,
+                                                        std::unique_ptr<ConvOp> depthwise,
+                                                        std::unique_ptr<ConvOp> pointwise, Stream& stream);
 
 struct InnerProductShape {
   int64_t batch = 0;

@@ -3,14 +3,15 @@
 #pragma once
 #include <string>
 
+#include "scaletrain/backend/activation.hpp"
 #include "scaletrain/backend/backend.hpp"
 #include "scaletrain/core/tensor.hpp"
 
 namespace scaletrain::nn {
 
-enum class Activation { none, relu, selu };
+using scaletrain::Activation;
+using scaletrain::activation_name;
 Activation parse_activation(const std::string& name);
-std::string activation_name(Activation a);
 
 class FusedActivation {
  public:
@@ -21,6 +22,10 @@ class FusedActivation {
   void build(Backend& backend, const Shape& shape, const std::string& layer, DType dtype = DType::f32);
   // The tensor the layer's op writes its pre-activation output into.
   Tensor& pre() { return pre_; }
+  // The layer's output (pre() itself for none), and the pre-activation gradient's buffer (empty for
+  // none): for ops that apply the activation themselves (SeparableConvOp).
+  Tensor& post() { return act_ == Activation::none ? pre_ : post_; }
+  Tensor& dpre() { return dpre_; }
   // Applies the activation to pre() and returns the layer's output.
   const Tensor& forward();
   // Turns dy (gradient of the output) into the gradient of pre(); returns dy itself for none.

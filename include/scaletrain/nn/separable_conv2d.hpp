@@ -1,5 +1,5 @@
 // SeparableConv2D (Keras): a depthwise KxK convolution without bias, then a 1x1 pointwise
-// convolution with bias (one backend SeparableConvOp), then a fused activation. Parameters: depthwise_weight [C, 1, K, K],
+// convolution with bias, then the activation, as one backend SeparableConvOp. Parameters: depthwise_weight [C, 1, K, K],
 // pointwise_weight [F, C, 1, 1], bias [F].
 #pragma once
 #include <memory>

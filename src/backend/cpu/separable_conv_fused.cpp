@@ -1,10 +1,13 @@
-// SeparableConv2D's depthwise + pointwise pair fused, f32, a chunk of whole images at a time (about
-// kChunkRows output pixels), so that what passes from one half to the other stays in cache:
+// SeparableConv2D's depthwise + pointwise pair and its activation fused, f32, a chunk of whole images
+// at a time (about kChunkRows output pixels), so that what passes from one step to the next stays in
+// cache:
 //   forward:  mid = depthwise(x) (DepthwiseDirect), written to mid for backward and read back from
-//             cache by y = mid * w_pw^T + b (oneDNN sgemm);
-//   backward: dw_pw += dy^T * mid and db += column sums of dy, dmid = dy * w_pw into a per-thread
-//             chunk buffer, then depthwise dw and dx from it: dmid never goes to memory.
-// The composed ops (one full-size pass each) move mid once more and dmid three times.
+//             cache by pre = mid * w_pw^T + b (oneDNN sgemm), then y = act(pre) from cache;
+//   backward: dpre = act'(pre) * dy into a per-thread chunk buffer, dw_pw += dpre^T * mid and
+//             db += column sums of dpre, dmid = dpre * w_pw into another, then depthwise dw and dx
+//             from it: neither dpre nor dmid goes to memory.
+// The composed ops (one full-size pass each) move mid once more, dmid three times, pre once more and
+// dpre twice.
 #include <oneapi/dnnl/dnnl.h>
 #include <omp.h>
 
@@ -15,6 +18,7 @@
 #include "scaletrain/backend/cpu/onednn_ops.hpp"
 #include "scaletrain/core/error.hpp"
 #include "scaletrain/core/tensor.hpp"
+#include "scaletrain/kernels/activation.hpp"
 
 namespace scaletrain::cpu {
 namespace {
@@ -34,21 +38,25 @@ class FusedSeparableConv final : public SeparableConvOp {
     threads_ = std::max(1, omp_get_max_threads());
     padded_ = Tensor({threads_ * depthwise_.padded_floats()}, DType::f32, "fused separable padded images");
     dmid_ = Tensor({threads_ * chunk_images_ * image_rows_ * c_}, DType::f32, "fused separable dmid");
+    if (s.activation != Activation::none)
+      dpre_ = Tensor({threads_ * chunk_images_ * image_rows_ * f_}, DType::f32, "fused separable dpre");
     dw_pw_.resize(threads_ * f_ * c_);
     db_.resize(threads_ * f_);
     for (int t = 0; t < threads_; ++t) dw_dw_.push_back(depthwise_.make_gradients());
   }
 
-  void forward(const void* xv, const void* w_dw, const void* w_pw, const float* b, void* midv, void* yv) override {
+  void forward(const void* xv, const void* w_dw, const void* w_pw, const float* b, void* midv, void* prev,
+               void* yv) override {
     depthwise_.set_weights(static_cast<const float*>(w_dw), nullptr);
     const float* x = static_cast<const float*>(xv);
     float* mid = static_cast<float*>(midv);
+    float* pre = static_cast<float*>(prev);
     float* y = static_cast<float*>(yv);
     for_each_chunk([&](int64_t n0, int64_t images, int th) {
       for (int64_t n = n0; n < n0 + images; ++n)
         depthwise_.forward(x + n * depthwise_.in_floats(), mid + n * depthwise_.out_floats(), padded(th));
       const int64_t rows = images * image_rows_;
-      float* yc = y + n0 * image_rows_ * f_;
+      float* yc = pre + n0 * image_rows_ * f_;
       float beta = 0.0f;
       if (b && s_.pointwise.bias) {
         for (int64_t r = 0; r < rows; ++r) std::copy(b, b + f_, yc + r * f_);
@@ -57,16 +65,18 @@ class FusedSeparableConv final : public SeparableConvOp {
       check(dnnl_sgemm('N', 'T', rows, f_, c_, 1.0f, mid + n0 * image_rows_ * c_, c_,
                        static_cast<const float*>(w_pw), c_, beta, yc, f_),
             "forward");
+      activate(yc, y + n0 * image_rows_ * f_, rows * f_);
     });
   }
 
-  void backward(const void* xv, const void* midv, const void* dyv, const void* w_dw, const void* w_pw, void*,
-                float* dw_dw, float* dw_pw, float* db, void* dxv) override {
+  void backward(const void* xv, const void* midv, const void* prev, const void* dyv, const void* w_dw,
+                const void* w_pw, void*, void*, float* dw_dw, float* dw_pw, float* db, void* dxv) override {
     ST_CHECK(!s_.pointwise.bias || db != nullptr, "separable convolution ", s_.to_string(),
              " has a bias but no bias gradient buffer was given");
     depthwise_.set_weights(static_cast<const float*>(w_dw), nullptr);
     const float* x = static_cast<const float*>(xv);
     const float* mid = static_cast<const float*>(midv);
+    const float* pre = static_cast<const float*>(prev);
     const float* dy = static_cast<const float*>(dyv);
     float* dx = static_cast<float*>(dxv);
     std::fill(dw_pw_.begin(), dw_pw_.end(), 0.0f);
@@ -75,6 +85,11 @@ class FusedSeparableConv final : public SeparableConvOp {
     for_each_chunk([&](int64_t n0, int64_t images, int th) {
       const int64_t rows = images * image_rows_;
       const float* dyc = dy + n0 * image_rows_ * f_;
+      if (s_.activation != Activation::none) {
+        float* dpre = dpre_.data<float>() + th * chunk_images_ * image_rows_ * f_;
+        activate_backward(pre + n0 * image_rows_ * f_, dyc, dpre, rows * f_);
+        dyc = dpre;
+      }
       check(dnnl_sgemm('T', 'N', f_, c_, rows, 1.0f, dyc, f_, mid + n0 * image_rows_ * c_, c_, 1.0f,
                        dw_pw_.data() + th * f_ * c_, c_),
             "pointwise backward_weights");
@@ -110,6 +125,22 @@ class FusedSeparableConv final : public SeparableConvOp {
       f(n0, std::min(chunk_images_, batch - n0), omp_get_thread_num());
     }
   }
+  // y = act(pre) and dpre = act'(pre) * dy over n values, with the kernels/ functors the composed op
+  // launches (the same arithmetic), vectorized in place.
+  void activate(const float* pre, float* y, int64_t n) const {
+    if (s_.activation == Activation::relu) run(kernels::ReluForward<float>{pre, y}, n);
+    if (s_.activation == Activation::selu) run(kernels::SeluForward<float>{pre, y}, n);
+  }
+  void activate_backward(const float* pre, const float* dy, float* dpre, int64_t n) const {
+    if (s_.activation == Activation::relu) run(kernels::ReluBackward<float>{pre, dy, dpre}, n);
+    if (s_.activation == Activation::selu) run(kernels::SeluBackward<float>{pre, dy, dpre}, n);
+  }
+  template <class F>
+  static void run(const F& f, int64_t n) {
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) f(i);
+  }
+
   float* padded(int th) { return padded_.data<float>() + th * depthwise_.padded_floats(); }
 
   void add_column_sums(const float* dy, int64_t rows, float* sums) const {
@@ -133,6 +164,7 @@ class FusedSeparableConv final : public SeparableConvOp {
   int threads_ = 1;
   Tensor padded_;  // [threads, padded image], 64-byte aligned like dmid_ (the vector loads' alignment)
   Tensor dmid_;    // [threads, chunk rows, C]
+  Tensor dpre_;    // [threads, chunk rows, F], when there is an activation
   std::vector<float> dw_pw_;       // [threads, F, C]
   std::vector<float> db_;          // [threads, F]
   std::vector<DepthwiseDirect::Gradients> dw_dw_;  // [threads]

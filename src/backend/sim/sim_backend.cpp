@@ -44,12 +44,13 @@ class SimWeightedOp final : public Op {
 class SimSeparableConvOp final : public SeparableConvOp {
  public:
   SimSeparableConvOp(std::unique_ptr<SeparableConvOp> op, Stream& s) : op_(std::move(op)), s_(s) {}
-  void forward(const void* x, const void* w_dw, const void* w_pw, const float* b, void* mid, void* y) override {
-    s_.enqueue([op = op_.get(), x, w_dw, w_pw, b, mid, y] { op->forward(x, w_dw, w_pw, b, mid, y); });
+  void forward(const void* x, const void* w_dw, const void* w_pw, const float* b, void* mid, void* pre,
+               void* y) override {
+    s_.enqueue([=, op = op_.get()] { op->forward(x, w_dw, w_pw, b, mid, pre, y); });
   }
-  void backward(const void* x, const void* mid, const void* dy, const void* w_dw, const void* w_pw, void* dmid,
-                float* dw_dw, float* dw_pw, float* db, void* dx) override {
-    s_.enqueue([=, op = op_.get()] { op->backward(x, mid, dy, w_dw, w_pw, dmid, dw_dw, dw_pw, db, dx); });
+  void backward(const void* x, const void* mid, const void* pre, const void* dy, const void* w_dw, const void* w_pw,
+                void* dpre, void* dmid, float* dw_dw, float* dw_pw, float* db, void* dx) override {
+    s_.enqueue([=, op = op_.get()] { op->backward(x, mid, pre, dy, w_dw, w_pw, dpre, dmid, dw_dw, dw_pw, db, dx); });
   }
 
  private:

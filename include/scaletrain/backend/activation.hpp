@@ -1,0 +1,24 @@
+// The activations a layer applies after its bias (Keras' `activation=` argument: none, relu, selu),
+// launched as kernels/ functors on a stream in the layer's storage type. Ops that fuse the
+// activation into their output (SeparableConvOp) take the kind in their shape.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "scaletrain/core/dtype.hpp"
+
+namespace scaletrain {
+
+class Stream;
+
+enum class Activation { none, relu, selu };
+std::string activation_name(Activation a);
+
+// post[i] = act(pre[i]) for i < n, queued on `stream`; pre and post are `dtype` (f32, bf16, f16).
+// Not for none (there is nothing to do: the output is pre itself).
+void launch_activation_forward(Stream& stream, Activation act, DType dtype, const void* pre, void* post, int64_t n);
+// dpre[i] = act'(pre[i]) * dpost[i] for i < n, queued on `stream`. Not for none.
+void launch_activation_backward(Stream& stream, Activation act, DType dtype, const void* pre, const void* dpost,
+                                void* dpre, int64_t n);
+
+}  // namespace scaletrain
