@@ -109,11 +109,11 @@ void bench_separable(Backend& cpu, int64_t batch, int64_t hw, int64_t c, int rep
   const auto [bwd_a, bwd_f] = best_of(
       reps,
       [&] {
-        composed->backward(x.data(), mid_a.data(), pre_a.data(), dy.data(), w_dw.data(), w_pw.data(), dpre.data(),
+        composed->backward(x.data(), mid_a.data(), pre_a.data(), y_a.data(), dy.data(), w_dw.data(), w_pw.data(), dpre.data(),
                            dmid.data(), gdw_a.data(), gpw_a.data(), db_a.data(), dx_a.data());
       },
       [&] {
-        fused->backward(x.data(), mid_f.data(), pre_f.data(), dy.data(), w_dw.data(), w_pw.data(), dpre.data(),
+        fused->backward(x.data(), mid_f.data(), pre_f.data(), y_f.data(), dy.data(), w_dw.data(), w_pw.data(), dpre.data(),
                         dmid.data(), gdw_f.data(), gpw_f.data(), db_f.data(), dx_f.data());
       });
   const std::string shape = std::to_string(batch) + "x" + std::to_string(hw) + "x" + std::to_string(hw) + "x" +

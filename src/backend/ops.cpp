@@ -83,8 +83,8 @@ class ComposedSeparableConv final : public SeparableConvOp {
     pointwise_->forward(mid, w_pw, b, pre);
     if (act_ != Activation::none) launch_activation_forward(stream_, act_, dtype_, pre, y, outputs_);
   }
-  void backward(const void* x, const void* mid, const void* pre, const void* dy, const void* w_dw, const void* w_pw,
-                void* dpre, void* dmid, float* dw_dw, float* dw_pw, float* db, void* dx) override {
+  void backward(const void* x, const void* mid, const void* pre, const void*, const void* dy, const void* w_dw,
+                const void* w_pw, void* dpre, void* dmid, float* dw_dw, float* dw_pw, float* db, void* dx) override {
     if (act_ != Activation::none) {
       launch_activation_backward(stream_, act_, dtype_, pre, dy, dpre, outputs_);
       dy = dpre;

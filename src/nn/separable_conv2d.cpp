@@ -67,8 +67,8 @@ const Tensor& SeparableConv2D::forward(const Tensor& x, bool training) {
 }
 
 const Tensor& SeparableConv2D::backward(const Tensor& dy, bool need_dx) {
-  op_->backward(x_.device_raw(), mid_.device_raw(), act_.pre().device_raw(), dy.device_raw(),
-                params_[0].compute_value.device_raw(), params_[1].compute_value.device_raw(),
+  op_->backward(x_.device_raw(), mid_.device_raw(), act_.pre().device_raw(), act_.post().device_raw(),
+                dy.device_raw(), params_[0].compute_value.device_raw(), params_[1].compute_value.device_raw(),
                 act_.dpre().device_raw(), dmid_.device_raw(), params_[0].grad.device_data<float>(),
                 params_[1].grad.device_data<float>(), params_[2].grad.device_data<float>(),
                 need_dx ? dx_.device_raw() : nullptr);

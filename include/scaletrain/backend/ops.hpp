@@ -65,16 +65,17 @@ struct SeparableConvShape {
 class SeparableConvOp {
  public:
   virtual ~SeparableConvOp() = default;
-  // mid = depthwise(x, w_dw); pre = pointwise(mid, w_pw) + b; y = activation(pre). mid and pre are
-  // kept for backward. With the activation none, y is pre (the same pointer).
+  // mid = depthwise(x, w_dw); pre = pointwise(mid, w_pw) + b; y = activation(pre). With the
+  // activation none, y is pre (the same pointer). mid and pre are the op's to keep what backward
+  // needs in: an op may leave them unwritten and recompute from x and y instead (the cpu fused op).
   virtual void forward(const void* x, const void* w_dw, const void* w_pw, const float* b, void* mid, void* pre,
                        void* y) = 0;
-  // From dy, the gradient of y: dw_dw, dw_pw, db (overwritten) and, when dx is not null, dx. dpre
-  // (pre's size; null when the activation is none) and dmid (mid's size) are scratch space: an op may
-  // leave them unwritten.
-  virtual void backward(const void* x, const void* mid, const void* pre, const void* dy, const void* w_dw,
-                        const void* w_pw, void* dpre, void* dmid, float* dw_dw, float* dw_pw, float* db,
-                        void* dx) = 0;
+  // From dy, the gradient of y: dw_dw, dw_pw, db (overwritten) and, when dx is not null, dx. x, mid,
+  // pre and y are as forward left them. dpre (pre's size; null when the activation is none) and dmid
+  // (mid's size) are scratch space: an op may leave them unwritten.
+  virtual void backward(const void* x, const void* mid, const void* pre, const void* y, const void* dy,
+                        const void* w_dw, const void* w_pw, void* dpre, void* dmid, float* dw_dw, float* dw_pw,
+                        float* db, void* dx) = 0;
 };
 
 // The two ops one after the other, and the activation's kernels on `stream` (every backend's

@@ -1,5 +1,6 @@
-// The direct depthwise convolution's per-image kernels (depthwise_direct.hpp). Channel blocks go in
-// groups of eight (eight accumulator chains in flight), the rest one by one; a tail block's
+// The direct depthwise convolution's per-image kernels (depthwise_direct.hpp): row-blocked loops for
+// 3x3 at stride 1, and for other shapes a pixel at a time with channel blocks in groups of eight
+// (eight accumulator chains in flight), the rest one by one. A tail block's
 // full-vector loads may read up to 15 floats past a pixel's channels (into the next pixel, or the
 // buffer's slack), whose lanes meet zero weights or a zero gradient and are never stored.
 #include "scaletrain/backend/cpu/depthwise_direct.hpp"
@@ -11,9 +12,29 @@
 namespace scaletrain::cpu {
 namespace {
 constexpr int kGroup = 8;
+constexpr int kRowBlock = 8;  // output pixels per register block of the 3x3 loops
+
+bool takes_rows3x3(const ConvShape& s) {
+  return s.kernel_h == 3 && s.kernel_w == 3 && s.stride_h == 1 && s.stride_w == 1 && s.pad_top <= 2 &&
+         s.pad_bottom <= 2 && s.pad_left <= 2 && s.pad_right <= 2;
+}
+
+// The image backward-data reads for 3x3 at stride 1: dy padded so that a forward pass over it with
+// the rotated kernel gives dx (unused, and clamped, for other shapes).
+ConvShape padded_dy_shape(const ConvShape& s) {
+  ConvShape d = s;
+  d.in_h = s.out_h();
+  d.in_w = s.out_w();
+  d.pad_top = std::max<int64_t>(0, 2 - s.pad_top);
+  d.pad_bottom = std::max<int64_t>(0, 2 - s.pad_bottom);
+  d.pad_left = std::max<int64_t>(0, 2 - s.pad_left);
+  d.pad_right = std::max<int64_t>(0, 2 - s.pad_right);
+  return d;
+}
 }  // namespace
 
-DepthwiseDirect::DepthwiseDirect(const ConvShape& s) : s_(s), image_(s, 0, kLanes) {
+DepthwiseDirect::DepthwiseDirect(const ConvShape& s)
+    : s_(s), rows3x3_(takes_rows3x3(s)), image_(s, 0, kLanes), dy_image_(padded_dy_shape(s), 0, kLanes) {
   ST_CHECK(s.dtype == DType::f32 && s.groups == s.in_c && s.out_c == s.in_c,
            "the direct depthwise convolution runs f32 with groups == in_c == out_c, not ", s.to_string());
   c_ = s.in_c;
@@ -22,6 +43,7 @@ DepthwiseDirect::DepthwiseDirect(const ConvShape& s) : s_(s), image_(s, 0, kLane
   out_h_ = s.out_h();
   out_w_ = s.out_w();
   wt_.resize(taps_ * blocks_);
+  wt_rotated_.resize(taps_ * blocks_);
   bias_.resize(blocks_);
 }
 
@@ -30,10 +52,17 @@ void DepthwiseDirect::set_weights(const float* w, const float* b) {
   for (int64_t ch = 0; ch < c_; ++ch)
     for (int64_t t = 0; t < taps_; ++t) wt_[t * blocks_ + ch / kLanes][ch % kLanes] = w[ch * taps_ + t];
   for (int64_t c = 0; c < blocks_; ++c) bias_[c] = b ? load_part(b + c * kLanes, c_ - c * kLanes) : Vec16{};
+  for (int64_t t = 0; t < taps_; ++t)
+    std::copy(wt_.begin() + t * blocks_, wt_.begin() + (t + 1) * blocks_, wt_rotated_.begin() + (taps_ - 1 - t) * blocks_);
 }
 
 void DepthwiseDirect::forward(const float* x, float* y, float* padded) const {
-  image_.pad(x, padded);
+  pad_input(x, padded);
+  forward_padded(padded, y);
+}
+
+void DepthwiseDirect::forward_padded(const float* padded, float* y) const {
+  if (rows3x3_) return rows3x3(padded, image_.row_floats(), out_h_, out_w_, wt_.data(), true, y);
   for (int64_t oh = 0; oh < out_h_; ++oh)
     for (int64_t ow = 0; ow < out_w_; ++ow) {
       const float* xw = padded + window(oh, ow);
@@ -59,6 +88,10 @@ void DepthwiseDirect::forward_blocks(const float* xw, int64_t c0, float* yq) con
 }
 
 void DepthwiseDirect::backward_data(const float* dy, float* dx, float* padded) const {
+  if (rows3x3_) {
+    dy_image_.pad(dy, padded);
+    return rows3x3(padded, dy_image_.row_floats(), s_.in_h, s_.in_w, wt_rotated_.data(), false, dx);
+  }
   std::fill(padded, padded + image_.floats(), 0.0f);
   for (int64_t oh = 0; oh < out_h_; ++oh)
     for (int64_t ow = 0; ow < out_w_; ++ow) {
@@ -102,7 +135,12 @@ DepthwiseDirect::Gradients DepthwiseDirect::make_gradients() const {
 }
 
 void DepthwiseDirect::backward_weights(const float* x, const float* dy, Gradients& g, float* padded) const {
-  image_.pad(x, padded);
+  pad_input(x, padded);
+  backward_weights_padded(padded, dy, g);
+}
+
+void DepthwiseDirect::backward_weights_padded(const float* padded, const float* dy, Gradients& g) const {
+  if (rows3x3_) return backward_weights_3x3(padded, dy, g);
   for (int64_t oh = 0; oh < out_h_; ++oh)
     for (int64_t ow = 0; ow < out_w_; ++ow) {
       const float* xw = padded + window(oh, ow);
@@ -128,6 +166,89 @@ void DepthwiseDirect::backward_weights_blocks(const float* xw, const float* dyq,
 #pragma GCC unroll 8
       for (int i = 0; i < kB; ++i) acc[i] += load(xs + i * kLanes) * d[i];
     }
+}
+
+// 3x3 at stride 1: out[rows, cols] from a padded image, a row of kRowBlock output pixels of one
+// channel block at a time: each kernel row loads the block's kRowBlock + 2 input vectors once for its
+// three taps (0.5 loads per FMA, where a pixel at a time loads an input and a weight per FMA).
+void DepthwiseDirect::rows3x3(const float* padded, int64_t row_floats, int64_t rows, int64_t cols, const Vec16* w,
+                              bool bias, float* out) const {
+  for (int64_t oh = 0; oh < rows; ++oh)
+    for (int64_t cb = 0; cb < blocks_; ++cb) {
+      const float* src = padded + oh * row_floats + cb * kLanes;
+      float* dst = out + oh * cols * c_ + cb * kLanes;
+      const Vec16 b = bias ? bias_[cb] : Vec16{};
+      const int64_t lanes = c_ - cb * kLanes;
+      int64_t ow = 0;
+      for (; ow + kRowBlock <= cols; ow += kRowBlock)
+        rows3x3_block<kRowBlock>(src + ow * c_, row_floats, w + cb, b, dst + ow * c_, lanes);
+      const float* s = src + ow * c_;
+      float* d = dst + ow * c_;
+      switch (cols - ow) {
+        case 7: rows3x3_block<7>(s, row_floats, w + cb, b, d, lanes); break;
+        case 6: rows3x3_block<6>(s, row_floats, w + cb, b, d, lanes); break;
+        case 5: rows3x3_block<5>(s, row_floats, w + cb, b, d, lanes); break;
+        case 4: rows3x3_block<4>(s, row_floats, w + cb, b, d, lanes); break;
+        case 3: rows3x3_block<3>(s, row_floats, w + cb, b, d, lanes); break;
+        case 2: rows3x3_block<2>(s, row_floats, w + cb, b, d, lanes); break;
+        case 1: rows3x3_block<1>(s, row_floats, w + cb, b, d, lanes); break;
+        default: break;
+      }
+    }
+}
+
+// kP adjacent output pixels of one channel block; w points at the block's tap 0 ([taps, blocks]).
+template <int kP>
+void DepthwiseDirect::rows3x3_block(const float* src, int64_t row_floats, const Vec16* w, Vec16 bias, float* dst,
+                                    int64_t lanes) const {
+  Vec16 acc[kP];
+  for (int j = 0; j < kP; ++j) acc[j] = bias;
+  for (int kh = 0; kh < 3; ++kh) {
+    Vec16 xv[kP + 2];
+    for (int j = 0; j < kP + 2; ++j) xv[j] = load(src + kh * row_floats + j * c_);
+    const Vec16 w0 = w[(kh * 3) * blocks_], w1 = w[(kh * 3 + 1) * blocks_], w2 = w[(kh * 3 + 2) * blocks_];
+    for (int j = 0; j < kP; ++j) {
+      acc[j] += xv[j] * w0;
+      acc[j] += xv[j + 1] * w1;
+      acc[j] += xv[j + 2] * w2;
+    }
+  }
+  for (int j = 0; j < kP; ++j) store_part(dst + j * c_, acc[j], lanes);
+}
+
+// 3x3 at stride 1: per channel block, the nine tap sums in registers over the whole image; along a row
+// each kernel row's three input vectors slide by one pixel (one new load per kernel row and pixel).
+void DepthwiseDirect::backward_weights_3x3(const float* padded, const float* dy, Gradients& g) const {
+  const int64_t row = image_.row_floats();
+  for (int64_t cb = 0; cb < blocks_; ++cb) {
+    Vec16 acc[9];
+    for (int t = 0; t < 9; ++t) acc[t] = g.dw[t * blocks_ + cb];
+    Vec16 db = g.db[cb];
+    const int64_t lanes = c_ - cb * kLanes;
+    for (int64_t oh = 0; oh < out_h_; ++oh) {
+      const float* src = padded + oh * row + cb * kLanes;
+      const float* d = dy + oh * out_w_ * c_ + cb * kLanes;
+      Vec16 x0[3], x1[3];
+      for (int kh = 0; kh < 3; ++kh) {
+        x0[kh] = load(src + kh * row);
+        x1[kh] = load(src + kh * row + c_);
+      }
+      for (int64_t ow = 0; ow < out_w_; ++ow) {
+        const Vec16 dv = load_part(d + ow * c_, lanes);
+        db += dv;
+        for (int kh = 0; kh < 3; ++kh) {
+          const Vec16 x2 = load(src + kh * row + (ow + 2) * c_);
+          acc[kh * 3] += x0[kh] * dv;
+          acc[kh * 3 + 1] += x1[kh] * dv;
+          acc[kh * 3 + 2] += x2 * dv;
+          x0[kh] = x1[kh];
+          x1[kh] = x2;
+        }
+      }
+    }
+    for (int t = 0; t < 9; ++t) g.dw[t * blocks_ + cb] = acc[t];
+    g.db[cb] = db;
+  }
 }
 
 void DepthwiseDirect::write_out(const Gradients& g, float* dw, float* db) const {

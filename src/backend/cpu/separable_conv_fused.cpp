@@ -1,13 +1,13 @@
 // SeparableConv2D's depthwise + pointwise pair and its activation fused, f32, a chunk of whole images
 // at a time (about kChunkRows output pixels), so that what passes from one step to the next stays in
-// cache:
-//   forward:  mid = depthwise(x) (DepthwiseDirect), written to mid for backward and read back from
-//             cache by pre = mid * w_pw^T + b (oneDNN sgemm), then y = act(pre) from cache;
-//   backward: dpre = act'(pre) * dy into a per-thread chunk buffer, dw_pw += dpre^T * mid and
-//             db += column sums of dpre, dmid = dpre * w_pw into another, then depthwise dw and dx
-//             from it: neither dpre nor dmid goes to memory.
-// The composed ops (one full-size pass each) move mid once more, dmid three times, pre once more and
-// dpre twice.
+// per-thread chunk buffers in cache and only x, y, dy and dx go through memory:
+//   forward:  mid = depthwise(x) (DepthwiseDirect), pre = mid * w_pw^T + b (oneDNN sgemm), y = act(pre)
+//             from cache. Neither mid nor pre is kept: the op leaves the caller's unwritten.
+//   backward: mid = depthwise(x) again (a small fraction of the pointwise work; the padded images
+//             stay for the depthwise weight gradient), dpre = act'(y) * dy
+//             from the output, dw_pw += dpre^T * mid, db += column sums of dpre, dmid = dpre * w_pw,
+//             then depthwise dw and dx from dmid.
+// The composed ops (one full-size pass each) write and read mid, pre, dpre and dmid in memory as well.
 #include <oneapi/dnnl/dnnl.h>
 #include <omp.h>
 
@@ -36,71 +36,67 @@ class FusedSeparableConv final : public SeparableConvOp {
     chunk_images_ = std::max<int64_t>(1, kChunkRows / image_rows_);
     chunks_ = (s.depthwise.batch + chunk_images_ - 1) / chunk_images_;
     threads_ = std::max(1, omp_get_max_threads());
-    padded_ = Tensor({threads_ * depthwise_.padded_floats()}, DType::f32, "fused separable padded images");
-    dmid_ = Tensor({threads_ * chunk_images_ * image_rows_ * c_}, DType::f32, "fused separable dmid");
-    if (s.activation != Activation::none)
-      dpre_ = Tensor({threads_ * chunk_images_ * image_rows_ * f_}, DType::f32, "fused separable dpre");
+    padded_ = Tensor({threads_ * chunk_images_ * depthwise_.padded_floats()}, DType::f32,
+                     "fused separable padded images");
+    mid_ = Tensor({threads_ * chunk_floats(c_)}, DType::f32, "fused separable mid");
+    dmid_ = Tensor({threads_ * chunk_floats(c_)}, DType::f32, "fused separable dmid");
+    pre_ = Tensor({threads_ * chunk_floats(f_)}, DType::f32, "fused separable pre");
     dw_pw_.resize(threads_ * f_ * c_);
     db_.resize(threads_ * f_);
     for (int t = 0; t < threads_; ++t) dw_dw_.push_back(depthwise_.make_gradients());
   }
 
-  void forward(const void* xv, const void* w_dw, const void* w_pw, const float* b, void* midv, void* prev,
-               void* yv) override {
+  void forward(const void* xv, const void* w_dw, const void* w_pw, const float* b, void*, void*, void* yv) override {
     depthwise_.set_weights(static_cast<const float*>(w_dw), nullptr);
     const float* x = static_cast<const float*>(xv);
-    float* mid = static_cast<float*>(midv);
-    float* pre = static_cast<float*>(prev);
     float* y = static_cast<float*>(yv);
     for_each_chunk([&](int64_t n0, int64_t images, int th) {
-      for (int64_t n = n0; n < n0 + images; ++n)
-        depthwise_.forward(x + n * depthwise_.in_floats(), mid + n * depthwise_.out_floats(), padded(th));
+      const float* mid = depthwise_chunk(x, n0, images, th);
       const int64_t rows = images * image_rows_;
-      float* yc = pre + n0 * image_rows_ * f_;
+      float* yc = y + n0 * image_rows_ * f_;
+      float* pre = s_.activation == Activation::none ? yc : chunk(pre_, f_, th);
       float beta = 0.0f;
       if (b && s_.pointwise.bias) {
-        for (int64_t r = 0; r < rows; ++r) std::copy(b, b + f_, yc + r * f_);
+        for (int64_t r = 0; r < rows; ++r) std::copy(b, b + f_, pre + r * f_);
         beta = 1.0f;
       }
-      check(dnnl_sgemm('N', 'T', rows, f_, c_, 1.0f, mid + n0 * image_rows_ * c_, c_,
-                       static_cast<const float*>(w_pw), c_, beta, yc, f_),
+      check(dnnl_sgemm('N', 'T', rows, f_, c_, 1.0f, mid, c_, static_cast<const float*>(w_pw), c_, beta, pre, f_),
             "forward");
-      activate(yc, y + n0 * image_rows_ * f_, rows * f_);
+      activate(pre, yc, rows * f_);
     });
   }
 
-  void backward(const void* xv, const void* midv, const void* prev, const void* dyv, const void* w_dw,
+  void backward(const void* xv, const void*, const void*, const void* yv, const void* dyv, const void* w_dw,
                 const void* w_pw, void*, void*, float* dw_dw, float* dw_pw, float* db, void* dxv) override {
     ST_CHECK(!s_.pointwise.bias || db != nullptr, "separable convolution ", s_.to_string(),
              " has a bias but no bias gradient buffer was given");
     depthwise_.set_weights(static_cast<const float*>(w_dw), nullptr);
     const float* x = static_cast<const float*>(xv);
-    const float* mid = static_cast<const float*>(midv);
-    const float* pre = static_cast<const float*>(prev);
+    const float* y = static_cast<const float*>(yv);
     const float* dy = static_cast<const float*>(dyv);
     float* dx = static_cast<float*>(dxv);
     std::fill(dw_pw_.begin(), dw_pw_.end(), 0.0f);
     std::fill(db_.begin(), db_.end(), 0.0f);
     for (auto& g : dw_dw_) g.clear();
     for_each_chunk([&](int64_t n0, int64_t images, int th) {
+      const float* mid = depthwise_chunk(x, n0, images, th);
       const int64_t rows = images * image_rows_;
-      const float* dyc = dy + n0 * image_rows_ * f_;
+      const float* dpre = dy + n0 * image_rows_ * f_;
       if (s_.activation != Activation::none) {
-        float* dpre = dpre_.data<float>() + th * chunk_images_ * image_rows_ * f_;
-        activate_backward(pre + n0 * image_rows_ * f_, dyc, dpre, rows * f_);
-        dyc = dpre;
+        float* buffer = chunk(pre_, f_, th);
+        activate_backward(y + n0 * image_rows_ * f_, dpre, buffer, rows * f_);
+        dpre = buffer;
       }
-      check(dnnl_sgemm('T', 'N', f_, c_, rows, 1.0f, dyc, f_, mid + n0 * image_rows_ * c_, c_, 1.0f,
-                       dw_pw_.data() + th * f_ * c_, c_),
+      check(dnnl_sgemm('T', 'N', f_, c_, rows, 1.0f, dpre, f_, mid, c_, 1.0f, dw_pw_.data() + th * f_ * c_, c_),
             "pointwise backward_weights");
-      add_column_sums(dyc, rows, db_.data() + th * f_);
-      float* dmid = dmid_.data<float>() + th * chunk_images_ * image_rows_ * c_;
-      check(dnnl_sgemm('N', 'N', rows, c_, f_, 1.0f, dyc, f_, static_cast<const float*>(w_pw), c_, 0.0f, dmid, c_),
+      add_column_sums(dpre, rows, db_.data() + th * f_);
+      float* dmid = chunk(dmid_, c_, th);
+      check(dnnl_sgemm('N', 'N', rows, c_, f_, 1.0f, dpre, f_, static_cast<const float*>(w_pw), c_, 0.0f, dmid, c_),
             "pointwise backward_data");
       for (int64_t i = 0; i < images; ++i) {
         const float* dmid_n = dmid + i * depthwise_.out_floats();
-        depthwise_.backward_weights(x + (n0 + i) * depthwise_.in_floats(), dmid_n, dw_dw_[th], padded(th));
-        if (dx) depthwise_.backward_data(dmid_n, dx + (n0 + i) * depthwise_.in_floats(), padded(th));
+        depthwise_.backward_weights_padded(padded(th, i), dmid_n, dw_dw_[th]);
+        if (dx) depthwise_.backward_data(dmid_n, dx + (n0 + i) * depthwise_.in_floats(), padded(th, i));
       }
     });
     for (int th = 1; th < threads_; ++th) {
@@ -125,23 +121,39 @@ class FusedSeparableConv final : public SeparableConvOp {
       f(n0, std::min(chunk_images_, batch - n0), omp_get_thread_num());
     }
   }
-  // y = act(pre) and dpre = act'(pre) * dy over n values, with the kernels/ functors the composed op
-  // launches (the same arithmetic), vectorized in place.
+  int64_t chunk_floats(int64_t channels) const { return chunk_images_ * image_rows_ * channels; }
+  float* chunk(Tensor& buffers, int64_t channels, int th) { return buffers.data<float>() + th * chunk_floats(channels); }
+  // The padded buffer of the chunk's image i on thread th.
+  float* padded(int th, int64_t i) {
+    return padded_.data<float>() + (th * chunk_images_ + i) * depthwise_.padded_floats();
+  }
+
+  // The chunk's depthwise output, into the thread's mid buffer; the padded images stay in the
+  // thread's padded buffers for backward_weights.
+  const float* depthwise_chunk(const float* x, int64_t n0, int64_t images, int th) {
+    float* mid = chunk(mid_, c_, th);
+    for (int64_t i = 0; i < images; ++i) {
+      depthwise_.pad_input(x + (n0 + i) * depthwise_.in_floats(), padded(th, i));
+      depthwise_.forward_padded(padded(th, i), mid + i * depthwise_.out_floats());
+    }
+    return mid;
+  }
+
+  // y = act(pre) and dpre = act'(y) * dy over n values, with the kernels/ functors, vectorized in
+  // place (none: pre is y already).
   void activate(const float* pre, float* y, int64_t n) const {
     if (s_.activation == Activation::relu) run(kernels::ReluForward<float>{pre, y}, n);
     if (s_.activation == Activation::selu) run(kernels::SeluForward<float>{pre, y}, n);
   }
-  void activate_backward(const float* pre, const float* dy, float* dpre, int64_t n) const {
-    if (s_.activation == Activation::relu) run(kernels::ReluBackward<float>{pre, dy, dpre}, n);
-    if (s_.activation == Activation::selu) run(kernels::SeluBackward<float>{pre, dy, dpre}, n);
+  void activate_backward(const float* y, const float* dy, float* dpre, int64_t n) const {
+    if (s_.activation == Activation::relu) run(kernels::ReluBackwardFromOutput<float>{y, dy, dpre}, n);
+    if (s_.activation == Activation::selu) run(kernels::SeluBackwardFromOutput<float>{y, dy, dpre}, n);
   }
   template <class F>
   static void run(const F& f, int64_t n) {
 #pragma omp simd
     for (int64_t i = 0; i < n; ++i) f(i);
   }
-
-  float* padded(int th) { return padded_.data<float>() + th * depthwise_.padded_floats(); }
 
   void add_column_sums(const float* dy, int64_t rows, float* sums) const {
     for (int64_t r = 0; r < rows; ++r) {
@@ -162,9 +174,9 @@ class FusedSeparableConv final : public SeparableConvOp {
   int64_t image_rows_ = 0;         // output pixels per image
   int64_t chunk_images_ = 0, chunks_ = 0;
   int threads_ = 1;
-  Tensor padded_;  // [threads, padded image], 64-byte aligned like dmid_ (the vector loads' alignment)
-  Tensor dmid_;    // [threads, chunk rows, C]
-  Tensor dpre_;    // [threads, chunk rows, F], when there is an activation
+  // Per-thread buffers, 64-byte aligned (the vector loads' alignment): [threads, chunk images, padded image],
+  // [threads, chunk rows, C] for mid and dmid, [threads, chunk rows, F] for pre and dpre.
+  Tensor padded_, mid_, dmid_, pre_;
   std::vector<float> dw_pw_;       // [threads, F, C]
   std::vector<float> db_;          // [threads, F]
   std::vector<DepthwiseDirect::Gradients> dw_dw_;  // [threads]

@@ -48,9 +48,10 @@ class SimSeparableConvOp final : public SeparableConvOp {
                void* y) override {
     s_.enqueue([=, op = op_.get()] { op->forward(x, w_dw, w_pw, b, mid, pre, y); });
   }
-  void backward(const void* x, const void* mid, const void* pre, const void* dy, const void* w_dw, const void* w_pw,
-                void* dpre, void* dmid, float* dw_dw, float* dw_pw, float* db, void* dx) override {
-    s_.enqueue([=, op = op_.get()] { op->backward(x, mid, pre, dy, w_dw, w_pw, dpre, dmid, dw_dw, dw_pw, db, dx); });
+  void backward(const void* x, const void* mid, const void* pre, const void* y, const void* dy, const void* w_dw,
+                const void* w_pw, void* dpre, void* dmid, float* dw_dw, float* dw_pw, float* db, void* dx) override {
+    s_.enqueue(
+        [=, op = op_.get()] { op->backward(x, mid, pre, y, dy, w_dw, w_pw, dpre, dmid, dw_dw, dw_pw, db, dx); });
   }
 
  private:

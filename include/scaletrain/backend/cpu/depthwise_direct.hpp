@@ -1,9 +1,12 @@
 // DepthwiseDirect: the direct f32 depthwise convolution (groups == channels), NHWC, any kernel, stride
 // and padding, one image at a time, vectorized across channels in 16-float blocks. An image is copied
-// into a zero-padded buffer (the caller's, one per thread) that stays in cache. Used image by image by
+// into a zero-padded buffer (the caller's, one per thread) that stays in cache. 3x3 kernels at stride 1
+// (SeparableConv2D's) run row-blocked loops that keep each input vector in a register for all the
+// taps that read it; backward-data is then the forward loop on the padded dy with the kernel rotated. Used image by image by
 // the fused separable convolution (separable_conv_fused.cpp) and, over a batch, by the standalone
 // depthwise op (depthwise_conv_direct.cpp).
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -21,12 +24,15 @@ class DepthwiseDirect {
   // OIHW weights [C, 1, KH, KW] and the bias (null: none) for the calls that follow.
   void set_weights(const float* w, const float* b);
   // Floats of the padded buffer each call needs.
-  int64_t padded_floats() const { return image_.floats(); }
+  int64_t padded_floats() const { return std::max(image_.floats(), dy_image_.floats()); }
   // Floats of one image's input and output.
   int64_t in_floats() const { return image_.image_floats(); }
   int64_t out_floats() const { return out_h_ * out_w_ * c_; }
 
   void forward(const float* x, float* y, float* padded) const;
+  // forward and backward_weights in two steps, so that one padded image serves both.
+  void pad_input(const float* x, float* padded) const { image_.pad(x, padded); }
+  void forward_padded(const float* padded, float* y) const;
   // dx = the sum of dy * w over the windows that read each input (overwritten).
   void backward_data(const float* dy, float* dx, float* padded) const;
 
@@ -39,9 +45,16 @@ class DepthwiseDirect {
   };
   Gradients make_gradients() const;
   void backward_weights(const float* x, const float* dy, Gradients& g, float* padded) const;
+  void backward_weights_padded(const float* padded, const float* dy, Gradients& g) const;
   void write_out(const Gradients& g, float* dw, float* db) const;
 
  private:
+  template <int kP>
+  void rows3x3_block(const float* src, int64_t row_floats, const Vec16* w, Vec16 bias, float* dst,
+                     int64_t lanes) const;
+  void rows3x3(const float* padded, int64_t row_floats, int64_t rows, int64_t cols, const Vec16* w, bool bias,
+               float* out) const;
+  void backward_weights_3x3(const float* padded, const float* dy, Gradients& g) const;
   template <int kB>
   void forward_blocks(const float* xw, int64_t c0, float* yq) const;
   template <int kB>
@@ -55,10 +68,13 @@ class DepthwiseDirect {
   int64_t tap_offset(int64_t kh, int64_t kw) const { return kh * image_.row_floats() + kw * c_; }
 
   ConvShape s_;
-  PaddedImage image_;  // a tail block's full-vector loads may run 15 floats past the last pixel
+  bool rows3x3_ = false;  // 3x3, stride 1, padding at most 2 per side: the row-blocked loops
+  PaddedImage image_;     // a tail block's full-vector loads may run 15 floats past the last pixel
+  PaddedImage dy_image_;  // rows3x3_: dy padded by 2 - padding per side
   int64_t c_ = 0, blocks_ = 0, taps_ = 0;
   int64_t out_h_ = 0, out_w_ = 0;
   std::vector<Vec16> wt_;    // [taps, blocks], zero beyond C
+  std::vector<Vec16> wt_rotated_;  // rows3x3_: the same with the kernel rotated by 180 degrees
   std::vector<Vec16> bias_;  // [blocks]
 };
 

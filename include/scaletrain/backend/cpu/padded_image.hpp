@@ -24,10 +24,15 @@ class PaddedImage {
   int64_t floats() const { return floats_; }          // the whole buffer
   int64_t image_floats() const { return in_h_ * row_in_; }  // one unpadded image
 
-  // buffer = zeros, then x's rows inside the border.
+  // buffer = x's rows inside a border of zeros (the slack zeroed too), each float written once.
   void pad(const float* x, float* buffer) const {
-    std::fill(buffer, buffer + floats_, 0.0f);
-    for (int64_t h = 0; h < in_h_; ++h) std::copy(x + h * row_in_, x + (h + 1) * row_in_, row(buffer, h));
+    float* next = buffer;  // the first float not yet written
+    for (int64_t h = 0; h < in_h_; ++h) {
+      float* r = row(buffer, h);
+      std::fill(next, r, 0.0f);
+      next = std::copy(x + h * row_in_, x + (h + 1) * row_in_, r);
+    }
+    std::fill(next, buffer + floats_, 0.0f);
   }
   // x = the part of buffer inside the border.
   void crop(const float* buffer, float* x) const {
