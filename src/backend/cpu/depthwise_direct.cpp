@@ -213,7 +213,12 @@ void DepthwiseDirect::rows3x3_block(const float* src, int64_t row_floats, const 
       acc[j] += xv[j + 2] * w2;
     }
   }
-  for (int j = 0; j < kP; ++j) store_part(dst + j * c_, acc[j], lanes);
+  if (lanes >= kLanes) {  // full blocks apart, so that the accumulators are stored from registers
+#pragma GCC unroll 8
+    for (int j = 0; j < kP; ++j) store(dst + j * c_, acc[j]);
+  } else {
+    for (int j = 0; j < kP; ++j) store_part(dst + j * c_, acc[j], lanes);
+  }
 }
 
 // 3x3 at stride 1: per channel block, the nine tap sums in registers over the whole image; along a row
