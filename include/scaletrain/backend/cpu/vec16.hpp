@@ -4,6 +4,9 @@
 #pragma once
 #include <cstdint>
 #include <cstring>
+#ifdef __AVX512F__
+#include <immintrin.h>
+#endif
 
 namespace scaletrain::cpu {
 
@@ -16,16 +19,25 @@ inline Vec16 load(const float* p) {
   return v;
 }
 inline void store(float* p, Vec16 v) { std::memcpy(p, &v, sizeof v); }
-// The first n lanes (all 16 when n >= 16); the others are zero or left alone.
+// The first n lanes (all 16 when n >= 16); the others are zero or left alone. With AVX-512 a masked
+// load or store (no lane past n is touched); without, a loop over the lanes.
 inline Vec16 load_part(const float* p, int64_t n) {
   if (n >= kLanes) return load(p);
+#ifdef __AVX512F__
+  return reinterpret_cast<Vec16>(_mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << n) - 1), p));
+#else
   Vec16 v{};
   for (int64_t i = 0; i < n; ++i) v[i] = p[i];
   return v;
+#endif
 }
 inline void store_part(float* p, Vec16 v, int64_t n) {
   if (n >= kLanes) return store(p, v);
+#ifdef __AVX512F__
+  _mm512_mask_storeu_ps(p, static_cast<__mmask16>((1u << n) - 1), reinterpret_cast<__m512>(v));
+#else
   for (int64_t i = 0; i < n; ++i) p[i] = v[i];
+#endif
 }
 
 }  // namespace scaletrain::cpu
