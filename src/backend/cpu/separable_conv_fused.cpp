@@ -1,12 +1,13 @@
 // SeparableConv2D's depthwise + pointwise pair and its activation fused, f32, a chunk of whole images
 // at a time (about kChunkRows output pixels), so that what passes from one step to the next stays in
 // per-thread chunk buffers in cache and only x, y, dy and dx go through memory:
-//   forward:  mid = depthwise(x) (DepthwiseDirect), pre = mid * w_pw^T + b (oneDNN sgemm), y = act(pre)
-//             from cache. Neither mid nor pre is kept: the op leaves the caller's unwritten.
+//   forward:  mid = depthwise(x) (DepthwiseDirect), pre = mid * w_pw^T (oneDNN sgemm), then pre + b
+//             and y = act(pre) row by row from cache. Neither mid nor pre is kept: the op leaves the
+//             caller's unwritten.
 //   backward: mid = depthwise(x) again (a small fraction of the pointwise work; the padded images
-//             stay for the depthwise weight gradient), dpre = act'(y) * dy
-//             from the output, dw_pw += dpre^T * mid, db += column sums of dpre, dmid = dpre * w_pw,
-//             then depthwise dw and dx from dmid.
+//             stay for the depthwise weight gradient), dpre = act'(y) * dy from the output,
+//             dw_pw += dpre^T * mid, db += column sums of dpre, dmid = dpre * w_pw, then depthwise dw
+//             and dx from dmid.
 // The composed ops (one full-size pass each) write and read mid, pre, dpre and dmid in memory as well.
 #include <oneapi/dnnl/dnnl.h>
 #include <omp.h>
@@ -55,14 +56,9 @@ class FusedSeparableConv final : public SeparableConvOp {
       const int64_t rows = images * image_rows_;
       float* yc = y + n0 * image_rows_ * f_;
       float* pre = s_.activation == Activation::none ? yc : chunk(pre_, f_, th);
-      float beta = 0.0f;
-      if (b && s_.pointwise.bias) {
-        for (int64_t r = 0; r < rows; ++r) std::copy(b, b + f_, pre + r * f_);
-        beta = 1.0f;
-      }
-      check(dnnl_sgemm('N', 'T', rows, f_, c_, 1.0f, mid, c_, static_cast<const float*>(w_pw), c_, beta, pre, f_),
+      check(dnnl_sgemm('N', 'T', rows, f_, c_, 1.0f, mid, c_, static_cast<const float*>(w_pw), c_, 0.0f, pre, f_),
             "forward");
-      activate(pre, yc, rows * f_);
+      bias_and_activate(pre, b && s_.pointwise.bias ? b : nullptr, yc, rows);
     });
   }
 
@@ -137,6 +133,18 @@ class FusedSeparableConv final : public SeparableConvOp {
       depthwise_.forward_padded(padded(th, i), mid + i * depthwise_.out_floats());
     }
     return mid;
+  }
+
+  // pre += b (null: none) and y = act(pre), row by row while the row is in L1.
+  void bias_and_activate(float* pre, const float* b, float* y, int64_t rows) const {
+    for (int64_t r = 0; r < rows; ++r) {
+      float* row = pre + r * f_;
+      if (b) {
+#pragma omp simd
+        for (int64_t o = 0; o < f_; ++o) row[o] += b[o];
+      }
+      activate(row, y + r * f_, f_);
+    }
   }
 
   // y = act(pre) and dpre = act'(y) * dy over n values, with the kernels/ functors, vectorized in
