@@ -335,6 +335,53 @@ void check_fused_separable(const ConvShape& dw, int64_t filters, Activation act 
   check_separable(*cpu::make_fused_separable_conv(s), s);
 }
 
+// A convolution and its activation as one op (the few-taps op applying it per image; the composed op
+// every other backend runs) against the reference convolution and the activation in double: y, dw,
+// db, and dx when asked for; without dx (a first layer) the same dw and db.
+void check_activated(ActivatedConvOp& op, const ConvShape& s, Activation act) {
+  SCOPED_TRACE(s.to_string() + ", activation " + activation_name(act));
+  const size_t nx = s.batch * s.in_h * s.in_w * s.in_c, ny = s.batch * s.out_h() * s.out_w() * s.out_c;
+  const size_t nw = s.out_c * (s.in_c / s.groups) * s.kernel_h * s.kernel_w;
+  for (unsigned round = 0; round < 2; ++round) {
+    const Vec x = random_vec(nx, 1 + 10 * round), w = random_vec(nw, 2 + 10 * round);
+    const Vec b = random_vec(s.out_c, 3 + 10 * round), dy = random_vec(ny, 4 + 10 * round);
+    const ConvReference ref_pre(s, x, w, b, Vec(ny, 0.0f));
+    const ConvReference ref(s, x, w, b, reference_activation_gradient(act, ref_pre.y, dy));
+    Vec pre(ny, 1e30f), y(ny, 1e30f), dpre(ny), dx(nx, 1e30f), dw(nw, 1e30f), db(s.out_c, 1e30f);
+    const bool has_act = act != Activation::none;
+    float* out = has_act ? y.data() : pre.data();
+    op.forward(x.data(), w.data(), s.bias ? b.data() : nullptr, pre.data(), out);
+    expect_close(has_act ? y : pre, reference_activation(act, ref_pre.y), "y");
+    op.backward(x.data(), pre.data(), out, dy.data(), w.data(), has_act ? dpre.data() : nullptr, dw.data(),
+                s.bias ? db.data() : nullptr, dx.data());
+    expect_close(dx, ref.dx, "dx");
+    expect_close(dw, ref.dw, "dw");
+    if (s.bias) expect_close(db, ref.db, "db");
+    Vec dw2(nw), db2(s.out_c);
+    op.backward(x.data(), pre.data(), out, dy.data(), w.data(), has_act ? dpre.data() : nullptr, dw2.data(),
+                s.bias ? db2.data() : nullptr, nullptr);
+    EXPECT_EQ(dw2, dw);
+    if (s.bias) {
+      EXPECT_EQ(db2, db);
+    }
+  }
+}
+
+TEST(BackendConvFewTaps, WithTheActivationInside) {
+  for (Activation act : {Activation::none, Activation::relu, Activation::selu}) {
+    for (const ConvShape& s : {conv_shape(2, 9, 11, 1, 130, 3, 1, 1), conv_shape(1, 7, 5, 3, 17, 3, 1, 1, 1, false)})
+      check_activated(*cpu::make_few_taps_activated_conv(s, act), s, act);
+  }
+}
+
+TEST(BackendActivatedConvComposed, EachActivationAgainstTheReference) {
+  auto cpu = make_cpu_backend(1, /*onednn_only=*/true);
+  for (Activation act : {Activation::none, Activation::relu, Activation::selu}) {
+    const ConvShape s = conv_shape(2, 8, 9, 6, 20, 3, 1, 1);
+    check_activated(*cpu->make_activated_conv(s, act), s, act);
+  }
+}
+
 TEST(BackendSeparableConvFused, OddShapesAgainstTheReference) {
   check_fused_separable(conv_shape(1, 7, 9, 10, 10, 3, 1, 1, 10, false), 13);
   check_fused_separable(conv_shape(3, 6, 5, 33, 33, 3, 1, 1, 33, false), 17);

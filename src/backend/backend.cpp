@@ -101,6 +101,11 @@ void Backend::fill_zero_async(Stream& stream, const Tensor& dst) {
   stream.enqueue([dst] { std::memset(dst.device_raw(), 0, dst.bytes()); });
 }
 
+std::unique_ptr<ActivatedConvOp> Backend::make_activated_conv(const ConvShape& shape, Activation activation,
+                                                              Stream* stream) {
+  return compose_activated_conv(shape, activation, make_conv(shape, stream), stream ? *stream : compute_stream());
+}
+
 std::unique_ptr<SeparableConvOp> Backend::make_separable_conv(const SeparableConvShape& shape, Stream* stream) {
   return compose_separable_conv(shape, make_conv(shape.depthwise, stream), make_conv(shape.pointwise, stream),
                                 stream ? *stream : compute_stream());

@@ -66,6 +66,34 @@ void SeparableConvShape::validate() const {
 
 namespace {
 
+// The ConvOp, then the activation's kernels between pre and y (what the layer did on its own).
+class ComposedActivatedConv final : public ActivatedConvOp {
+ public:
+  ComposedActivatedConv(const ConvShape& s, Activation act, std::unique_ptr<ConvOp> conv, Stream& stream)
+      : act_(act), dtype_(s.dtype), stream_(stream), conv_(std::move(conv)),
+        outputs_(s.batch * s.out_h() * s.out_w() * s.out_c) {}
+  void forward(const void* x, const void* w, const float* b, void* pre, void* y) override {
+    conv_->forward(x, w, b, pre);
+    if (act_ != Activation::none) launch_activation_forward(stream_, act_, dtype_, pre, y, outputs_);
+  }
+  void backward(const void* x, const void* pre, const void*, const void* dy, const void* w, void* dpre, float* dw,
+                float* db, void* dx) override {
+    if (act_ != Activation::none) {
+      launch_activation_backward(stream_, act_, dtype_, pre, dy, dpre, outputs_);
+      dy = dpre;
+    }
+    conv_->backward_weights(x, dy, dw, db);
+    if (dx) conv_->backward_data(dy, w, dx);
+  }
+
+ private:
+  Activation act_;
+  DType dtype_;
+  Stream& stream_;
+  std::unique_ptr<ConvOp> conv_;
+  int64_t outputs_;
+};
+
 // The depthwise op, then the pointwise one, through the full-size mid and dmid tensors, and the
 // activation's kernels between pre and y (the order of the separate layers' calls).
 class ComposedSeparableConv final : public SeparableConvOp {
@@ -104,6 +132,11 @@ class ComposedSeparableConv final : public SeparableConvOp {
 };
 
 }  // namespace
+
+std::unique_ptr<ActivatedConvOp> compose_activated_conv(const ConvShape& shape, Activation activation,
+                                                        std::unique_ptr<ConvOp> conv, Stream& stream) {
+  return std::make_unique<ComposedActivatedConv>(shape, activation, std::move(conv), stream);
+}
 
 std::unique_ptr<SeparableConvOp> compose_separable_conv(const SeparableConvShape& shape,
                                                         std::unique_ptr<ConvOp> depthwise,

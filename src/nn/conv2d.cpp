@@ -1,4 +1,5 @@
-// Conv2D and DepthwiseConv2D forward/backward through the backend's ConvOp.
+// Conv2D and DepthwiseConv2D forward/backward through the backend's ActivatedConvOp (the convolution
+// and the layer's activation).
 #include "scaletrain/nn/conv2d.hpp"
 
 namespace scaletrain::nn {
@@ -43,7 +44,7 @@ Shape Conv2D::configure(const Shape& in) {
 void Conv2D::build(Backend& backend, int64_t batch) {
   conv_.batch = batch;
   conv_.dtype = dtype_;
-  op_ = backend.make_conv(conv_);
+  op_ = backend.make_activated_conv(conv_, act_.kind());
   Shape out{batch};
   out.insert(out.end(), out_shape_.begin(), out_shape_.end());
   act_.build(backend, out, name_, dtype_);
@@ -55,17 +56,16 @@ void Conv2D::build(Backend& backend, int64_t batch) {
 const Tensor& Conv2D::forward(const Tensor& x, bool training) {
   x_ = x;
   op_->forward(x.device_raw(), params_[0].compute_value.device_raw(),
-               opt_.bias ? params_[1].value.device_data<float>() : nullptr, act_.pre().device_raw());
-  return act_.forward();
+               opt_.bias ? params_[1].value.device_data<float>() : nullptr, act_.pre().device_raw(),
+               act_.post().device_raw());
+  return act_.post();
 }
 
 const Tensor& Conv2D::backward(const Tensor& dy, bool need_dx) {
-  const Tensor& dz = act_.backward(dy);
-  op_->backward_weights(x_.device_raw(), dz.device_raw(), params_[0].grad.device_data<float>(),
-                        opt_.bias ? params_[1].grad.device_data<float>() : nullptr);
-  if (!need_dx) return no_gradient();
-  op_->backward_data(dz.device_raw(), params_[0].compute_value.device_raw(), dx_.device_raw());
-  return dx_;
+  op_->backward(x_.device_raw(), act_.pre().device_raw(), act_.post().device_raw(), dy.device_raw(),
+                params_[0].compute_value.device_raw(), act_.dpre().device_raw(), params_[0].grad.device_data<float>(),
+                opt_.bias ? params_[1].grad.device_data<float>() : nullptr, need_dx ? dx_.device_raw() : nullptr);
+  return need_dx ? dx_ : no_gradient();
 }
 
 int64_t Conv2D::flops_per_sample() const {

@@ -49,6 +49,26 @@ class ConvOp {
   virtual void backward_weights(const void* x, const void* dy, float* dw, float* db) = 0;
 };
 
+// A convolution and the activation after it as one op (Conv2D with an activation), so that a backend
+// may apply the activation while the output is in cache and take its gradient from y.
+class ActivatedConvOp {
+ public:
+  virtual ~ActivatedConvOp() = default;
+  // pre = conv(x, w) + b; y = activation(pre); with the activation none, y is pre (the same
+  // pointer). pre is the op's to keep what backward needs in: an op may leave it unwritten.
+  virtual void forward(const void* x, const void* w, const float* b, void* pre, void* y) = 0;
+  // From dy, the gradient of y: dw, db (overwritten; db null without a bias) and, when dx is not
+  // null, dx. x, pre and y are as forward left them. dpre (pre's size; null when the activation is
+  // none) is scratch space.
+  virtual void backward(const void* x, const void* pre, const void* y, const void* dy, const void* w, void* dpre,
+                        float* dw, float* db, void* dx) = 0;
+};
+
+// The ConvOp, and the activation's kernels on `stream` (every backend's ActivatedConvOp unless it has
+// a fused one).
+std::unique_ptr<ActivatedConvOp> compose_activated_conv(const ConvShape& shape, Activation activation,
+                                                        std::unique_ptr<ConvOp> conv, Stream& stream);
+
 // SeparableConv2D's two convolutions and its activation as one op: a depthwise convolution without
 // bias (groups == channels), then a pointwise (1x1, stride 1, unpadded) convolution with bias, then
 // the activation, so a backend may run them image by image with the intermediates in cache.

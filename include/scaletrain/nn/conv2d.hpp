@@ -33,7 +33,7 @@ class Conv2D : public Layer {
  protected:
   Conv2DOptions opt_;
   ConvShape conv_;
-  std::unique_ptr<ConvOp> op_;
+  std::unique_ptr<ActivatedConvOp> op_;
   FusedActivation act_;
   Tensor x_, dx_;
 };

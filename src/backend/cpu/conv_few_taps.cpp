@@ -3,16 +3,21 @@
 // vectorizes its direct kernels across input channels, which such a layer does not have. Here each
 // image is first copied into a zero-padded buffer, so that an output pixel's K inputs are KH
 // contiguous runs of KW * IC floats; they are broadcast against [K, OC] weights, the forward is one
-// pass that writes y, and the weight gradient one pass over dy.
+// pass that writes y, and the weight gradient one pass over dy. As an ActivatedConvOp (a first Conv2D
+// with an activation) the forward applies the activation to each image's output while it is in
+// cache, and the weight gradient takes each image's dpre = act'(y) * dy into a per-thread buffer:
+// neither the pre-activation nor its gradient goes to memory.
 #include <omp.h>
 
 #include <algorithm>
 #include <vector>
 
+#include "scaletrain/backend/cpu/activation_loops.hpp"
 #include "scaletrain/backend/cpu/onednn_ops.hpp"
 #include "scaletrain/backend/cpu/padded_image.hpp"
 #include "scaletrain/backend/cpu/vec16.hpp"
 #include "scaletrain/core/error.hpp"
+#include "scaletrain/core/tensor.hpp"
 
 namespace scaletrain::cpu {
 namespace {
@@ -21,7 +26,8 @@ constexpr int64_t kMaxTapVectors = (kFewTapsMax + kLanes - 1) / kLanes;
 
 class FewTapsConv final : public ConvOp {
  public:
-  explicit FewTapsConv(const ConvShape& s) : s_(s), image_(s) {
+  // act: applied to y by forward, and taken back out of dy by backward_weights_from_output.
+  explicit FewTapsConv(const ConvShape& s, Activation act = Activation::none) : s_(s), act_(act), image_(s) {
     s.validate();
     ST_CHECK(s.dtype == DType::f32 && s.groups == 1 && taps(s) <= kFewTapsMax,
              "the few-taps convolution runs ungrouped f32 with at most ", kFewTapsMax, " taps, not ", s.to_string());
@@ -38,6 +44,8 @@ class FewTapsConv final : public ConvOp {
     wk_.resize(s.out_c * tap_vectors());
     dw_partial_.resize(threads_ * k_ * blocks_);
     db_partial_.resize(threads_ * blocks_);
+    if (act != Activation::none)
+      dpre_ = Tensor({threads_ * out_pixels_ * s.out_c}, DType::f32, "few-taps activation gradient");
   }
 
   // y[pixel, oc] = b[oc] + sum over taps t of x_t(pixel) * w[oc, t]. Tiles of kP pixels x kB channel
@@ -82,10 +90,14 @@ class FewTapsConv final : public ConvOp {
   // dw[oc, t] = sum over pixels of dy[pixel, oc] * x_t(pixel); db[oc] = sum over pixels of dy[pixel, oc].
   // Each thread sums its images into its own partials; the partials are added in thread order.
   void backward_weights(const void* xv, const void* dyv, float* dw, float* db) override {
+    backward_weights_from_output(static_cast<const float*>(xv), nullptr, static_cast<const float*>(dyv), dw, db);
+  }
+
+  // backward_weights where dy is the gradient of y = act(pre) (y: what forward wrote; null as for
+  // backward_weights): each image's dpre is formed in the thread's buffer first.
+  void backward_weights_from_output(const float* x, const float* y, const float* dy, float* dw, float* db) {
     ST_CHECK(!s_.bias || db != nullptr, "convolution ", s_.to_string(),
              " has a bias but no bias gradient buffer was given");
-    const float* x = static_cast<const float*>(xv);
-    const float* dy = static_cast<const float*>(dyv);
     const int64_t oc = s_.out_c, kb = k_ * blocks_, blocks = blocks_, k = k_;
     std::fill(dw_partial_.begin(), dw_partial_.end(), Vec16{});
     std::fill(db_partial_.begin(), db_partial_.end(), Vec16{});
@@ -98,10 +110,16 @@ class FewTapsConv final : public ConvOp {
 #pragma omp for schedule(static)
       for (int64_t n = 0; n < s_.batch; ++n) {
         image_.pad(x + n * image_.image_floats(), xp);
+        const float* dyn = dy + n * out_pixels_ * oc;
+        if (y && act_ != Activation::none) {
+          float* dpre = dpre_.data<float>() + th * out_pixels_ * oc;
+          activate_backward_from_output(act_, y + n * out_pixels_ * oc, dyn, dpre, out_pixels_ * oc);
+          dyn = dpre;
+        }
         for (int64_t q = 0; q < out_pixels_; ++q) {
           float xt[kFewTapsMax];
           gather(xp + window_[q], xt);
-          const float* dyq = dy + (n * out_pixels_ + q) * oc;
+          const float* dyq = dyn + q * oc;
           for (int64_t c = 0; c < blocks; ++c) {
             const Vec16 d = load_part(dyq + c * kLanes, oc - c * kLanes);
             dbacc[c] += d;
@@ -136,6 +154,7 @@ class FewTapsConv final : public ConvOp {
       int64_t q = 0;
       for (; q + kP <= out_pixels_; q += kP) forward_tile<kP, kB>(xp, bias, q, yn);
       for (; q < out_pixels_; ++q) forward_tile<1, kB>(xp, bias, q, yn);
+      activate(act_, yn, yn, out_pixels_ * s_.out_c);  // the image's output is still in cache
     }
   }
 
@@ -205,6 +224,7 @@ class FewTapsConv final : public ConvOp {
   }
 
   ConvShape s_;
+  Activation act_;
   PaddedImage image_;
   int64_t out_pixels_ = 0;    // OH * OW
   int64_t k_ = 0;             // taps: IC * KH * KW
@@ -217,6 +237,32 @@ class FewTapsConv final : public ConvOp {
   std::vector<Vec16> wk_;          // [OC, tap vectors]: backward-data's weights, vectors across the taps
   std::vector<Vec16> dw_partial_;  // [threads, K, blocks]
   std::vector<Vec16> db_partial_;  // [threads, blocks]
+  Tensor dpre_;                    // [threads, OH * OW * OC] with an activation: one image's dpre
+};
+
+// The few-taps convolution with the layer's activation in it (see the file comment). With dx asked
+// for (not a first layer), dpre goes through the caller's full-size scratch for backward_data.
+class FewTapsActivatedConv final : public ActivatedConvOp {
+ public:
+  FewTapsActivatedConv(const ConvShape& s, Activation act)
+      : conv_(s, act), act_(act), outputs_(s.batch * s.out_h() * s.out_w() * s.out_c) {}
+  void forward(const void* x, const void* w, const float* b, void*, void* y) override { conv_.forward(x, w, b, y); }
+  void backward(const void* x, const void*, const void* yv, const void* dyv, const void* w, void* dprev, float* dw,
+                float* db, void* dx) override {
+    const float* y = static_cast<const float*>(yv);
+    const float* dy = static_cast<const float*>(dyv);
+    if (!dx) return conv_.backward_weights_from_output(static_cast<const float*>(x), y, dy, dw, db);
+    float* dpre = static_cast<float*>(dprev);
+    if (act_ != Activation::none) activate_backward_from_output(act_, y, dy, dpre, outputs_);
+    const void* grad = act_ != Activation::none ? static_cast<const void*>(dpre) : dyv;
+    conv_.backward_weights(x, grad, dw, db);
+    conv_.backward_data(grad, w, dx);
+  }
+
+ private:
+  FewTapsConv conv_;
+  Activation act_;
+  int64_t outputs_;
 };
 
 }  // namespace
@@ -231,5 +277,9 @@ bool prefers_few_taps(const ConvShape& s) {
 }
 
 std::unique_ptr<ConvOp> make_few_taps_conv(const ConvShape& s) { return std::make_unique<FewTapsConv>(s); }
+
+std::unique_ptr<ActivatedConvOp> make_few_taps_activated_conv(const ConvShape& s, Activation act) {
+  return std::make_unique<FewTapsActivatedConv>(s, act);
+}
 
 }  // namespace scaletrain::cpu

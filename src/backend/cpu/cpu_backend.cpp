@@ -121,6 +121,13 @@ class CpuBackend final : public Backend {
     if (shape.dtype == DType::bf16) return cpu::make_matmul_inner_product(ctx_, shape);
     return cpu::make_gemm_inner_product(shape);
   }
+  // f32 first layers with an activation: the few-taps op applies it per image (conv_few_taps.cpp).
+  std::unique_ptr<ActivatedConvOp> make_activated_conv(const ConvShape& shape, Activation activation,
+                                                       Stream* stream) override {
+    if (activation != Activation::none && cpu::prefers_few_taps(shape) && !onednn_only_)
+      return cpu::make_few_taps_activated_conv(shape, activation);
+    return Backend::make_activated_conv(shape, activation, stream);
+  }
   // f32 separable convolutions run fused image by image (separable_conv_fused.cpp); other types, and
   // onednn_only, compose the two convolutions.
   std::unique_ptr<SeparableConvOp> make_separable_conv(const SeparableConvShape& shape, Stream* stream) override {

@@ -15,11 +15,11 @@
 #include <algorithm>
 #include <vector>
 
+#include "scaletrain/backend/cpu/activation_loops.hpp"
 #include "scaletrain/backend/cpu/depthwise_direct.hpp"
 #include "scaletrain/backend/cpu/onednn_ops.hpp"
 #include "scaletrain/core/error.hpp"
 #include "scaletrain/core/tensor.hpp"
-#include "scaletrain/kernels/activation.hpp"
 
 namespace scaletrain::cpu {
 namespace {
@@ -80,7 +80,7 @@ class FusedSeparableConv final : public SeparableConvOp {
       const float* dpre = dy + n0 * image_rows_ * f_;
       if (s_.activation != Activation::none) {
         float* buffer = chunk(pre_, f_, th);
-        activate_backward(y + n0 * image_rows_ * f_, dpre, buffer, rows * f_);
+        activate_backward_from_output(s_.activation, y + n0 * image_rows_ * f_, dpre, buffer, rows * f_);
         dpre = buffer;
       }
       check(dnnl_sgemm('T', 'N', f_, c_, rows, 1.0f, dpre, f_, mid, c_, 1.0f, dw_pw_.data() + th * f_ * c_, c_),
@@ -143,24 +143,8 @@ class FusedSeparableConv final : public SeparableConvOp {
 #pragma omp simd
         for (int64_t o = 0; o < f_; ++o) row[o] += b[o];
       }
-      activate(row, y + r * f_, f_);
+      activate(s_.activation, row, y + r * f_, f_);
     }
-  }
-
-  // y = act(pre) and dpre = act'(y) * dy over n values, with the kernels/ functors, vectorized in
-  // place (none: pre is y already).
-  void activate(const float* pre, float* y, int64_t n) const {
-    if (s_.activation == Activation::relu) run(kernels::ReluForward<float>{pre, y}, n);
-    if (s_.activation == Activation::selu) run(kernels::SeluForward<float>{pre, y}, n);
-  }
-  void activate_backward(const float* y, const float* dy, float* dpre, int64_t n) const {
-    if (s_.activation == Activation::relu) run(kernels::ReluBackwardFromOutput<float>{y, dy, dpre}, n);
-    if (s_.activation == Activation::selu) run(kernels::SeluBackwardFromOutput<float>{y, dy, dpre}, n);
-  }
-  template <class F>
-  static void run(const F& f, int64_t n) {
-#pragma omp simd
-    for (int64_t i = 0; i < n; ++i) f(i);
   }
 
   void add_column_sums(const float* dy, int64_t rows, float* sums) const {

@@ -59,6 +59,23 @@ class SimSeparableConvOp final : public SeparableConvOp {
   Stream& s_;
 };
 
+// The host backend's activated convolution (fused or composed, as on cpu), queued as one piece of work.
+class SimActivatedConvOp final : public ActivatedConvOp {
+ public:
+  SimActivatedConvOp(std::unique_ptr<ActivatedConvOp> op, Stream& s) : op_(std::move(op)), s_(s) {}
+  void forward(const void* x, const void* w, const float* b, void* pre, void* y) override {
+    s_.enqueue([=, op = op_.get()] { op->forward(x, w, b, pre, y); });
+  }
+  void backward(const void* x, const void* pre, const void* y, const void* dy, const void* w, void* dpre, float* dw,
+                float* db, void* dx) override {
+    s_.enqueue([=, op = op_.get()] { op->backward(x, pre, y, dy, w, dpre, dw, db, dx); });
+  }
+
+ private:
+  std::unique_ptr<ActivatedConvOp> op_;
+  Stream& s_;
+};
+
 class SimPoolOp final : public PoolOp {
  public:
   SimPoolOp(std::unique_ptr<PoolOp> op, Stream& s) : op_(std::move(op)), s_(s) {}
@@ -153,6 +170,10 @@ class SimBackend final : public Backend {
   }
   std::unique_ptr<PoolOp> make_pool(const PoolShape& shape, Stream* s) override {
     return std::make_unique<SimPoolOp>(host_->make_pool(shape), s ? *s : compute_);
+  }
+  std::unique_ptr<ActivatedConvOp> make_activated_conv(const ConvShape& shape, Activation activation,
+                                                       Stream* s) override {
+    return std::make_unique<SimActivatedConvOp>(host_->make_activated_conv(shape, activation), s ? *s : compute_);
   }
   std::unique_ptr<SeparableConvOp> make_separable_conv(const SeparableConvShape& shape, Stream* s) override {
     return std::make_unique<SimSeparableConvOp>(host_->make_separable_conv(shape), s ? *s : compute_);

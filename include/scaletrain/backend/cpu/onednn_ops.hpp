@@ -32,6 +32,9 @@ inline constexpr int64_t kFewTapsMax = 32;
 inline constexpr int64_t kFewTapsMinOutChannels = 128;
 bool prefers_few_taps(const ConvShape& s);
 std::unique_ptr<ConvOp> make_few_taps_conv(const ConvShape& s);
+// The same with the layer's activation applied inside (make_activated_conv takes it where
+// prefers_few_taps says).
+std::unique_ptr<ActivatedConvOp> make_few_taps_activated_conv(const ConvShape& s, Activation act);
 // Direct f32 convolution of one input channel into at most 16 outputs, stride 1 along rows,
 // vectorized across a row's output pixels (conv_narrow_rows.cpp): make_conv takes it where
 // prefers_narrow_rows says (up to kNarrowRowsMaxOutChannels outputs: LeNet's first layer), where
