@@ -94,7 +94,7 @@ void bench_separable(Backend& cpu, int64_t batch, int64_t hw, int64_t c, int rep
   s.pointwise.kernel_h = s.pointwise.kernel_w = 1;
   s.activation = Activation::selu;
   auto composed =
-      compose_separable_conv(s, cpu.make_conv(s.depthwise), cpu.make_conv(s.pointwise), cpu.compute_stream());
+      compose_separable_conv(s, cpu.make_conv(s.depthwise), cpu.make_activated_conv(s.pointwise, s.activation));
   auto fused = cpu::make_fused_separable_conv(s);
   const size_t n = batch * hw * hw * c;
   const auto x = random_values<float>(n, 1), w_dw = random_values<float>(9 * c, 2);

@@ -107,8 +107,8 @@ std::unique_ptr<ActivatedConvOp> Backend::make_activated_conv(const ConvShape& s
 }
 
 std::unique_ptr<SeparableConvOp> Backend::make_separable_conv(const SeparableConvShape& shape, Stream* stream) {
-  return compose_separable_conv(shape, make_conv(shape.depthwise, stream), make_conv(shape.pointwise, stream),
-                                stream ? *stream : compute_stream());
+  return compose_separable_conv(shape, make_conv(shape.depthwise, stream),
+                                make_activated_conv(shape.pointwise, shape.activation, stream));
 }
 
 }  // namespace scaletrain

@@ -94,41 +94,27 @@ class ComposedActivatedConv final : public ActivatedConvOp {
   int64_t outputs_;
 };
 
-// The depthwise op, then the pointwise one, through the full-size mid and dmid tensors, and the
-// activation's kernels between pre and y (the order of the separate layers' calls).
+// The depthwise op, then the pointwise one with the activation (an ActivatedConvOp), through the
+// full-size mid and dmid tensors (the order of the separate layers' calls).
 class ComposedSeparableConv final : public SeparableConvOp {
  public:
-  ComposedSeparableConv(const SeparableConvShape& s, std::unique_ptr<ConvOp> depthwise,
-                        std::unique_ptr<ConvOp> pointwise, Stream& stream)
-      : act_(s.activation), dtype_(s.pointwise.dtype), stream_(stream), depthwise_(std::move(depthwise)),
-        pointwise_(std::move(pointwise)) {
-    const ConvShape& p = s.pointwise;
-    outputs_ = p.batch * p.out_h() * p.out_w() * p.out_c;
-  }
+  ComposedSeparableConv(std::unique_ptr<ConvOp> depthwise, std::unique_ptr<ActivatedConvOp> pointwise)
+      : depthwise_(std::move(depthwise)), pointwise_(std::move(pointwise)) {}
   void forward(const void* x, const void* w_dw, const void* w_pw, const float* b, void* mid, void* pre,
                void* y) override {
     depthwise_->forward(x, w_dw, nullptr, mid);
-    pointwise_->forward(mid, w_pw, b, pre);
-    if (act_ != Activation::none) launch_activation_forward(stream_, act_, dtype_, pre, y, outputs_);
+    pointwise_->forward(mid, w_pw, b, pre, y);
   }
-  void backward(const void* x, const void* mid, const void* pre, const void*, const void* dy, const void* w_dw,
+  void backward(const void* x, const void* mid, const void* pre, const void* y, const void* dy, const void* w_dw,
                 const void* w_pw, void* dpre, void* dmid, float* dw_dw, float* dw_pw, float* db, void* dx) override {
-    if (act_ != Activation::none) {
-      launch_activation_backward(stream_, act_, dtype_, pre, dy, dpre, outputs_);
-      dy = dpre;
-    }
-    pointwise_->backward_weights(mid, dy, dw_pw, db);
-    pointwise_->backward_data(dy, w_pw, dmid);
+    pointwise_->backward(mid, pre, y, dy, w_pw, dpre, dw_pw, db, dmid);
     depthwise_->backward_weights(x, dmid, dw_dw, nullptr);
     if (dx) depthwise_->backward_data(dmid, w_dw, dx);
   }
 
  private:
-  Activation act_;
-  DType dtype_;
-  Stream& stream_;
-  int64_t outputs_ = 0;
-  std::unique_ptr<ConvOp> depthwise_, pointwise_;
+  std::unique_ptr<ConvOp> depthwise_;
+  std::unique_ptr<ActivatedConvOp> pointwise_;
 };
 
 }  // namespace
@@ -140,9 +126,9 @@ std::unique_ptr<ActivatedConvOp> compose_activated_conv(const ConvShape& shape, 
 
 std::unique_ptr<SeparableConvOp> compose_separable_conv(const SeparableConvShape& shape,
                                                         std::unique_ptr<ConvOp> depthwise,
-                                                        std::unique_ptr<ConvOp> pointwise, Stream& stream) {
+                                                        std::unique_ptr<ActivatedConvOp> pointwise) {
   shape.validate();
-  return std::make_unique<ComposedSeparableConv>(shape, std::move(depthwise), std::move(pointwise), stream);
+  return std::make_unique<ComposedSeparableConv>(std::move(depthwise), std::move(pointwise));
 }
 
 void PoolShape::validate() const {

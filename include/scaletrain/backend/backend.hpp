@@ -113,7 +113,8 @@ class Backend {
   // By default the ConvOp and the activation's kernels composed (compose_activated_conv).
   virtual std::unique_ptr<ActivatedConvOp> make_activated_conv(const ConvShape& shape, Activation activation,
                                                                Stream* stream = nullptr);
-  // By default the depthwise and pointwise ConvOps composed (compose_separable_conv).
+  // By default the depthwise ConvOp and the pointwise make_activated_conv composed
+  // (compose_separable_conv).
   virtual std::unique_ptr<SeparableConvOp> make_separable_conv(const SeparableConvShape& shape,
                                                                Stream* stream = nullptr);
 

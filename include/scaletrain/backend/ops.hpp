@@ -98,11 +98,11 @@ class SeparableConvOp {
                         float* db, void* dx) = 0;
 };
 
-// The two ops one after the other, and the activation's kernels on `stream` (every backend's
-// SeparableConvOp unless it has a fused one).
+// The depthwise op, then the pointwise op with the activation (every backend's SeparableConvOp unless
+// it has a fused one).
 std::unique_ptr<SeparableConvOp> compose_separable_conv(const SeparableConvShape& shape,
                                                         std::unique_ptr<ConvOp> depthwise,
-                                                        std::unique_ptr<ConvOp> pointwise, Stream& stream);
+                                                        std::unique_ptr<ActivatedConvOp> pointwise);
 
 struct InnerProductShape {
   int64_t batch = 0;
