@@ -3,9 +3,9 @@
 // a backward that writes every dx cell once when windows do not overlap. f32 and bf16 run explicit
 // 16-lane vector code (masked moves for channel counts that are not multiples of 16) for unpadded
 // windows and for the disjoint backward. perf/bench_pool on an AMD EPYC (batch 64, 2x2/2, one
-// thread): training forward 0.8-0.94x oneDNN 2.6's, backward 1.4-3.9x, so forward + backward beats
-// oneDNN on every zoo shape (lenet's 28x28x6: 0.19 ms against 0.44; fmnist_sepcnn's 28x28x128 f32:
-// 2.5 ms against 2.9). The first session's Xeon figures (forward 2-3x) came from per-lane code that
+// thread): training forward 0.8-1.0x oneDNN 2.6's, backward 1.4-3.9x, so forward + backward beats
+// oneDNN on the zoo's shapes (lenet's 28x28x6: 0.19 ms against 0.44; fmnist_sepcnn's 28x28x128 f32:
+// 2.5 ms against 2.9) but lenet's 10x10x16 (0.027 ms against 0.023-0.025, backward 0.8-0.9x). The first session's Xeon figures (forward 2-3x) came from per-lane code that
 // GCC compiled into branches on the compare masks; on the EPYC those read 0.2-0.45x oneDNN's forward.
 #include <algorithm>
 #include <bit>
