@@ -8,7 +8,6 @@
 // 2.5 ms against 2.9) but lenet's 10x10x16 (0.027 ms against 0.023-0.025, backward 0.8-0.9x). The first session's Xeon figures (forward 2-3x) came from per-lane code that
 // GCC compiled into branches on the compare masks; on the EPYC those read 0.2-0.45x oneDNN's forward.
 #include <algorithm>
-#include <bit>
 #include <cstring>
 #include <cstdint>
 #include <limits>
@@ -27,11 +26,7 @@ namespace {
 inline float zero_of(float) { return 0.0f; }
 inline bf16 zero_of(bf16) { return bf16{}; }
 inline f16 zero_of(f16) { return f16{}; }
-// float through its bits, so that unrolled loops get a conditional move rather than a branch.
-inline float select(bool take, float v, float other) {
-  return std::bit_cast<float>(take ? std::bit_cast<uint32_t>(v) : std::bit_cast<uint32_t>(other));
-}
-inline bf16 select(bool take, bf16 v, bf16 other) { return bf16{static_cast<uint16_t>(take ? v.bits : other.bits)}; }
+// A copy of v or other by its bits (f16's backward; f32 and bf16 take the vector code).
 inline f16 select(bool take, f16 v, f16 other) { return f16{static_cast<uint16_t>(take ? v.bits : other.bits)}; }
 
 // 16 lanes of f32 or bf16 as floats (bf16 widened exactly by its bits), and back bit for bit; the
@@ -324,19 +319,11 @@ class DirectMaxPool final : public PoolOp {
     with_channel_count(s_.channels, [&](auto kC) { backward_disjoint_for<decltype(kC)::value>(dy, dx); });
   }
 
-  // dx of channels [c0, c0 + kB) of one cell: dy where am == k, else zero.
+  // dx of channels [c0, c0 + kB) of one cell: dy where am == k, else zero (f16; f32 and bf16 take
+  // route_lanes).
   template <int kB>
   static void route_block(const T* dy, const Index* am, int32_t k, int64_t c0, T* dx) {
-    if constexpr (std::is_same_v<T, float>) {
-      // a mask on the bits: the select's conditional moves ran lenet's 6-channel f32 backward at
-      // 1.0 ms against 0.16 ms for bf16 (bench_pool); the mask is branch-free straight-line code
-      for_lanes<kB>([&](int c) {
-        const uint32_t keep = 0u - static_cast<uint32_t>(am[c0 + c] == k);
-        dx[c0 + c] = std::bit_cast<float>(std::bit_cast<uint32_t>(dy[c0 + c]) & keep);
-      });
-    } else {
-      for_lanes<kB>([&](int c) { dx[c0 + c] = select(am[c0 + c] == k, dy[c0 + c], zero_of(T{})); });
-    }
+    for_lanes<kB>([&](int c) { dx[c0 + c] = select(am[c0 + c] == k, dy[c0 + c], zero_of(T{})); });
   }
 
   template <int kC>
