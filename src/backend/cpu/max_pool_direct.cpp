@@ -40,7 +40,6 @@ using U8x16 = uint8_t __attribute__((vector_size(kLanes * sizeof(uint8_t))));
 // registers with AVX-512 BW (a masked copy through a vector in memory stalls store forwarding: it
 // made lenet's 6-channel bf16 forward 4x slower), else a loop over the lanes.
 #if defined(__AVX512BW__) && defined(__AVX512VL__)
-inline __mmask16 first_lanes(int64_t n) { return static_cast<__mmask16>((1u << n) - 1); }
 inline U16x16 load_u16(const void* p, int64_t n) {
   if (n >= kLanes) return reinterpret_cast<U16x16>(_mm256_loadu_si256(static_cast<const __m256i*>(p)));
   return reinterpret_cast<U16x16>(_mm256_maskz_loadu_epi16(first_lanes(n), p));

@@ -1,6 +1,6 @@
 // Vec16: 16 floats as a GCC/Clang vector (one AVX-512 register, two AVX2 ones), and its loads and
-// stores, full or of the first n lanes, for the CPU backend's direct kernels (conv_few_taps.cpp,
-// depthwise_conv_direct.cpp), which vectorize across channels.
+// stores, full or of the first n lanes, for the CPU backend's direct kernels (the few-taps,
+// narrow-rows and depthwise convolutions, max pooling).
 #pragma once
 #include <cstdint>
 #include <cstring>
@@ -19,12 +19,17 @@ inline Vec16 load(const float* p) {
   return v;
 }
 inline void store(float* p, Vec16 v) { std::memcpy(p, &v, sizeof v); }
+#ifdef __AVX512F__
+// The AVX-512 mask of the first n < 16 lanes.
+inline __mmask16 first_lanes(int64_t n) { return static_cast<__mmask16>((1u << n) - 1); }
+#endif
+
 // The first n lanes (all 16 when n >= 16); the others are zero or left alone. With AVX-512 a masked
 // load or store (no lane past n is touched); without, a loop over the lanes.
 inline Vec16 load_part(const float* p, int64_t n) {
   if (n >= kLanes) return load(p);
 #ifdef __AVX512F__
-  return reinterpret_cast<Vec16>(_mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << n) - 1), p));
+  return reinterpret_cast<Vec16>(_mm512_maskz_loadu_ps(first_lanes(n), p));
 #else
   Vec16 v{};
   for (int64_t i = 0; i < n; ++i) v[i] = p[i];
@@ -34,7 +39,7 @@ inline Vec16 load_part(const float* p, int64_t n) {
 inline void store_part(float* p, Vec16 v, int64_t n) {
   if (n >= kLanes) return store(p, v);
 #ifdef __AVX512F__
-  _mm512_mask_storeu_ps(p, static_cast<__mmask16>((1u << n) - 1), reinterpret_cast<__m512>(v));
+  _mm512_mask_storeu_ps(p, first_lanes(n), reinterpret_cast<__m512>(v));
 #else
   for (int64_t i = 0; i < n; ++i) p[i] = v[i];
 #endif
