@@ -23,7 +23,7 @@ class FusedActivation {
   // The tensor the layer's op writes its pre-activation output into.
   Tensor& pre() { return pre_; }
   // The layer's output (pre() itself for none), and the pre-activation gradient's buffer (empty for
-  // none): for ops that apply the activation themselves (SeparableConvOp).
+  // none): for ops that apply the activation themselves (ActivatedConvOp, SeparableConvOp).
   Tensor& post() { return act_ == Activation::none ? pre_ : post_; }
   Tensor& dpre() { return dpre_; }
   // Applies the activation to pre() and returns the layer's output.
