@@ -3,10 +3,11 @@
 // vectorizes its direct kernels across input channels, which such a layer does not have. Here each
 // image is first copied into a zero-padded buffer, so that an output pixel's K inputs are KH
 // contiguous runs of KW * IC floats; they are broadcast against [K, OC] weights, the forward is one
-// pass that writes y, and the weight gradient one pass over dy. As an ActivatedConvOp (a first Conv2D
-// with an activation) the forward applies the activation to each image's output while it is in
-// cache, and the weight gradient takes each image's dpre = act'(y) * dy into a per-thread buffer:
-// neither the pre-activation nor its gradient goes to memory.
+// pass that writes y, and the weight gradient one pass over dy in strips of pixels whose inputs stay
+// in L1 while register tiles of taps x channel blocks sum them. As an ActivatedConvOp (a first Conv2D
+// with an activation) the forward applies the activation to each tile of output while it is in L1,
+// and the weight gradient forms each strip's dpre = act'(y) * dy in a per-thread L1 buffer: neither
+// the pre-activation nor its gradient goes to memory.
 #include <omp.h>
 
 #include <algorithm>
@@ -23,6 +24,8 @@ namespace scaletrain::cpu {
 namespace {
 
 constexpr int64_t kMaxTapVectors = (kFewTapsMax + kLanes - 1) / kLanes;
+constexpr int64_t kTapGroup = 9;       // taps whose weight-gradient sums one register tile holds
+constexpr int64_t kStripPixels = 32;   // pixels per strip of the weight gradient (inputs and dpre in L1)
 
 class FewTapsConv final : public ConvOp {
  public:
@@ -44,8 +47,10 @@ class FewTapsConv final : public ConvOp {
     wk_.resize(s.out_c * tap_vectors());
     dw_partial_.resize(threads_ * k_ * blocks_);
     db_partial_.resize(threads_ * blocks_);
+    padded_taps_ = (k_ + kTapGroup - 1) / kTapGroup * kTapGroup;
+    strip_x_.assign(threads_ * kStripPixels * padded_taps_, 0.0f);
     if (act != Activation::none)
-      dpre_ = Tensor({threads_ * out_pixels_ * s.out_c}, DType::f32, "few-taps activation gradient");
+      strip_d_ = Tensor({threads_ * kStripPixels * s.out_c}, DType::f32, "few-taps activation gradient strip");
   }
 
   // y[pixel, oc] = b[oc] + sum over taps t of x_t(pixel) * w[oc, t]. Tiles of kP pixels x kB channel
@@ -94,37 +99,35 @@ class FewTapsConv final : public ConvOp {
   }
 
   // backward_weights where dy is the gradient of y = act(pre) (y: what forward wrote; null as for
-  // backward_weights): each image's dpre is formed in the thread's buffer first.
+  // backward_weights). An image's pixels go in strips of kStripPixels: the strip's inputs are gathered
+  // and its dpre formed into per-thread buffers in L1, then each pair of channel blocks sums the strip
+  // into kTapGroup x 2 accumulators held in registers.
   void backward_weights_from_output(const float* x, const float* y, const float* dy, float* dw, float* db) {
     ST_CHECK(!s_.bias || db != nullptr, "convolution ", s_.to_string(),
              " has a bias but no bias gradient buffer was given");
     const int64_t oc = s_.out_c, kb = k_ * blocks_, blocks = blocks_, k = k_;
     std::fill(dw_partial_.begin(), dw_partial_.end(), Vec16{});
     std::fill(db_partial_.begin(), db_partial_.end(), Vec16{});
+    const bool from_output = y && act_ != Activation::none;
 #pragma omp parallel num_threads(threads_)
     {
       const int th = omp_get_thread_num();
-      Vec16* acc = dw_partial_.data() + th * kb;
-      Vec16* dbacc = db_partial_.data() + th * blocks;
       float* xp = padded_.data() + th * image_.floats();
+      float* strip_x = strip_x_.data() + th * kStripPixels * padded_taps_;
+      float* strip_d = strip_d_.data<float>() + th * kStripPixels * oc;
 #pragma omp for schedule(static)
       for (int64_t n = 0; n < s_.batch; ++n) {
         image_.pad(x + n * image_.image_floats(), xp);
-        const float* dyn = dy + n * out_pixels_ * oc;
-        if (y && act_ != Activation::none) {
-          float* dpre = dpre_.data<float>() + th * out_pixels_ * oc;
-          activate_backward_from_output(act_, y + n * out_pixels_ * oc, dyn, dpre, out_pixels_ * oc);
-          dyn = dpre;
-        }
-        for (int64_t q = 0; q < out_pixels_; ++q) {
-          float xt[kFewTapsMax];
-          gather(xp + window_[q], xt);
-          const float* dyq = dyn + q * oc;
-          for (int64_t c = 0; c < blocks; ++c) {
-            const Vec16 d = load_part(dyq + c * kLanes, oc - c * kLanes);
-            dbacc[c] += d;
-            for (int64_t t = 0; t < k; ++t) acc[t * blocks + c] += xt[t] * d;
+        for (int64_t q0 = 0; q0 < out_pixels_; q0 += kStripPixels) {
+          const int64_t pixels = std::min(kStripPixels, out_pixels_ - q0);
+          for (int64_t p = 0; p < pixels; ++p) gather(xp + window_[q0 + p], strip_x + p * padded_taps_);
+          const int64_t at = (n * out_pixels_ + q0) * oc;
+          const float* d = dy + at;
+          if (from_output) {
+            activate_backward_from_output(act_, y + at, d, strip_d, pixels * oc);
+            d = strip_d;
           }
+          sum_strip(strip_x, d, pixels, dw_partial_.data() + th * kb, db_partial_.data() + th * blocks);
         }
       }
     }
@@ -143,6 +146,38 @@ class FewTapsConv final : public ConvOp {
   static int64_t taps(const ConvShape& s) { return s.in_c * s.kernel_h * s.kernel_w; }
   int64_t tap_vectors() const { return (k_ + kLanes - 1) / kLanes; }
 
+  // acc[tap, block] += sum over the strip's pixels of x_tap * d[pixel, block], db_acc[block] += the
+  // sum of d; strip_x holds each pixel's taps zero-padded to padded_taps_.
+  void sum_strip(const float* strip_x, const float* d, int64_t pixels, Vec16* acc, Vec16* db_acc) const {
+    int64_t c0 = 0;
+    for (; c0 + 2 <= blocks_; c0 += 2) sum_strip_blocks<2>(strip_x, d, pixels, c0, acc, db_acc);
+    if (c0 < blocks_) sum_strip_blocks<1>(strip_x, d, pixels, c0, acc, db_acc);
+  }
+
+  template <int kB>
+  void sum_strip_blocks(const float* strip_x, const float* d, int64_t pixels, int64_t c0, Vec16* acc,
+                        Vec16* db_acc) const {
+    const int64_t oc = s_.out_c;
+    for (int64_t g = 0; g < padded_taps_; g += kTapGroup) {
+      Vec16 a[kTapGroup][kB] = {}, sum[kB] = {};
+      for (int64_t p = 0; p < pixels; ++p) {
+        Vec16 dv[kB];
+        for (int b = 0; b < kB; ++b) {
+          dv[b] = load_part(d + p * oc + (c0 + b) * kLanes, oc - (c0 + b) * kLanes);
+          sum[b] += dv[b];
+        }
+        const float* xt = strip_x + p * padded_taps_ + g;
+#pragma GCC unroll 9
+        for (int t = 0; t < kTapGroup; ++t)
+          for (int b = 0; b < kB; ++b) a[t][b] += xt[t] * dv[b];
+      }
+      for (int t = 0; t < kTapGroup && g + t < k_; ++t)
+        for (int b = 0; b < kB; ++b) acc[(g + t) * blocks_ + c0 + b] += a[t][b];
+      if (g == 0)
+        for (int b = 0; b < kB; ++b) db_acc[c0 + b] += sum[b];
+    }
+  }
+
   // Images in parallel; an image's pixels in tiles of kP (the last with fewer).
   template <int kP, int kB>
   void forward_images(const float* x, const Vec16* bias, float* y) {
@@ -154,7 +189,6 @@ class FewTapsConv final : public ConvOp {
       int64_t q = 0;
       for (; q + kP <= out_pixels_; q += kP) forward_tile<kP, kB>(xp, bias, q, yn);
       for (; q < out_pixels_; ++q) forward_tile<1, kB>(xp, bias, q, yn);
-      activate(act_, yn, yn, out_pixels_ * s_.out_c);  // the image's output is still in cache
     }
   }
 
@@ -168,6 +202,7 @@ class FewTapsConv final : public ConvOp {
     int64_t c0 = 0;
     for (; c0 + kB <= blocks; c0 += kB) forward_tile_blocks<kP, kB>(xt, k, wt, blocks, bias, c0, oc, yq);
     for (; c0 < blocks; ++c0) forward_tile_blocks<kP, 1>(xt, k, wt, blocks, bias, c0, oc, yq);
+    activate(act_, yq, yq, kP * oc);  // the tile's outputs are still in L1
   }
 
   template <int kP, int kB>
@@ -237,7 +272,9 @@ class FewTapsConv final : public ConvOp {
   std::vector<Vec16> wk_;          // [OC, tap vectors]: backward-data's weights, vectors across the taps
   std::vector<Vec16> dw_partial_;  // [threads, K, blocks]
   std::vector<Vec16> db_partial_;  // [threads, blocks]
-  Tensor dpre_;                    // [threads, OH * OW * OC] with an activation: one image's dpre
+  int64_t padded_taps_ = 0;        // K rounded up to whole tap groups
+  std::vector<float> strip_x_;     // [threads, strip pixels, padded taps]: the strip's inputs, zero past K
+  Tensor strip_d_;                 // [threads, strip pixels, OC] with an activation: the strip's dpre
 };
 
 // The few-taps convolution with the layer's activation in it (see the file comment). With dx asked
@@ -268,9 +305,9 @@ class FewTapsActivatedConv final : public ActivatedConvOp {
 }  // namespace
 
 // perf/bench_conv (batch 64, one thread): faster than oneDNN 2.6 on fmnist_sepcnn's first layer
-// (1 -> 128 channels, 3x3: forward 1.2x, weight gradient 1.56x), slower with fewer output channels
-// (lenet's 1 -> 6 at 5x5: 0.3-0.4x; 3 -> 64 at 3x3: 0.7-0.9x; 2 -> 32: 0.5-0.6x), where a 16-lane block
-// is partly empty or too few blocks share each gathered input.
+// (1 -> 128 channels, 3x3: forward 1.6-1.8x, weight gradient 2.1x on an AMD EPYC), slower forward with
+// fewer output channels (lenet's 1 -> 6 at 5x5: 0.5x; 3 -> 64 at 3x3: 0.8x; 2 -> 32: 0.8x), where a
+// 16-lane block is partly empty or too few blocks share each gathered input.
 bool prefers_few_taps(const ConvShape& s) {
   return s.dtype == DType::f32 && s.groups == 1 && s.in_c * s.kernel_h * s.kernel_w <= kFewTapsMax &&
          s.out_c >= kFewTapsMinOutChannels && !is_pointwise(s);
