@@ -1,6 +1,7 @@
 // bench_conv: scaletrain's own convolution loops against oneDNN 2.6's convolution primitive (the anchor,
 // same run), f32: the few-taps op (conv_few_taps.cpp) and the narrow-rows op (conv_narrow_rows.cpp) on
-// first layers of the zoo and beside them, the direct depthwise kernels (depthwise_direct.cpp) on
+// first layers of the zoo and beside them, oneDNN's op with the direct backward-data
+// (conv_direct_backward_data.cpp) on lenet's second layer and beside it, the direct depthwise kernels (depthwise_direct.cpp) on
 // fmnist_sepcnn's depthwise shapes, each per pass (forward, backward-data, backward-weights); then the
 // fused separable convolution against the composed ops the cpu backend would otherwise run. Best-of-N
 // milliseconds per call with the two alternating, GFLOP/s of the faster, and the largest difference
@@ -27,6 +28,7 @@ struct ConvCase {
   int64_t h, w, in_c, out_c, k, pad;
   bool depthwise = false;  // groups = in_c = out_c: the direct depthwise op
   bool narrow = false;     // the narrow-rows op (else the few-taps op)
+  bool direct_bwd_data = false;  // oneDNN's op with the direct backward-data (conv_direct_backward_data.cpp)
 };
 
 double max_relative_difference(const std::vector<float>& a, const std::vector<float>& b) {
@@ -50,9 +52,10 @@ void bench_case(Backend& onednn, const ConvCase& cc, int64_t batch, int reps) {
   s.groups = cc.depthwise ? cc.in_c : 1;
   s.bias = !cc.depthwise;  // as in SeparableConv2D
   auto anchor = onednn.make_conv(s);
-  auto gemm = cc.depthwise ? cpu::make_direct_depthwise_conv(s)
-              : cc.narrow  ? cpu::make_narrow_rows_conv(s)
-                           : cpu::make_few_taps_conv(s);
+  auto gemm = cc.depthwise         ? cpu::make_direct_depthwise_conv(s)
+              : cc.narrow          ? cpu::make_narrow_rows_conv(s)
+              : cc.direct_bwd_data ? cpu::make_direct_backward_data_conv(onednn.make_conv(s), s)
+                                   : cpu::make_few_taps_conv(s);
   const size_t nx = batch * s.in_h * s.in_w * s.in_c, ny = batch * s.out_h() * s.out_w() * s.out_c;
   const size_t nw = s.out_c * (s.in_c / s.groups) * s.kernel_h * s.kernel_w;
   const auto x = random_values<float>(nx, 1), w = random_values<float>(nw, 2), b = random_values<float>(s.out_c, 3);
@@ -148,6 +151,12 @@ int main(int argc, char** argv) {
                             {"lenet (rows)", 28, 28, 1, 6, 5, 2, false, true},
                             {"1 -> 16 (rows)", 28, 28, 1, 16, 3, 1, false, true},
                             {"cifar-like", 32, 32, 3, 64, 3, 1},     {"2 channels", 28, 28, 2, 32, 3, 1},
+                            {"lenet (bwd_d)", 14, 14, 6, 16, 5, 0, false, false, true},
+                            {"4 -> 32 (bwd_d)", 28, 28, 4, 32, 3, 1, false, false, true},
+                            {"16 -> 32 (bwd_d)", 14, 14, 16, 32, 3, 1, false, false, true},
+                            {"16 -> 64 (bwd_d)", 14, 14, 16, 64, 3, 1, false, false, true},
+                            {"cifar (bwd_d)", 32, 32, 3, 64, 3, 1, false, false, true},
+                            {"2 ch (bwd_d)", 28, 28, 2, 32, 3, 1, false, false, true},
                             {"fmnist_sepcnn", 28, 28, 128, 128, 3, 1, true},
                             {"fmnist_sepcnn", 14, 14, 256, 256, 3, 1, true},
                             {"fmnist_sepcnn", 7, 7, 512, 512, 3, 1, true}};

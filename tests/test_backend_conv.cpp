@@ -174,6 +174,48 @@ TEST(BackendConvFewTaps, TakenForFewTapsOnly) {
   EXPECT_THROW(cpu::make_few_taps_conv(conv_shape(1, 8, 8, 6, 6, 3, 1, 1)), Error);  // 54 taps
 }
 
+// oneDNN's convolution with the direct backward-data (conv_direct_backward_data.cpp) that make_conv takes
+// for LeNet's second layer: tap counts of 1 to 10 vectors (9 to 160), output counts not multiples of
+// 16, pixel counts not multiples of the 4-pixel tile, batch 1, strides, asymmetric padding,
+// rectangular kernels, no bias.
+void check_direct_backward_data(const ConvShape& s) {
+  auto onednn = make_cpu_backend(0, /*onednn_only=*/true);
+  check_conv_op(*cpu::make_direct_backward_data_conv(onednn->make_conv(s), s), s);
+}
+
+TEST(BackendConvDirectBackwardData, OddShapesAgainstTheReference) {
+  check_direct_backward_data(conv_shape(3, 14, 14, 6, 16, 5, 1, 0));  // LeNet's second layer
+  check_direct_backward_data(conv_shape(1, 9, 7, 5, 17, 3, 1, 1));    // 45 taps
+  check_direct_backward_data(conv_shape(2, 11, 10, 8, 3, 4, 1, 2));   // 128 taps, even kernel
+  check_direct_backward_data(conv_shape(2, 13, 9, 6, 33, 5, 2, 1));   // 150 taps, stride 2
+  check_direct_backward_data(conv_shape(2, 7, 8, 1, 5, 3, 1, 1, 1, false));  // 9 taps, no bias
+}
+
+TEST(BackendConvDirectBackwardData, StridesRectangularKernelsAndAsymmetricPadding) {
+  ConvShape s = conv_shape(2, 10, 9, 3, 9, 3, 2, 0);
+  s.kernel_w = 5;
+  s.pad_right = 2;
+  s.pad_top = 1;
+  check_direct_backward_data(s);
+  ConvShape t = conv_shape(1, 12, 11, 7, 20, 3, 1, 1);
+  t.stride_w = 3;
+  t.pad_bottom = 0;
+  check_direct_backward_data(t);
+}
+
+TEST(BackendConvDirectBackwardData, TakenForFewInputChannels) {
+  EXPECT_TRUE(cpu::prefers_direct_backward_data(conv_shape(64, 14, 14, 6, 16, 5, 1, 0)));  // LeNet's second
+  EXPECT_TRUE(cpu::prefers_direct_backward_data(conv_shape(64, 32, 32, 3, 64, 3, 1, 1)));
+  EXPECT_FALSE(cpu::prefers_direct_backward_data(conv_shape(64, 14, 14, 16, 32, 3, 1, 1)));  // measured slower
+  EXPECT_FALSE(cpu::prefers_direct_backward_data(conv_shape(2, 14, 14, 8, 16, 5, 1, 0)));    // 200 taps
+  EXPECT_FALSE(cpu::prefers_direct_backward_data(conv_shape(2, 8, 8, 6, 12, 3, 1, 1, 3)));   // grouped
+  EXPECT_FALSE(cpu::prefers_direct_backward_data(conv_shape(2, 8, 8, 4, 16, 1, 1, 0)));      // pointwise
+  ConvShape b = conv_shape(64, 14, 14, 6, 16, 5, 1, 0);
+  b.dtype = DType::bf16;
+  EXPECT_FALSE(cpu::prefers_direct_backward_data(b));
+  EXPECT_THROW(cpu::make_direct_backward_data_conv(nullptr, conv_shape(1, 8, 8, 8, 6, 5, 1, 1)), Error);  // 200 taps
+}
+
 // The narrow-rows convolution (one input channel, at most 16 outputs, vectorized along output rows)
 // that make_conv takes for LeNet's first layer: rows shorter and longer than 16 and not multiples of
 // it, every output count from 1 to 16, batch 1, stride 2 down the rows, asymmetric padding,

@@ -112,6 +112,8 @@ class CpuBackend final : public Backend {
     if (cpu::is_pointwise(shape) && !onednn_only_) return cpu::make_pointwise_conv(ctx_, shape);
     if (cpu::prefers_few_taps(shape) && !onednn_only_) return cpu::make_few_taps_conv(shape);
     if (cpu::prefers_narrow_rows(shape) && !onednn_only_) return cpu::make_narrow_rows_conv(shape);
+    if (cpu::prefers_direct_backward_data(shape) && !onednn_only_)
+      return cpu::make_direct_backward_data_conv(cpu::make_onednn_conv(ctx_, shape), shape);
     return cpu::make_onednn_conv(ctx_, shape);
   }
   std::unique_ptr<InnerProductOp> make_inner_product(const InnerProductShape& shape, Stream* = nullptr) override {

@@ -35,6 +35,16 @@ std::unique_ptr<ConvOp> make_few_taps_conv(const ConvShape& s);
 // The same with the layer's activation applied inside (make_activated_conv takes it where
 // prefers_few_taps says).
 std::unique_ptr<ActivatedConvOp> make_few_taps_activated_conv(const ConvShape& s, Activation act);
+// A convolution whose backward-data pass runs direct f32 loops (columns of dy * w summed in registers
+// and added onto a padded dx image), forward and weight gradient on `base` (conv_direct_backward_data.cpp):
+// make_conv wraps oneDNN's op where prefers_direct_backward_data says (ungrouped f32 with at most
+// kDirectBackwardDataMaxInChannels input channels and kDirectBackwardDataMaxTaps taps: LeNet's second
+// layer), where perf/bench_conv measured it faster than oneDNN's backward-data (which vectorizes over
+// input channels).
+inline constexpr int64_t kDirectBackwardDataMaxTaps = 160;
+inline constexpr int64_t kDirectBackwardDataMaxInChannels = 8;
+bool prefers_direct_backward_data(const ConvShape& s);
+std::unique_ptr<ConvOp> make_direct_backward_data_conv(std::unique_ptr<ConvOp> base, const ConvShape& s);
 // Direct f32 convolution of one input channel into at most 16 outputs, stride 1 along rows,
 // vectorized across a row's output pixels (conv_narrow_rows.cpp): make_conv takes it where
 // prefers_narrow_rows says (up to kNarrowRowsMaxOutChannels outputs: LeNet's first layer), where
