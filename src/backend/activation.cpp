@@ -45,4 +45,19 @@ void launch_activation_backward(Stream& stream, Activation act, DType dtype, con
   });
 }
 
+void launch_activation_backward_from_output(Stream& stream, Activation act, DType dtype, const void* post,
+                                            const void* dpost, void* dpre, int64_t n) {
+  ST_CHECK(act != Activation::none, "launch_activation_backward_from_output: the activation 'none' has no kernel");
+  visit_float_type(dtype, [&](auto t) {
+    using T = decltype(t);
+    const T* y = static_cast<const T*>(post);
+    const T* dy = static_cast<const T*>(dpost);
+    T* dx = static_cast<T*>(dpre);
+    if (act == Activation::relu)
+      launch(stream, "relu_backward_from_output", n, kernels::ReluBackwardFromOutput<T>{y, dy, dx});
+    else
+      launch(stream, "selu_backward_from_output", n, kernels::SeluBackwardFromOutput<T>{y, dy, dx});
+  });
+}
+
 }  // namespace scaletrain
