@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "scaletrain/backend/activation.hpp"
 #include "scaletrain/backend/backend.hpp"
 #include "scaletrain/core/half.hpp"
 #include "support/test_harness.hpp"
@@ -92,6 +93,54 @@ void check_weighted(DType t, Make make, size_t nx, size_t nw, size_t nb, size_t 
   expect_near_all(low.dx, ref.dx, tolerance(t), name + " backward_data");
   expect_near_all(low.dw, ref.dw, 1e-3, name + " backward_weights (f32 dw)");
   if (nb > 0) expect_near_all(low.db, ref.db, 1e-3, name + " backward_weights (f32 db)");
+}
+
+// The bf16 pointwise convolution with the layer's activation as one op (on AVX512-BF16 CPUs the matmul
+// applies it as a oneDNN post-op and leaves pre unwritten) against the f32 op on the same inputs:
+// odd channel counts, batch 1 and 3, each activation; the backward with and without dx.
+TEST(BackendPrecision, Bf16PointwiseConvWithItsActivation) {
+  auto be = make_cpu_backend(0, false, Bf16GemmCompute::bf16);
+  const bool native = be->precision_support(DType::bf16).native;
+  for (Activation act : {Activation::relu, Activation::selu}) {
+    for (const ConvShape& shape : {testing::conv_shape(3, 5, 7, 10, 17, 1, 1, 0), testing::conv_shape(1, 4, 4, 33, 8, 1, 1, 0)}) {
+      SCOPED_TRACE(shape.to_string() + ", activation " + activation_name(act));
+      const size_t nx = shape.batch * shape.in_h * shape.in_w * shape.in_c, nw = shape.out_c * shape.in_c;
+      const size_t ny = shape.batch * shape.in_h * shape.in_w * shape.out_c;
+      const Vec x = rounded(DType::bf16, random_vec(nx, 1)), w = rounded(DType::bf16, random_vec(nw, 2));
+      const Vec dy = rounded(DType::bf16, random_vec(ny, 3)), b = random_vec(shape.out_c, 4);
+      struct Result {
+        Vec y, dx, dw, db, dw_without_dx;
+        bool pre_written = false;
+      };
+      auto run = [&](DType t) {
+        ConvShape s = shape;
+        s.dtype = t;
+        auto op = be->make_activated_conv(s, act, nullptr);
+        Stored xs(t, x), ws(t, w), dys(t, dy), pre(t, Vec(ny, 1e30f)), ys(t, ny), dpre(t, ny), dxs(t, nx);
+        const Vec untouched = pre.values();
+        Result r{Vec(), Vec(), Vec(nw), Vec(shape.out_c), Vec(nw)};
+        op->forward(xs.data(), ws.data(), b.data(), pre.data(), ys.data());
+        r.pre_written = pre.values() != untouched;
+        op->backward(xs.data(), pre.data(), ys.data(), dys.data(), ws.data(), dpre.data(), r.dw.data(), r.db.data(),
+                     dxs.data());
+        Vec db2(shape.out_c);
+        op->backward(xs.data(), pre.data(), ys.data(), dys.data(), ws.data(), dpre.data(), r.dw_without_dx.data(),
+                     db2.data(), nullptr);
+        r.y = ys.values();
+        r.dx = dxs.values();
+        return r;
+      };
+      const Result low = run(DType::bf16), ref = run(DType::f32);
+      if (native) {
+        EXPECT_FALSE(low.pre_written) << "the bf16 op should apply the activation as the matmul's post-op";
+      }
+      expect_near_all(low.y, ref.y, tolerance(DType::bf16), "y");
+      expect_near_all(low.dx, ref.dx, tolerance(DType::bf16), "dx");
+      expect_near_all(low.dw, ref.dw, tolerance(DType::bf16), "dw");
+      expect_near_all(low.db, ref.db, tolerance(DType::bf16), "db");
+      EXPECT_EQ(low.dw_without_dx, low.dw);
+    }
+  }
 }
 
 // 3 samples of 9x9.

@@ -70,10 +70,13 @@ namespace {
 // backward taking the activation's gradient from y.
 class ComposedActivatedConv final : public ActivatedConvOp {
  public:
-  ComposedActivatedConv(const ConvShape& s, Activation act, std::unique_ptr<ConvOp> conv, Stream& stream)
+  // conv_activates: conv's forward applies the activation itself (compose_post_activated_conv).
+  ComposedActivatedConv(const ConvShape& s, Activation act, std::unique_ptr<ConvOp> conv, Stream& stream,
+                        bool conv_activates)
       : act_(act), dtype_(s.dtype), stream_(stream), conv_(std::move(conv)),
-        outputs_(s.batch * s.out_h() * s.out_w() * s.out_c) {}
+        outputs_(s.batch * s.out_h() * s.out_w() * s.out_c), conv_activates_(conv_activates) {}
   void forward(const void* x, const void* w, const float* b, void* pre, void* y) override {
+    if (conv_activates_) return conv_->forward(x, w, b, y);
     conv_->forward(x, w, b, pre);
     if (act_ != Activation::none) launch_activation_forward(stream_, act_, dtype_, pre, y, outputs_);
   }
@@ -95,6 +98,7 @@ class ComposedActivatedConv final : public ActivatedConvOp {
   Stream& stream_;
   std::unique_ptr<ConvOp> conv_;
   int64_t outputs_;
+  bool conv_activates_;
 };
 
 // The depthwise op, then the pointwise one with the activation (an ActivatedConvOp), through the
@@ -124,7 +128,12 @@ class ComposedSeparableConv final : public SeparableConvOp {
 
 std::unique_ptr<ActivatedConvOp> compose_activated_conv(const ConvShape& shape, Activation activation,
                                                         std::unique_ptr<ConvOp> conv, Stream& stream) {
-  return std::make_unique<ComposedActivatedConv>(shape, activation, std::move(conv), stream);
+  return std::make_unique<ComposedActivatedConv>(shape, activation, std::move(conv), stream, false);
+}
+
+std::unique_ptr<ActivatedConvOp> compose_post_activated_conv(const ConvShape& shape, Activation activation,
+                                                             std::unique_ptr<ConvOp> conv, Stream& stream) {
+  return std::make_unique<ComposedActivatedConv>(shape, activation, std::move(conv), stream, true);
 }
 
 std::unique_ptr<SeparableConvOp> compose_separable_conv(const SeparableConvShape& shape,

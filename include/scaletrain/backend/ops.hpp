@@ -68,6 +68,11 @@ class ActivatedConvOp {
 // a fused one).
 std::unique_ptr<ActivatedConvOp> compose_activated_conv(const ConvShape& shape, Activation activation,
                                                         std::unique_ptr<ConvOp> conv, Stream& stream);
+// The same where conv's forward already applies the activation (a backend's convolution with the
+// activation as a post-op): the forward writes y alone and leaves pre unwritten; the backward is the
+// composed one (the activation's gradient from y on `stream`, then conv's backward passes).
+std::unique_ptr<ActivatedConvOp> compose_post_activated_conv(const ConvShape& shape, Activation activation,
+                                                             std::unique_ptr<ConvOp> conv, Stream& stream);
 
 // SeparableConv2D's two convolutions and its activation as one op: a depthwise convolution without
 // bias (groups == channels), then a pointwise (1x1, stride 1, unpadded) convolution with bias, then

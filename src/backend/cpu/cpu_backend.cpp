@@ -123,11 +123,16 @@ class CpuBackend final : public Backend {
     if (shape.dtype == DType::bf16) return cpu::make_matmul_inner_product(ctx_, shape);
     return cpu::make_gemm_inner_product(shape);
   }
-  // f32 first layers with an activation: the few-taps op applies it per image (conv_few_taps.cpp).
+  // Activations applied while the output is in cache: f32 first layers on the few-taps op, per tile
+  // (conv_few_taps.cpp); bf16 pointwise convolutions as the matmul's post-op (matmul_inner_product.cpp).
   std::unique_ptr<ActivatedConvOp> make_activated_conv(const ConvShape& shape, Activation activation,
                                                        Stream* stream) override {
     if (activation != Activation::none && cpu::prefers_few_taps(shape) && !onednn_only_)
       return cpu::make_few_taps_activated_conv(shape, activation);
+    if (activation != Activation::none && shape.dtype == DType::bf16 && cpu::is_pointwise(shape) &&
+        !emulated(shape.dtype) && !gemm_on_f32(shape.dtype) && !onednn_only_)
+      return compose_post_activated_conv(shape, activation, cpu::make_pointwise_conv(ctx_, shape, activation),
+                                         stream ? *stream : compute_stream());
     return Backend::make_activated_conv(shape, activation, stream);
   }
   // f32 separable convolutions run fused image by image (separable_conv_fused.cpp); other types, and

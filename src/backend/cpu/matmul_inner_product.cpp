@@ -2,13 +2,16 @@
 // (oneDNN 2.6 has no public bf16 GEMM): y = x w^T + b, dx = dy w, dw = dy^T x (the transposes are
 // strides, not copies), db = column sums of dy. Weights change every step, so plain layouts avoid
 // the per-step weight reorders of the inner-product primitive, as the f32 sgemm path does. bf16
-// operands, f32 accumulation; the bias, dw and db are f32. Also runs bf16 pointwise convolutions.
+// operands, f32 accumulation; the bias, dw and db are f32. Also runs bf16 pointwise convolutions. With
+// an activation, the forward applies it as a oneDNN post-op to the f32 result before its one rounding
+// to bf16 (SELU as scale * elu(alpha)), so no separate pass reads and writes y.
 #include <algorithm>
 #include <unordered_map>
 
 #include "scaletrain/backend/cpu/onednn_ops.hpp"
 #include "scaletrain/core/check_dnnl.hpp"
 #include "scaletrain/core/half.hpp"
+#include "scaletrain/kernels/activation.hpp"
 
 namespace scaletrain::cpu {
 namespace {
@@ -22,9 +25,10 @@ class BoundMatmul {
  public:
   BoundMatmul() = default;
   BoundMatmul(const dnnl::engine& eng, const memory::desc& a, const memory::desc& b, const memory::desc& bias,
-              const memory::desc& c) {
+              const memory::desc& c, const dnnl::post_ops& post_ops = dnnl::post_ops()) {
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    attr.set_post_ops(post_ops);
     const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, bias, c), attr, eng);
     a_ = unbound_memory(a, eng);
     b_ = unbound_memory(b, eng);
@@ -57,7 +61,8 @@ class BoundMatmul {
 
 class MatmulInnerProduct final : public InnerProductOp {
  public:
-  MatmulInnerProduct(OneDnnContextPtr ctx, const InnerProductShape& s) : ctx_(std::move(ctx)), s_(s) {
+  MatmulInnerProduct(OneDnnContextPtr ctx, const InnerProductShape& s, Activation act)
+      : ctx_(std::move(ctx)), s_(s), act_(act) {
     ST_CHECK(s.batch > 0 && s.in_features > 0 && s.out_features > 0, "invalid inner product ", s.to_string(),
              ": batch, in and out features must be positive");
     ST_CHECK(s.dtype == DType::bf16, "the matmul inner product runs bf16, not ", dtype_name(s.dtype), ": ",
@@ -91,9 +96,18 @@ class MatmulInnerProduct final : public InnerProductOp {
     const memory::desc dy_t({out, rows}, dt::bf16, tag::ba);  // dy[rows, out] read as dy^T
     const memory::desc dw({out, in}, dt::f32, tag::ab);
     const memory::desc bias = s_.bias ? memory::desc({1, out}, dt::f32, tag::ab) : memory::desc();
-    forward_ = BoundMatmul(eng, x, w_t, bias, y);
+    forward_ = BoundMatmul(eng, x, w_t, bias, y, activation_post_ops());
     backward_data_ = BoundMatmul(eng, dy, w, memory::desc(), dx);
     backward_weights_ = BoundMatmul(eng, dy_t, x, memory::desc(), dw);
+  }
+
+  // The forward's post-op: dst = scale * eltwise(dst), nothing for none.
+  dnnl::post_ops activation_post_ops() const {
+    dnnl::post_ops ops;
+    if (act_ == Activation::relu) ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+    if (act_ == Activation::selu)
+      ops.append_eltwise(kernels::kSeluScale, dnnl::algorithm::eltwise_elu, kernels::kSeluAlpha, 0.0f);
+    return ops;
   }
 
   // db[c] = sum over rows of dy[r, c], in f32; threads split the columns in blocks of 16.
@@ -111,13 +125,15 @@ class MatmulInnerProduct final : public InnerProductOp {
 
   OneDnnContextPtr ctx_;
   InnerProductShape s_;
+  Activation act_;
   BoundMatmul forward_, backward_data_, backward_weights_;
 };
 
 }  // namespace
 
-std::unique_ptr<InnerProductOp> make_matmul_inner_product(OneDnnContextPtr ctx, const InnerProductShape& s) {
-  return std::make_unique<MatmulInnerProduct>(std::move(ctx), s);
+std::unique_ptr<InnerProductOp> make_matmul_inner_product(OneDnnContextPtr ctx, const InnerProductShape& s,
+                                                          Activation act) {
+  return std::make_unique<MatmulInnerProduct>(std::move(ctx), s, act);
 }
 
 }  // namespace scaletrain::cpu

@@ -12,14 +12,16 @@ namespace {
 
 class PointwiseConv final : public ConvOp {
  public:
-  PointwiseConv(OneDnnContextPtr ctx, const ConvShape& s) {
+  PointwiseConv(OneDnnContextPtr ctx, const ConvShape& s, Activation act) {
+    ST_CHECK(act == Activation::none || s.dtype == DType::bf16, "the f32 pointwise convolution (sgemm) takes no ",
+             "activation into its forward: ", s.to_string());
     InnerProductShape ip;
     ip.dtype = s.dtype;
     ip.batch = s.batch * s.in_h * s.in_w;
     ip.in_features = s.in_c;
     ip.out_features = s.out_c;
     ip.bias = s.bias;
-    ip_ = s.dtype == DType::f32 ? make_gemm_inner_product(ip) : make_matmul_inner_product(std::move(ctx), ip);
+    ip_ = s.dtype == DType::f32 ? make_gemm_inner_product(ip) : make_matmul_inner_product(std::move(ctx), ip, act);
   }
   void forward(const void* x, const void* w, const float* b, void* y) override { ip_->forward(x, w, b, y); }
   void backward_data(const void* dy, const void* w, void* dx) override { ip_->backward_data(dy, w, dx); }
@@ -38,9 +40,9 @@ bool is_pointwise(const ConvShape& s) {
          s.pad_left == 0 && s.pad_bottom == 0 && s.pad_right == 0 && s.groups == 1;
 }
 
-std::unique_ptr<ConvOp> make_pointwise_conv(OneDnnContextPtr ctx, const ConvShape& s) {
+std::unique_ptr<ConvOp> make_pointwise_conv(OneDnnContextPtr ctx, const ConvShape& s, Activation act) {
   ST_CHECK(is_pointwise(s), "not a pointwise convolution: ", s.to_string());
-  return std::make_unique<PointwiseConv>(std::move(ctx), s);
+  return std::make_unique<PointwiseConv>(std::move(ctx), s, act);
 }
 
 }  // namespace scaletrain::cpu

@@ -18,12 +18,15 @@ std::unique_ptr<PoolOp> make_direct_max_pool(const PoolShape& s);
 
 // Inner product as oneDNN sgemm on plain layouts (no per-step weight reorders), f32.
 std::unique_ptr<InnerProductOp> make_gemm_inner_product(const InnerProductShape& s);
-// The bf16 counterpart: oneDNN's matmul primitive on plain layouts (matmul_inner_product.cpp).
-std::unique_ptr<InnerProductOp> make_matmul_inner_product(OneDnnContextPtr ctx, const InnerProductShape& s);
+// The bf16 counterpart: oneDNN's matmul primitive on plain layouts (matmul_inner_product.cpp). With an
+// activation (not none) the forward writes act(x w^T + b), the activation a oneDNN post-op.
+std::unique_ptr<InnerProductOp> make_matmul_inner_product(OneDnnContextPtr ctx, const InnerProductShape& s,
+                                                          Activation act = Activation::none);
 // 1x1, stride 1, unpadded, ungrouped: a GEMM over N*H*W rows (pointwise_conv.cpp), sgemm for f32,
-// matmul for bf16.
+// matmul for bf16. A bf16 one may take the layer's activation into its forward (a matmul post-op).
 bool is_pointwise(const ConvShape& s);
-std::unique_ptr<ConvOp> make_pointwise_conv(OneDnnContextPtr ctx, const ConvShape& s);
+std::unique_ptr<ConvOp> make_pointwise_conv(OneDnnContextPtr ctx, const ConvShape& s,
+                                            Activation act = Activation::none);
 // Direct f32 convolution for few taps per output (IC * KH * KW <= kFewTapsMax, ungrouped), vectorized
 // across output channels (conv_few_taps.cpp). make_conv takes it where prefers_few_taps says (at
 // least kFewTapsMinOutChannels outputs, not pointwise), where perf/bench_conv measured it faster
