@@ -95,17 +95,20 @@ void check_weighted(DType t, Make make, size_t nx, size_t nw, size_t nb, size_t 
   if (nb > 0) expect_near_all(low.db, ref.db, 1e-3, name + " backward_weights (f32 db)");
 }
 
-// The bf16 pointwise convolution with the layer's activation as one op (on AVX512-BF16 CPUs the matmul
-// applies it as a oneDNN post-op and leaves pre unwritten) against the f32 op on the same inputs:
-// odd channel counts, batch 1 and 3, each activation; the backward with and without dx.
-TEST(BackendPrecision, Bf16PointwiseConvWithItsActivation) {
+// A bf16 convolution with the layer's activation as one op (on AVX512-BF16 CPUs the oneDNN primitive,
+// the matmul of a pointwise one, applies it as a post-op and leaves pre unwritten) against the f32 op
+// on the same inputs: pointwise and 3x3, odd channel counts, batch 1 to 3, each activation; the
+// backward with and without dx.
+TEST(BackendPrecision, Bf16ConvWithItsActivation) {
   auto be = make_cpu_backend(0, false, Bf16GemmCompute::bf16);
   const bool native = be->precision_support(DType::bf16).native;
   for (Activation act : {Activation::relu, Activation::selu}) {
-    for (const ConvShape& shape : {testing::conv_shape(3, 5, 7, 10, 17, 1, 1, 0), testing::conv_shape(1, 4, 4, 33, 8, 1, 1, 0)}) {
+    for (const ConvShape& shape : {testing::conv_shape(3, 5, 7, 10, 17, 1, 1, 0), testing::conv_shape(1, 4, 4, 33, 8, 1, 1, 0),
+                                   testing::conv_shape(2, 6, 7, 3, 17, 3, 1, 1), testing::conv_shape(1, 8, 8, 1, 20, 3, 1, 1)}) {
       SCOPED_TRACE(shape.to_string() + ", activation " + activation_name(act));
-      const size_t nx = shape.batch * shape.in_h * shape.in_w * shape.in_c, nw = shape.out_c * shape.in_c;
-      const size_t ny = shape.batch * shape.in_h * shape.in_w * shape.out_c;
+      const size_t nx = shape.batch * shape.in_h * shape.in_w * shape.in_c;
+      const size_t nw = shape.out_c * shape.in_c * shape.kernel_h * shape.kernel_w;
+      const size_t ny = shape.batch * shape.out_h() * shape.out_w() * shape.out_c;
       const Vec x = rounded(DType::bf16, random_vec(nx, 1)), w = rounded(DType::bf16, random_vec(nw, 2));
       const Vec dy = rounded(DType::bf16, random_vec(ny, 3)), b = random_vec(shape.out_c, 4);
       struct Result {
@@ -132,7 +135,7 @@ TEST(BackendPrecision, Bf16PointwiseConvWithItsActivation) {
       };
       const Result low = run(DType::bf16), ref = run(DType::f32);
       if (native) {
-        EXPECT_FALSE(low.pre_written) << "the bf16 op should apply the activation as the matmul's post-op";
+        EXPECT_FALSE(low.pre_written) << "the bf16 op should apply the activation as oneDNN's post-op";
       }
       expect_near_all(low.y, ref.y, tolerance(DType::bf16), "y");
       expect_near_all(low.dx, ref.dx, tolerance(DType::bf16), "dx");

@@ -1,6 +1,7 @@
 // Convolution (grouped and depthwise included) forward, backward-data and backward-weights with
 // oneDNN primitives created once per shape; activations NHWC, weights OIHW / GOIHW at the user side,
-// in f32 or bf16 (f32 bias, weight and bias gradients; f32 accumulation).
+// in f32 or bf16 (f32 bias, weight and bias gradients; f32 accumulation). With an activation, the
+// forward applies it as a post-op (the backward passes take the activation's gradient from the caller).
 #include "scaletrain/backend/cpu/onednn_ops.hpp"
 #include "scaletrain/core/check_dnnl.hpp"
 
@@ -13,7 +14,7 @@ using dt = memory::data_type;
 
 class OneDnnConv final : public ConvOp {
  public:
-  OneDnnConv(OneDnnContextPtr ctx, const ConvShape& s) : ctx_(std::move(ctx)), s_(s) {
+  OneDnnConv(OneDnnContextPtr ctx, const ConvShape& s, Activation act) : ctx_(std::move(ctx)), s_(s), act_(act) {
     s.validate();
     try {
       build();
@@ -65,7 +66,10 @@ class OneDnnConv final : public ConvOp {
     using dnnl::prop_kind;
     dnnl::convolution_forward::desc fd(prop_kind::forward_training, algorithm::convolution_direct, src_md, w_any, b_md,
                                        dst_md, strides, pad_l, pad_r);
-    dnnl::convolution_forward::primitive_desc fwd_pd(fd, attr, eng);
+    dnnl::primitive_attr fwd_attr;  // its own: a copy of attr would share (and change) attr's handle
+    fwd_attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    fwd_attr.set_post_ops(activation_post_ops(act_));
+    dnnl::convolution_forward::primitive_desc fwd_pd(fd, fwd_attr, eng);
     dnnl::convolution_backward_data::desc bd(algorithm::convolution_direct, src_md, w_any, dst_md, strides, pad_l,
                                              pad_r);
     dnnl::convolution_backward_data::primitive_desc bwd_data_pd(bd, attr, eng, fwd_pd);
@@ -77,13 +81,14 @@ class OneDnnConv final : public ConvOp {
 
   OneDnnContextPtr ctx_;
   ConvShape s_;
+  Activation act_;
   WeightedPrimitives prims_;
 };
 
 }  // namespace
 
-std::unique_ptr<ConvOp> make_onednn_conv(OneDnnContextPtr ctx, const ConvShape& s) {
-  return std::make_unique<OneDnnConv>(std::move(ctx), s);
+std::unique_ptr<ConvOp> make_onednn_conv(OneDnnContextPtr ctx, const ConvShape& s, Activation act) {
+  return std::make_unique<OneDnnConv>(std::move(ctx), s, act);
 }
 
 }  // namespace scaletrain::cpu

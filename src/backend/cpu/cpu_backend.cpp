@@ -104,10 +104,7 @@ class CpuBackend final : public Backend {
   }
 
   std::unique_ptr<ConvOp> make_conv(const ConvShape& shape, Stream* = nullptr) override {
-    // bf16 first layers of one channel into a few (LeNet's) compute in f32 on the narrow-rows op: the
-    // bf16 products are exact in f32 either way, and oneDNN's bf16 kernel was the slower (bench_layers).
-    const bool narrow_on_f32 = shape.dtype == DType::bf16 && cpu::prefers_narrow_rows(as_f32(shape)) && !onednn_only_;
-    if (emulated(shape.dtype) || (gemm_on_f32(shape.dtype) && cpu::is_pointwise(shape)) || narrow_on_f32)
+    if (emulated(shape.dtype) || (gemm_on_f32(shape.dtype) && cpu::is_pointwise(shape)) || narrow_on_f32(shape))
       return cpu::make_emulated_conv(make_conv(as_f32(shape)), shape);
     if (cpu::is_pointwise(shape) && !onednn_only_) return cpu::make_pointwise_conv(ctx_, shape);
     if (cpu::prefers_few_taps(shape) && !onednn_only_) return cpu::make_few_taps_conv(shape);
@@ -124,15 +121,19 @@ class CpuBackend final : public Backend {
     return cpu::make_gemm_inner_product(shape);
   }
   // Activations applied while the output is in cache: f32 first layers on the few-taps op, per tile
-  // (conv_few_taps.cpp); bf16 pointwise convolutions as the matmul's post-op (matmul_inner_product.cpp).
+  // (conv_few_taps.cpp); bf16 convolutions on oneDNN as the primitive's post-op (the matmul of
+  // pointwise ones, matmul_inner_product.cpp, and the convolution primitive, conv_onednn.cpp).
   std::unique_ptr<ActivatedConvOp> make_activated_conv(const ConvShape& shape, Activation activation,
                                                        Stream* stream) override {
     if (activation != Activation::none && cpu::prefers_few_taps(shape) && !onednn_only_)
       return cpu::make_few_taps_activated_conv(shape, activation);
-    if (activation != Activation::none && shape.dtype == DType::bf16 && cpu::is_pointwise(shape) &&
-        !emulated(shape.dtype) && !gemm_on_f32(shape.dtype) && !onednn_only_)
-      return compose_post_activated_conv(shape, activation, cpu::make_pointwise_conv(ctx_, shape, activation),
-                                         stream ? *stream : compute_stream());
+    if (activation != Activation::none && shape.dtype == DType::bf16 && !emulated(shape.dtype) && !onednn_only_) {
+      Stream& on = stream ? *stream : compute_stream();
+      if (cpu::is_pointwise(shape) && !gemm_on_f32(shape.dtype))
+        return compose_post_activated_conv(shape, activation, cpu::make_pointwise_conv(ctx_, shape, activation), on);
+      if (!cpu::is_pointwise(shape) && !narrow_on_f32(shape))
+        return compose_post_activated_conv(shape, activation, cpu::make_onednn_conv(ctx_, shape, activation), on);
+    }
     return Backend::make_activated_conv(shape, activation, stream);
   }
   // f32 separable convolutions run fused image by image (separable_conv_fused.cpp); other types, and
@@ -157,6 +158,11 @@ class CpuBackend final : public Backend {
  private:
   // Whether ops of this storage type run as f32 ops on that storage (throws for non-float types).
   bool emulated(DType t) const { return !precision_support(t).native; }
+  // bf16 first layers of one channel into a few (LeNet's) compute in f32 on the narrow-rows op: the
+  // bf16 products are exact in f32 either way, and oneDNN's bf16 kernel was the slower (bench_layers).
+  bool narrow_on_f32(const ConvShape& shape) const {
+    return shape.dtype == DType::bf16 && cpu::prefers_narrow_rows(as_f32(shape)) && !onednn_only_;
+  }
   // Whether GEMM-shaped ops (inner products, pointwise convolutions) in this storage type run as f32
   // GEMMs on widened operands although the type is native (bf16 where vdpbf16ps is the slower).
   bool gemm_on_f32(DType t) const { return t == DType::bf16 && bf16_gemm().on_f32; }

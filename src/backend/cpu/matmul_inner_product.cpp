@@ -11,7 +11,6 @@
 #include "scaletrain/backend/cpu/onednn_ops.hpp"
 #include "scaletrain/core/check_dnnl.hpp"
 #include "scaletrain/core/half.hpp"
-#include "scaletrain/kernels/activation.hpp"
 
 namespace scaletrain::cpu {
 namespace {
@@ -96,18 +95,9 @@ class MatmulInnerProduct final : public InnerProductOp {
     const memory::desc dy_t({out, rows}, dt::bf16, tag::ba);  // dy[rows, out] read as dy^T
     const memory::desc dw({out, in}, dt::f32, tag::ab);
     const memory::desc bias = s_.bias ? memory::desc({1, out}, dt::f32, tag::ab) : memory::desc();
-    forward_ = BoundMatmul(eng, x, w_t, bias, y, activation_post_ops());
+    forward_ = BoundMatmul(eng, x, w_t, bias, y, activation_post_ops(act_));
     backward_data_ = BoundMatmul(eng, dy, w, memory::desc(), dx);
     backward_weights_ = BoundMatmul(eng, dy_t, x, memory::desc(), dw);
-  }
-
-  // The forward's post-op: dst = scale * eltwise(dst), nothing for none.
-  dnnl::post_ops activation_post_ops() const {
-    dnnl::post_ops ops;
-    if (act_ == Activation::relu) ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
-    if (act_ == Activation::selu)
-      ops.append_eltwise(kernels::kSeluScale, dnnl::algorithm::eltwise_elu, kernels::kSeluAlpha, 0.0f);
-    return ops;
   }
 
   // db[c] = sum over rows of dy[r, c], in f32; threads split the columns in blocks of 16.

@@ -8,8 +8,16 @@
 #include <algorithm>
 
 #include "scaletrain/core/check_dnnl.hpp"
+#include "scaletrain/kernels/activation.hpp"
 
 namespace scaletrain::cpu {
+
+dnnl::post_ops activation_post_ops(Activation act) {
+  dnnl::post_ops ops;
+  if (act == Activation::relu) ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+  if (act == Activation::selu) ops.append_eltwise(kernels::kSeluScale, dnnl::algorithm::eltwise_elu, kernels::kSeluAlpha, 0.0f);
+  return ops;
+}
 
 dnnl::memory unbound_memory(const dnnl::memory::desc& md, const dnnl::engine& eng) {
   dnnl::memory m;

@@ -1,5 +1,5 @@
 // The oneDNN engine and stream of the CPU backend, and the helpers its ops share: a user-mode
-// scratchpad sized once per op, weight reorders between PyTorch's layout and the layout a
+// scratchpad sized once per op, activations as post-ops, weight reorders between PyTorch's layout and the layout a
 // primitive chose (skipped when they coincide), and the bound forward/backward primitive triple
 // of a layer with weights.
 #pragma once
@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "scaletrain/backend/activation.hpp"
 #include "scaletrain/core/tensor.hpp"
 
 namespace scaletrain::cpu {
@@ -26,6 +27,11 @@ dnnl::memory unbound_memory(const dnnl::memory::desc& md, const dnnl::engine& en
 
 // Host storage of `bytes` bytes (64-byte aligned) that lives as long as the op owning it.
 Tensor host_bytes(size_t bytes);
+
+// A layer's activation as the post-op of a oneDNN primitive (dst = scale * eltwise(dst): SELU as
+// 1.0507 * elu with alpha 1.6733), applied to the f32 result before its rounding to the storage type;
+// empty for none.
+dnnl::post_ops activation_post_ops(Activation act);
 
 // oneDNN's data type for a storage type (f32, bf16, f16); throws for others.
 dnnl::memory::data_type onednn_type(DType t);

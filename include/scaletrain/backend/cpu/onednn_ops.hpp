@@ -8,7 +8,8 @@
 
 namespace scaletrain::cpu {
 
-std::unique_ptr<ConvOp> make_onednn_conv(OneDnnContextPtr ctx, const ConvShape& s);
+std::unique_ptr<ConvOp> make_onednn_conv(OneDnnContextPtr ctx, const ConvShape& s,
+                                         Activation act = Activation::none);
 std::unique_ptr<InnerProductOp> make_onednn_inner_product(OneDnnContextPtr ctx, const InnerProductShape& s);
 std::unique_ptr<PoolOp> make_onednn_pool(OneDnnContextPtr ctx, const PoolShape& s);
 // Max pooling as loops vectorized across channels with a compact argmax (max_pool_direct.cpp), any
