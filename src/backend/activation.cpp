@@ -30,34 +30,39 @@ void launch_activation_forward(Stream& stream, Activation act, DType dtype, cons
   });
 }
 
-void launch_activation_backward(Stream& stream, Activation act, DType dtype, const void* pre, const void* dpost,
-                                void* dpre, int64_t n) {
-  ST_CHECK(act != Activation::none, "launch_activation_backward: the activation 'none' has no kernel");
+namespace {
+
+// dpre = act'(.) * dpost with the gradient functors Relu<T> and Selu<T>, which read `from` (the
+// activation's input or its output, as the functors say) and dpost. The labels are string literals: a
+// queued launch keeps the pointer.
+template <template <class> class Relu, template <class> class Selu>
+void launch_gradient(Stream& stream, Activation act, DType dtype, const void* from, const void* dpost, void* dpre,
+                     int64_t n, const char* relu_label, const char* selu_label) {
+  ST_CHECK(act != Activation::none, "the activation 'none' has no gradient kernel");
   visit_float_type(dtype, [&](auto t) {
     using T = decltype(t);
-    const T* x = static_cast<const T*>(pre);
+    const T* a = static_cast<const T*>(from);
     const T* dy = static_cast<const T*>(dpost);
     T* dx = static_cast<T*>(dpre);
     if (act == Activation::relu)
-      launch(stream, "relu_backward", n, kernels::ReluBackward<T>{x, dy, dx});
+      launch(stream, relu_label, n, Relu<T>{a, dy, dx});
     else
-      launch(stream, "selu_backward", n, kernels::SeluBackward<T>{x, dy, dx});
+      launch(stream, selu_label, n, Selu<T>{a, dy, dx});
   });
+}
+
+}  // namespace
+
+void launch_activation_backward(Stream& stream, Activation act, DType dtype, const void* pre, const void* dpost,
+                                void* dpre, int64_t n) {
+  launch_gradient<kernels::ReluBackward, kernels::SeluBackward>(stream, act, dtype, pre, dpost, dpre, n,
+                                                                "relu_backward", "selu_backward");
 }
 
 void launch_activation_backward_from_output(Stream& stream, Activation act, DType dtype, const void* post,
                                             const void* dpost, void* dpre, int64_t n) {
-  ST_CHECK(act != Activation::none, "launch_activation_backward_from_output: the activation 'none' has no kernel");
-  visit_float_type(dtype, [&](auto t) {
-    using T = decltype(t);
-    const T* y = static_cast<const T*>(post);
-    const T* dy = static_cast<const T*>(dpost);
-    T* dx = static_cast<T*>(dpre);
-    if (act == Activation::relu)
-      launch(stream, "relu_backward_from_output", n, kernels::ReluBackwardFromOutput<T>{y, dy, dx});
-    else
-      launch(stream, "selu_backward_from_output", n, kernels::SeluBackwardFromOutput<T>{y, dy, dx});
-  });
+  launch_gradient<kernels::ReluBackwardFromOutput, kernels::SeluBackwardFromOutput>(
+      stream, act, dtype, post, dpost, dpre, n, "relu_backward_from_output", "selu_backward_from_output");
 }
 
 }  // namespace scaletrain
