@@ -100,8 +100,12 @@ TYPED_TEST(CudaStorageFunctors, ReluForwardAndBackward) {
   launch(b.compute_stream(), "relu", x.n(), ReluForward<T>{x.d(), y.d()});
   launch_host("relu_bwd", x.n(), ReluBackward<T>{x.h(), dy.h(), dx.h()});
   launch(b.compute_stream(), "relu_bwd", x.n(), ReluBackward<T>{x.d(), dy.d(), dx.d()});
+  Twin<T> dx_from_y(b, std::vector<T>(n), "dx from y");
+  launch_host("relu_bwd_from_y", x.n(), ReluBackwardFromOutput<T>{y.h(), dy.h(), dx_from_y.h()});
+  launch(b.compute_stream(), "relu_bwd_from_y", x.n(), ReluBackwardFromOutput<T>{y.d(), dy.d(), dx_from_y.d()});
   expect_matches(b, y, 0, "ReluForward");
   expect_matches(b, dx, 0, "ReluBackward");
+  expect_matches(b, dx_from_y, 0, "ReluBackwardFromOutput");
 }
 
 TYPED_TEST(CudaStorageFunctors, SeluForwardAndBackward) {
@@ -114,8 +118,12 @@ TYPED_TEST(CudaStorageFunctors, SeluForwardAndBackward) {
   launch(b.compute_stream(), "selu", x.n(), SeluForward<T>{x.d(), y.d()});
   launch_host("selu_bwd", x.n(), SeluBackward<T>{x.h(), dy.h(), dx.h()});
   launch(b.compute_stream(), "selu_bwd", x.n(), SeluBackward<T>{x.d(), dy.d(), dx.d()});
+  Twin<T> dx_from_y(b, std::vector<T>(n), "dx from y");
+  launch_host("selu_bwd_from_y", x.n(), SeluBackwardFromOutput<T>{y.h(), dy.h(), dx_from_y.h()});
+  launch(b.compute_stream(), "selu_bwd_from_y", x.n(), SeluBackwardFromOutput<T>{y.d(), dy.d(), dx_from_y.d()});
   expect_matches(b, y, ulp_tolerance<T>(), "SeluForward");
   expect_matches(b, dx, ulp_tolerance<T>(), "SeluBackward");
+  expect_matches(b, dx_from_y, ulp_tolerance<T>(), "SeluBackwardFromOutput");
 }
 
 TYPED_TEST(CudaStorageFunctors, DropoutForwardAndBackward) {
