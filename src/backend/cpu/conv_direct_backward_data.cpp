@@ -36,9 +36,7 @@ class DirectBackwardDataConv final : public ConvOp {
     const int64_t tap_vectors = (taps() + kLanes - 1) / kLanes;
     groups_ = (tap_vectors + kMaxGroup - 1) / kMaxGroup;
     group_ = (tap_vectors + groups_ - 1) / groups_;
-    window_.resize(out_pixels_);
-    for (int64_t q = 0; q < out_pixels_; ++q)
-      window_[q] = (q / s.out_w()) * s.stride_h * image_.row_floats() + (q % s.out_w()) * s.stride_w * s.in_c;
+    window_ = image_.window_offsets(s);
     threads_ = std::max(1, omp_get_max_threads());
     padded_.resize(threads_ * image_.floats());
     wk_.resize(s.out_c * groups_ * group_);
@@ -130,10 +128,10 @@ class DirectBackwardDataConv final : public ConvOp {
   // zero beyond K.
   void transpose_weights(const float* w) {
     std::fill(wk_.begin(), wk_.end(), Vec16{});
-    const int64_t kk = s_.kernel_h * s_.kernel_w, row = groups_ * group_;
+    const int64_t row = groups_ * group_;
     for (int64_t o = 0; o < s_.out_c; ++o)
       for (int64_t j = 0; j < taps(); ++j) {
-        const int64_t t = (j % kk) * s_.in_c + j / kk;
+        const int64_t t = nhwc_tap_of_oihw(s_, j);
         wk_[o * row + t / kLanes][t % kLanes] = w[o * taps() + j];
       }
   }

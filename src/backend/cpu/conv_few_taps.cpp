@@ -37,9 +37,7 @@ class FewTapsConv final : public ConvOp {
     out_pixels_ = s.out_h() * s.out_w();
     k_ = taps(s);
     blocks_ = (s.out_c + kLanes - 1) / kLanes;
-    window_.resize(out_pixels_);
-    for (int64_t q = 0; q < out_pixels_; ++q)
-      window_[q] = (q / s.out_w()) * s.stride_h * image_.row_floats() + (q % s.out_w()) * s.stride_w * s.in_c;
+    window_ = image_.window_offsets(s);
     threads_ = std::max(1, omp_get_max_threads());
     padded_.resize(threads_ * image_.floats());
     wt_.resize(k_ * blocks_);
@@ -223,11 +221,7 @@ class FewTapsConv final : public ConvOp {
   }
 
   // Taps are ordered (kh, kw, ic), the order of NHWC x, so a kernel row's taps are contiguous in x.
-  // The tap of OIHW weight column j = (ic, kh, kw):
-  int64_t tap_of_oihw(int64_t j) const {
-    const int64_t kk = s_.kernel_h * s_.kernel_w;
-    return (j % kk) * s_.in_c + j / kk;
-  }
+  int64_t tap_of_oihw(int64_t j) const { return nhwc_tap_of_oihw(s_, j); }
 
   // OIHW weights [OC, K] as [K, blocks] of 16 channels, zero beyond OC.
   void transpose_weights(const float* w) {

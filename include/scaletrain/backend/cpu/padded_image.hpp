@@ -4,6 +4,7 @@
 #pragma once
 #include <algorithm>
 #include <cstdint>
+#include <vector>
 
 #include "scaletrain/backend/ops.hpp"
 
@@ -34,6 +35,14 @@ class PaddedImage {
     }
     std::fill(next, buffer + floats_, 0.0f);
   }
+  // The offset in the buffer of each output pixel's window (its top-left tap) for convolution s, in
+  // output order.
+  std::vector<int64_t> window_offsets(const ConvShape& s) const {
+    std::vector<int64_t> offsets(s.out_h() * s.out_w());
+    for (int64_t q = 0; q < static_cast<int64_t>(offsets.size()); ++q)
+      offsets[q] = (q / s.out_w()) * s.stride_h * row_floats_ + (q % s.out_w()) * s.stride_w * s.in_c;
+    return offsets;
+  }
   // x = the part of buffer inside the border.
   void crop(const float* buffer, float* x) const {
     for (int64_t h = 0; h < in_h_; ++h) std::copy(row(buffer, h), row(buffer, h) + row_in_, x + h * row_in_);
@@ -47,5 +56,12 @@ class PaddedImage {
 
   int64_t in_h_, row_in_, row_floats_, first_, floats_;
 };
+
+// A window's taps in NHWC order (kh, kw, ic), so that a kernel row's taps are contiguous in the
+// buffer: the tap of OIHW weight column j = (ic, kh, kw) of convolution s.
+inline int64_t nhwc_tap_of_oihw(const ConvShape& s, int64_t j) {
+  const int64_t kk = s.kernel_h * s.kernel_w;
+  return (j % kk) * s.in_c + j / kk;
+}
 
 }  // namespace scaletrain::cpu
