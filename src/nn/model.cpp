@@ -145,10 +145,19 @@ void Model::backward(const Tensor& dlogits, const std::function<void(size_t)>& o
     });
     cur = &dlogits_low_;
   }
+  // No gradient flows into the input, nor through the layers before the first one with parameters
+  // (mlp's Flatten): that layer computes no dx, and the ones before it run no backward.
+  const size_t first_trained = first_layer_with_parameters();
   for (size_t li = layers_.size(); li-- > 0;) {
-    cur = &layers_[li]->backward(*cur, li > 0);
+    if (li >= first_trained) cur = &layers_[li]->backward(*cur, li > first_trained);
     if (on_layer_done) on_layer_done(li);
   }
+}
+
+size_t Model::first_layer_with_parameters() const {
+  for (size_t li = 0; li < layers_.size(); ++li)
+    if (!layers_[li]->parameters().empty()) return li;
+  return layers_.size();
 }
 
 void Model::set_random_state(uint64_t seed, uint64_t step, const Tensor& sample_index) {
@@ -159,6 +168,18 @@ void Model::set_random_state(uint64_t seed, uint64_t step, const Tensor& sample_
 int64_t Model::flops_per_sample() const {
   int64_t f = 0;
   for (const auto& l : layers_) f += l->flops_per_sample();
+  return f;
+}
+
+int64_t Model::training_flops_of_layer(size_t i) const {
+  const size_t first = first_layer_with_parameters();
+  const int64_t passes = i > first ? 3 : i == first ? 2 : 1;
+  return passes * layers_.at(i)->flops_per_sample();
+}
+
+int64_t Model::training_flops_per_sample() const {
+  int64_t f = 0;
+  for (size_t i = 0; i < layers_.size(); ++i) f += training_flops_of_layer(i);
   return f;
 }
 

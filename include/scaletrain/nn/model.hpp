@@ -71,6 +71,13 @@ class Model {
   const Shape& output_shape() const { return output_shape_; }
   int64_t parameter_count() const { return flat_params_.numel(); }
   int64_t flops_per_sample() const;
+  // No gradient flows into the input: the first layer with parameters computes no dx and the layers
+  // before it run no backward (layers().size() when no layer has parameters).
+  size_t first_layer_with_parameters() const;
+  // Forward and backward FLOPs per sample of layer i: 3x its forward (forward, dx, weight gradient),
+  // 2x for the first layer with parameters (no dx), 1x before it; and their sum over the model.
+  int64_t training_flops_of_layer(size_t i) const;
+  int64_t training_flops_per_sample() const;
   int64_t batch() const { return batch_; }
 
   // Keras' model.summary() with a FLOPs-per-sample column.
