@@ -27,7 +27,7 @@ namespace {
 
 struct LayerTimes {
   std::vector<std::string> names;
-  std::vector<double> flops;    // forward FLOPs per step
+  std::vector<double> flops;    // forward + backward FLOPs per step (Model::training_flops_of_layer)
   std::vector<double> seconds;  // forward + backward per step
   double total = 0;
 };
@@ -59,9 +59,11 @@ LayerTimes time_layers(Backend& backend, const std::string& model_name, int64_t 
     }
     Tensor dy = outs[n - 1]->clone();  // any gradient of the right shape and type
     const Tensor* g = &dy;
-    for (size_t k = n; k-- > 0;) {
+    // As Model::backward: no dx for the first layer with parameters, no backward before it.
+    const size_t first = model->first_layer_with_parameters();
+    for (size_t k = n; k-- > first;) {
       const double t0 = now_seconds();
-      g = &layers[k]->backward(*g, k > 0);
+      g = &layers[k]->backward(*g, k > first);
       if (s >= warmup) r.seconds[k] += now_seconds() - t0;
     }
   }
@@ -69,7 +71,7 @@ LayerTimes time_layers(Backend& backend, const std::string& model_name, int64_t 
     r.seconds[i] /= static_cast<double>(steps);
     r.total += r.seconds[i];
     r.names.push_back(layers[i]->name() + " (" + layers[i]->type() + ")");
-    r.flops.push_back(static_cast<double>(layers[i]->flops_per_sample()) * static_cast<double>(batch));
+    r.flops.push_back(static_cast<double>(model->training_flops_of_layer(i)) * static_cast<double>(batch));
   }
   return r;
 }
@@ -128,13 +130,14 @@ int main(int argc, char** argv) {
     std::printf("%-34s %9s %9s %9s %8s %9s %9s %8s\n", "layer (fwd+bwd)", "fp32 ms", "GF/s", "% peak", "bf16 ms",
                 "GF/s", "% bf16pk", "speedup");
     for (size_t i = 0; i < f.names.size(); ++i) {
-      const double g32 = f.seconds[i] > 0 ? 3 * f.flops[i] / f.seconds[i] / 1e9 : 0;
-      const double g16 = b.seconds[i] > 0 ? 3 * b.flops[i] / b.seconds[i] / 1e9 : 0;
+      const double g32 = f.seconds[i] > 0 ? f.flops[i] / f.seconds[i] / 1e9 : 0;
+      const double g16 = b.seconds[i] > 0 ? b.flops[i] / b.seconds[i] / 1e9 : 0;
       std::printf("%-34s %9.3f %9.1f %9s %8.3f %9.1f %9s %7.2fx\n", f.names[i].c_str(), 1e3 * f.seconds[i], g32,
                   share(g32, peak32).c_str(), 1e3 * b.seconds[i], g16, share(g16, peak16).c_str(),
                   b.seconds[i] > 0 ? f.seconds[i] / b.seconds[i] : 0.0);
     }
-    std::printf("\nGF/s counts forward + backward as 3x the forward FLOPs; %% peak is against the measured peak of\n"
+    std::printf("\nGF/s counts forward + backward as 3x the forward FLOPs (2x for the first layer with parameters,\n"
+                "which computes no input gradient); %% peak is against the measured peak of\n"
                 "the same precision (bench_peak_flops): fp32 FMA chains, bf16 vdpbf16ps chains.\n");
   }
   MPI_Finalize();

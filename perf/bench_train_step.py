@@ -11,8 +11,9 @@ Configurations (2 cores): 2x1 = 2 ranks x 1 thread (scaletrain: mpirun, one rank
 DDP with gloo), 1x2 = 1 process x 2 threads. Precisions: fp32, and bf16 (scaletrain
 --train.precision bf16; PyTorch forward and loss under torch.autocast("cpu", dtype=torch.bfloat16)).
 The ratio column compares each scaletrain configuration with PyTorch's best configuration of the
-same precision. Training FLOPs are 3x the forward FLOPs the model summary counts; % peak is against
-the fp32 peak for fp32 rows and against the bf16 (vdpbf16ps) peak for bf16 rows.
+same precision. Training FLOPs are run.json's training_flops_per_sample: 3x the forward FLOPs the
+model summary counts, but 2x for the first layer with parameters, which computes no input gradient
+(neither does PyTorch's); % peak is against the fp32 peak for fp32 rows and against the bf16 (vdpbf16ps) peak for bf16 rows.
 """
 import argparse
 import json
@@ -56,7 +57,7 @@ def run_scaletrain(build, model, ranks, threads, steps, workdir, extra=(), warmu
     with open(os.path.join(run_dir, "run.json")) as f:
         run = json.load(f)
     precision = run.get("precision")
-    return {"images_per_s": run["samples_per_s"], "flops": 3 * run["forward_flops_per_sample"],
+    return {"images_per_s": run["samples_per_s"], "flops": run.get("training_flops_per_sample", 3 * run["forward_flops_per_sample"]),
             "exposed_allreduce": run.get("phase_share", {}).get("allreduce_exposed", 0.0),
             "total_allreduce": run.get("allreduce_total_share", 0.0),
             "compute": precision.get("compute") if isinstance(precision, dict) else None,

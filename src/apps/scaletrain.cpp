@@ -233,6 +233,7 @@ int train_and_log(comm::Communicator& comm, const RunConfig& cfg, double init_st
   info.device = trainer.device_description();
   info.parameters = trainer.model().parameter_count();
   info.flops_per_sample = trainer.model().flops_per_sample();
+  info.training_flops_per_sample = trainer.model().training_flops_per_sample();
   info.precision = trainer.precision();
   info.transport = trainer.transport();
   info.buckets = trainer.bucket_report();

@@ -185,6 +185,7 @@ void RunLog::finish(const RunInfo& info, const TrainResult& r) {
   j["device"] = info.device;
   j["parameters"] = info.parameters;
   j["forward_flops_per_sample"] = info.flops_per_sample;
+  j["training_flops_per_sample"] = info.training_flops_per_sample;
   const PrecisionReport& p = info.precision;
   j["precision"] = {{"train", p.train},       {"compute", p.compute},
                     {"native", p.native},     {"emulated", !p.native},

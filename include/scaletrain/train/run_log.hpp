@@ -33,6 +33,7 @@ struct RunInfo {
   std::vector<std::string> operator_choices;  // rank 0's (Backend::operator_choices)
   int64_t parameters = 0;
   int64_t flops_per_sample = 0;      // forward
+  int64_t training_flops_per_sample = 0;  // forward and backward (Model::training_flops_per_sample)
   PrecisionReport precision;
   TransportReport transport;
   BucketReport buckets;  // comm.bucket_mb: the size in use; auto: probe, fit, candidates
