@@ -18,6 +18,18 @@ TEST(Zoo, ParameterCounts) {
   EXPECT_EQ(nn::make_zoo_model("mlp", {28, 28, 1}, 10)->parameter_count(), 235146);
 }
 
+// 3x the forward FLOPs, but 2x for the first layer with parameters: it computes no input gradient.
+TEST(Zoo, TrainingFlopsSkipTheFirstInputGradient) {
+  auto mlp = nn::make_zoo_model("mlp", {28, 28, 1}, 10);
+  EXPECT_EQ(mlp->first_layer_with_parameters(), 1u);  // behind the Flatten
+  EXPECT_EQ(mlp->training_flops_of_layer(1), 2 * mlp->layers()[1]->flops_per_sample());
+  EXPECT_EQ(mlp->training_flops_per_sample(), 3 * mlp->flops_per_sample() - mlp->layers()[1]->flops_per_sample());
+  auto lenet = nn::make_zoo_model("lenet", {28, 28, 1}, 10);
+  EXPECT_EQ(lenet->first_layer_with_parameters(), 0u);
+  EXPECT_EQ(lenet->training_flops_per_sample(),
+            3 * lenet->flops_per_sample() - lenet->layers()[0]->flops_per_sample());
+}
+
 TEST(Zoo, SummaryLooksLikeKeras) {
   auto m = nn::make_zoo_model("fmnist_sepcnn", {28, 28, 1}, 10);
   const std::string s = m->summary();
