@@ -3,10 +3,12 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include "scaletrain/core/mpi_environment.hpp"
 #include "scaletrain/core/error.hpp"
 #include "scaletrain/kernels/launch.hpp"
 
 int main(int argc, char** argv) {
+  scaletrain::set_mpi_environment_defaults();  // as the scaletrain app runs MPI
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   int rank = 0;

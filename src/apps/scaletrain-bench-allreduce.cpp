@@ -16,6 +16,7 @@
 #include "scaletrain/comm/allreduce_probe.hpp"
 #include "scaletrain/comm/gradient_buckets.hpp"
 #include "scaletrain/comm/mpi_communicator.hpp"
+#include "scaletrain/core/mpi_environment.hpp"
 #include "scaletrain/core/error.hpp"
 #include "scaletrain/core/half.hpp"
 #include "scaletrain/core/timer.hpp"
@@ -348,6 +349,7 @@ int run(int argc, char** argv, comm::Communicator& c) {
 
 int main(int argc, char** argv) {
   setlinebuf(stdout);
+  set_mpi_environment_defaults();  // the settings scaletrain runs with
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   int rank = 0;

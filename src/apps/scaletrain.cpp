@@ -17,6 +17,7 @@
 #include <string>
 
 #include "scaletrain/comm/mpi_communicator.hpp"
+#include "scaletrain/core/mpi_environment.hpp"
 #include "scaletrain/core/error.hpp"
 #include "scaletrain/core/timer.hpp"
 #include "scaletrain/kernels/launch.hpp"
@@ -251,6 +252,7 @@ int main(int argc, char** argv) {
   // First: from here on SIGUSR1/SIGTERM stop the run at a step boundary (one that comes during
   // MPI's start-up stops it after the first step).
   install_stop_signal_handlers();
+  set_mpi_environment_defaults();
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   int rank = 0;

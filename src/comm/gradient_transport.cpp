@@ -5,6 +5,7 @@
 #include "scaletrain/comm/nccl_communicator.hpp"
 #include "scaletrain/comm/sim_device_communicator.hpp"
 #include "scaletrain/core/error.hpp"
+#include "scaletrain/core/mpi_environment.hpp"
 
 namespace scaletrain::comm {
 
@@ -54,9 +55,11 @@ std::string gradient_transport_description(CommBackend resolved, DeviceKind devi
   if (resolved == CommBackend::nccl && device == DeviceKind::sim)
     return "nccl path simulated with MPI on the sim comm stream (stream-ordered buckets, averaged by the transport)";
   if (resolved == CommBackend::nccl) return "nccl (stream-ordered buckets on the cuda comm stream, ncclAvg)";
-  if (device == DeviceKind::cpu) return "mpi (host buffers)";
+  const std::string alg = mpi_iallreduce_algorithm_setting();
+  const std::string libnbc = alg.empty() ? "" : "; Open MPI libnbc iallreduce algorithm " + alg + (alg == "1" ? " (ring)" : "");
+  if (device == DeviceKind::cpu) return "mpi (host buffers" + libnbc + ")";
   return "mpi (host-staged: buckets copied to pinned host buffers on the " + device_kind_name(device) +
-         " comm stream)";
+         " comm stream" + libnbc + ")";
 }
 
 }  // namespace scaletrain::comm
