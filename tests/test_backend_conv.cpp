@@ -416,6 +416,29 @@ TEST(BackendConvFewTaps, WithTheActivationInside) {
   }
 }
 
+TEST(BackendConvNarrowRows, WithTheActivationInside) {
+  for (Activation act : {Activation::none, Activation::relu, Activation::selu}) {
+    for (const ConvShape& s : {conv_shape(1, 28, 28, 1, 6, 5, 1, 2), conv_shape(3, 11, 33, 1, 5, 5, 1, 0),
+                               conv_shape(2, 9, 7, 1, 3, 3, 1, 1, 1, false), conv_shape(2, 6, 17, 1, 16, 3, 1, 1)})
+      check_activated(*cpu::make_narrow_rows_activated_conv(s, act), s, act);
+  }
+}
+
+// The cpu backend's op for LeNet's first layer with ReLU is the narrow-rows op with the activation
+// inside: its forward writes y alone.
+TEST(BackendConvNarrowRows, TakenWithTheActivationForLeNetsFirstLayer) {
+  auto cpu = make_cpu_backend(1);
+  const ConvShape s = conv_shape(2, 28, 28, 1, 6, 5, 1, 2);
+  auto op = cpu->make_activated_conv(s, Activation::relu);
+  const size_t nx = s.batch * s.in_h * s.in_w, ny = s.batch * s.out_h() * s.out_w() * s.out_c;
+  const Vec x = random_vec(nx, 5), w = random_vec(6 * 25, 6), b = random_vec(6, 7);
+  Vec pre(ny, 1e30f), y(ny, 1e30f);
+  op->forward(x.data(), w.data(), b.data(), pre.data(), y.data());
+  EXPECT_EQ(pre, Vec(ny, 1e30f));
+  EXPECT_EQ(*std::min_element(y.begin(), y.end()), 0.0f);
+  check_activated(*op, s, Activation::relu);
+}
+
 TEST(BackendActivatedConvComposed, EachActivationAgainstTheReference) {
   auto cpu = make_cpu_backend(1, /*onednn_only=*/true);
   for (Activation act : {Activation::none, Activation::relu, Activation::selu}) {

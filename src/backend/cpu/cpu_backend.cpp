@@ -120,13 +120,15 @@ class CpuBackend final : public Backend {
     if (shape.dtype == DType::bf16) return cpu::make_matmul_inner_product(ctx_, shape);
     return cpu::make_gemm_inner_product(shape);
   }
-  // Activations applied while the output is in cache: f32 first layers on the few-taps op, per tile
-  // (conv_few_taps.cpp); bf16 convolutions on oneDNN as the primitive's post-op (the matmul of
+  // Activations applied while the output is in cache: f32 first layers on the few-taps and the
+  // narrow-rows ops, per tile (conv_few_taps.cpp, conv_narrow_rows.cpp); bf16 convolutions on oneDNN as the primitive's post-op (the matmul of
   // pointwise ones, matmul_inner_product.cpp, and the convolution primitive, conv_onednn.cpp).
   std::unique_ptr<ActivatedConvOp> make_activated_conv(const ConvShape& shape, Activation activation,
                                                        Stream* stream) override {
     if (activation != Activation::none && cpu::prefers_few_taps(shape) && !onednn_only_)
       return cpu::make_few_taps_activated_conv(shape, activation);
+    if (activation != Activation::none && cpu::prefers_narrow_rows(shape) && !onednn_only_)
+      return cpu::make_narrow_rows_activated_conv(shape, activation);
     if (activation != Activation::none && shape.dtype == DType::bf16 && !emulated(shape.dtype) && !onednn_only_) {
       Stream& on = stream ? *stream : compute_stream();
       if (cpu::is_pointwise(shape) && !gemm_on_f32(shape.dtype))

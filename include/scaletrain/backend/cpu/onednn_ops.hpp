@@ -56,6 +56,9 @@ std::unique_ptr<ConvOp> make_direct_backward_data_conv(std::unique_ptr<ConvOp> b
 inline constexpr int64_t kNarrowRowsMaxOutChannels = 8;
 bool prefers_narrow_rows(const ConvShape& s);
 std::unique_ptr<ConvOp> make_narrow_rows_conv(const ConvShape& s);
+// The same with the layer's activation applied inside (make_activated_conv takes it where
+// prefers_narrow_rows says, activation other than none).
+std::unique_ptr<ActivatedConvOp> make_narrow_rows_activated_conv(const ConvShape& s, Activation act);
 // Direct f32 depthwise convolution (groups == in_c == out_c), any kernel, stride and padding, over a
 // batch (depthwise_conv_direct.cpp): for tests and perf/bench_conv; make_conv keeps oneDNN's.
 std::unique_ptr<ConvOp> make_direct_depthwise_conv(const ConvShape& s);
