@@ -157,7 +157,7 @@ double predicted_exposed_seconds(const BucketModelInputs& in, const AllreduceCur
                                 : exposed_with_thread(spans, curve, in.backward.end_s);
 }
 
-std::vector<double> default_bucket_candidates_mb() { return {0.25, 0.5, 1, 2, 4, 8, 16, 25}; }
+std::vector<double> default_bucket_candidates_mb() { return {0.0625, 0.125, 0.25, 0.5, 1, 2, 4, 8, 16, 25}; }
 
 BucketChoice choose_bucket_size(const BucketModelInputs& in, const AllreduceCurve& curve, int world_size,
                                 const std::vector<double>& candidates_mb) {

@@ -83,7 +83,8 @@ struct BucketChoice {
   std::vector<BucketCandidate> candidates;
 };
 
-// The default candidate sizes (MB): 0.25, 0.5, 1, 2, 4, 8, 16, 25; one bucket is always a candidate.
+// The default candidate sizes (MB): 0.0625, 0.125, 0.25, 0.5, 1, 2, 4, 8, 16, 25 (the two smallest for
+// models of a few hundred KB of gradients, as LeNet); one bucket is always a candidate.
 std::vector<double> default_bucket_candidates_mb();
 
 // The candidate with the least predicted exposed time. Sizes at or above the whole gradient are one
