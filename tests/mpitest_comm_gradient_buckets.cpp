@@ -82,8 +82,10 @@ class BucketsTest : public ::testing::TestWithParam<Mode> {
   // marks, as the training loop does between layers), and checks every element after each step.
   // wire: the gradients' type on the wire. bf16 carries these small integers and their sums
   // exactly (the mean is divided in f32), so it must match bitwise; f16 is divided by the world
-  // size before rounding, so it matches within f16 rounding.
-  void run(const Case& c, int steps, DType wire = DType::f32) {
+  // size before rounding, so it matches within f16 rounding. pre_divided: each rank writes its
+  // contribution divided by the world size, and the buckets must only sum (within the rounding of
+  // the divided values in the wire type, and of a 3-rank sum's order).
+  void run(const Case& c, int steps, DType wire = DType::f32, bool pre_divided = false) {
     const auto slices = layout(c.counts);
     const int64_t total = std::accumulate(c.counts.begin(), c.counts.end(), int64_t{0});
     std::vector<float> grads(static_cast<size_t>(kPrefix + total + 2), kSentinel);
@@ -94,13 +96,14 @@ class BucketsTest : public ::testing::TestWithParam<Mode> {
     backend_->copy_async(compute, device, host);
     compute.synchronize();
     GradientBuckets buckets(*comm_, *backend_, device, slices, c.bucket_bytes,
-                            comm::parse_comm_progress(GetParam().progress), wire);
+                            comm::parse_comm_progress(GetParam().progress), wire, pre_divided);
     ASSERT_EQ(buckets.bucket_count(), c.expected_buckets);
     const int n = comm_->size(), r = comm_->rank();
     std::mt19937 rng(1234u + static_cast<unsigned>(r));
     std::vector<size_t> order(slices.size());
     for (int step = 0; step < steps; ++step) {
-      for (int64_t i = 0; i < total; ++i) host.data<float>()[kPrefix + i] = contribution(r, i, step);
+      for (int64_t i = 0; i < total; ++i)
+        host.data<float>()[kPrefix + i] = contribution(r, i, step) / (pre_divided ? static_cast<float>(n) : 1.0f);
       std::iota(order.begin(), order.end(), size_t{0});
       std::shuffle(order.begin(), order.end(), rng);
       buckets.begin_step();
@@ -115,7 +118,8 @@ class BucketsTest : public ::testing::TestWithParam<Mode> {
       const Tensor result = backend_->download(device);
       std::copy(result.data<float>(), result.data<float>() + result.numel(), grads.begin());
       int64_t wrong = 0, first_wrong = -1;
-      const float tol = wire == DType::f16 ? 2e-3f : 0.0f;  // relative
+      float tol = wire == DType::f16 ? 2e-3f : 0.0f;  // relative
+      if (pre_divided) tol = wire == DType::f32 ? 1e-6f : wire == DType::bf16 ? 1e-2f : 2e-3f;
       for (int64_t i = 0; i < total; ++i)
         if (std::fabs(grads[static_cast<size_t>(kPrefix + i)] - expected_mean(n, i, step)) >
             tol * std::fabs(expected_mean(n, i, step))) {
@@ -170,6 +174,13 @@ TEST_P(BucketsTest, Bf16OnTheWire) {
 TEST_P(BucketsTest, Fp16OnTheWireIsDividedBeforeTheSum) {
   run({kMixed, 24 * 1024, 6}, 3, DType::f16);
   run({{(1 << 20) + 1}, 25 * 1024 * 1024, 1}, 2, DType::f16);
+}
+
+TEST_P(BucketsTest, PreDividedGradientsAreOnlySummed) {
+  for (DType wire : {DType::f32, DType::bf16, DType::f16}) {
+    SCOPED_TRACE(dtype_name(wire));
+    run({kMixed, 24 * 1024, 6}, 2, wire, true);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Progress, BucketsTest,

@@ -40,16 +40,19 @@ std::string bucket_transport_name(BucketTransport t) {
 
 GradientBuckets::GradientBuckets(Communicator& comm, Backend& backend, Tensor flat_grads,
                                  std::vector<GradientSlice> slices, int64_t bucket_bytes, CommProgress progress,
-                                 DType wire)
+                                 DType wire, bool pre_divided)
     : comm_(comm),
       backend_(backend),
       grads_(std::move(flat_grads)),
       wire_dtype_(wire),
+      pre_divided_(pre_divided),
       slices_(std::move(slices)),
       progress_(progress),
       transport_(bucket_transport(comm, backend)) {
   ST_CHECK(wire == DType::f32 || wire == DType::bf16 || wire == DType::f16,
            "GradientBuckets: gradients travel as f32, bf16 or f16, not ", dtype_name(wire));
+  ST_CHECK(!pre_divided || !stream_ordered(), "GradientBuckets: a device communicator averages (ncclAvg); its ",
+           "gradients must not come pre-divided by the world size");
   ST_CHECK(bucket_bytes > 0, "GradientBuckets: bucket_bytes must be positive, got ", bucket_bytes);
   ST_CHECK(slices_.empty() || grads_.defined(), "GradientBuckets: flat gradient buffer is undefined");
   ST_CHECK(!grads_.defined() || grads_.dtype() == DType::f32, "GradientBuckets: gradients '", grads_.name(),
@@ -178,7 +181,7 @@ void GradientBuckets::round_to_wire(size_t b) {
   const Bucket& k = buckets_[b];
   // Through MPI, fp16 is divided by the world size before the sum (its range is 65504; bf16 has
   // f32's); a device communicator's average pre-multiplies by 1/world itself.
-  const bool pre_divide = wire_dtype_ == DType::f16 && !stream_ordered();
+  const bool pre_divide = wire_dtype_ == DType::f16 && !stream_ordered() && !pre_divided_;
   const float divisor = pre_divide ? static_cast<float>(comm_.size()) : 1.0f;
   visit_float_type(wire_dtype_, [&](auto t) {
     using T = decltype(t);
@@ -189,8 +192,9 @@ void GradientBuckets::round_to_wire(size_t b) {
 }
 
 void GradientBuckets::widen_and_average() {
-  // f32 needs nothing on one rank (its sum is its mean) or after a device communicator's average.
-  if (buckets_.empty() || (!rounds_to_wire() && (comm_.size() == 1 || stream_ordered()))) return;
+  // f32 needs nothing on one rank (its sum is its mean), after a device communicator's average, or
+  // when the gradients came pre-divided.
+  if (buckets_.empty() || (!rounds_to_wire() && (comm_.size() == 1 || stream_ordered() || pre_divided_))) return;
   const int64_t first = buckets_.front().offset;
   const int64_t span = buckets_.back().offset + buckets_.back().count - first;
   const float world = static_cast<float>(comm_.size());
@@ -200,7 +204,7 @@ void GradientBuckets::widen_and_average() {
     scaletrain::launch(s, "gradient_mean", span, kernels::DivideBy{grads_.device_data<float>() + first, world});
     return;
   }
-  const float divisor = wire_dtype_ == DType::bf16 && !stream_ordered() ? world : 1.0f;
+  const float divisor = wire_dtype_ == DType::bf16 && !stream_ordered() && !pre_divided_ ? world : 1.0f;
   visit_float_type(wire_dtype_, [&](auto t) {
     using T = decltype(t);
     scaletrain::launch(s, "gradients_from_wire", span,

@@ -136,6 +136,7 @@ struct Trainer::Impl {
   }
   void record_bucket_events(int64_t step);
   void make_buckets();
+  bool pre_divide_gradients();
   void retune_buckets(int64_t step);
   void record_copies();
   EpochReport evaluate(int64_t epoch);
@@ -225,8 +226,18 @@ void Trainer::Impl::make_buckets() {
   buckets.reset();
   buckets = std::make_unique<comm::GradientBuckets>(transport, *backend, model->flat_gradients(), slices,
                                                     bucket_tuner->bucket_bytes(), cfg.progress,
-                                                    precision_dtype(cfg.comm_dtype));
+                                                    precision_dtype(cfg.comm_dtype), pre_divide_gradients());
   bucket_tuner->set_bucket_count(buckets->bucket_count());
+}
+
+// The host transports sum: with the loss's gradient scaled by 1 / global batch instead of 1 / local
+// batch, each rank's gradients are its share of the mean and no pass over them divides after the
+// all-reduce (the same values where the world size is a power of two). A device communicator
+// averages itself (ncclAvg); fp16 compute keeps its gradients' range.
+bool Trainer::Impl::pre_divide_gradients() {
+  comm::Communicator& transport = grad_comm ? *grad_comm : comm;
+  return comm.size() > 1 && comm::bucket_transport(transport, *backend) != comm::BucketTransport::stream_ordered &&
+         cfg.precision != Precision::fp16;
 }
 
 // comm.bucket_mb = auto: once the first steps' backward is timed, the chosen size replaces the
@@ -312,8 +323,10 @@ StepFlags Trainer::Impl::train_step(const data::Batch& b, int64_t step) {
   device_phase(Phase::backward, [&] {
     buckets->begin_step();
     if (timed) bucket_tuner->backward_begin();
-    // fp16: the loss scale multiplies the gradient of the mean loss.
-    const Tensor& dlogits = loss.backward(scaler->scale() / static_cast<float>(local_batch));
+    // fp16: the loss scale multiplies the gradient of the mean loss. Pre-divided buckets: the mean
+    // over the global batch, so that the all-reduce's sum is the mean.
+    const int64_t mean_over = buckets->pre_divided() ? local_batch * comm.size() : local_batch;
+    const Tensor& dlogits = loss.backward(scaler->scale() / static_cast<float>(mean_over));
     model->backward(dlogits, [&](size_t layer) {
       const size_t first = model->first_slot(layer);
       const size_t n = model->layers()[layer]->parameters().size();

@@ -81,9 +81,13 @@ class GradientBuckets {
   // flat_grads: f32 on the backend's device. comm: the host communicator (MPI) or a device
   // communicator (queues_on_stream()); the transport follows (bucket_transport). bucket_bytes counts
   // f32 gradient bytes, whatever the wire type. progress applies to the host transports.
+  // pre_divided (host transports only): each rank's gradients are already divided by the world
+  // size (the trainer scales the loss's gradient by 1 / global batch), so their sum is the mean and
+  // nothing divides after the all-reduce (nor before it, for f16's range).
   GradientBuckets(Communicator& comm, Backend& backend, Tensor flat_grads,
                   std::vector<GradientSlice> slices_in_ready_order, int64_t bucket_bytes, CommProgress progress,
-                  DType wire = DType::f32);
+                  DType wire = DType::f32, bool pre_divided = false);
+  bool pre_divided() const { return pre_divided_; }
   DType wire_dtype() const { return wire_dtype_; }
   ~GradientBuckets();
   GradientBuckets(const GradientBuckets&) = delete;
@@ -157,6 +161,7 @@ class GradientBuckets {
   Backend& backend_;
   Tensor grads_;
   DType wire_dtype_ = DType::f32;
+  bool pre_divided_ = false;
   Tensor wire_;  // the gradients in the wire type (bf16/f16)
   std::vector<GradientSlice> slices_;
   std::vector<size_t> slice_bucket_;
