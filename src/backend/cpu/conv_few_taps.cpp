@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "scaletrain/backend/cpu/activated_direct_conv.hpp"
 #include "scaletrain/backend/cpu/activation_loops.hpp"
 #include "scaletrain/backend/cpu/onednn_ops.hpp"
 #include "scaletrain/backend/cpu/padded_image.hpp"
@@ -271,31 +272,6 @@ class FewTapsConv final : public ConvOp {
   Tensor strip_d_;                 // [threads, strip pixels, OC] with an activation: the strip's dpre
 };
 
-// The few-taps convolution with the layer's activation in it (see the file comment). With dx asked
-// for (not a first layer), dpre goes through the caller's full-size scratch for backward_data.
-class FewTapsActivatedConv final : public ActivatedConvOp {
- public:
-  FewTapsActivatedConv(const ConvShape& s, Activation act)
-      : conv_(s, act), act_(act), outputs_(s.batch * s.out_h() * s.out_w() * s.out_c) {}
-  void forward(const void* x, const void* w, const float* b, void*, void* y) override { conv_.forward(x, w, b, y); }
-  void backward(const void* x, const void*, const void* yv, const void* dyv, const void* w, void* dprev, float* dw,
-                float* db, void* dx) override {
-    const float* y = static_cast<const float*>(yv);
-    const float* dy = static_cast<const float*>(dyv);
-    if (!dx) return conv_.backward_weights_from_output(static_cast<const float*>(x), y, dy, dw, db);
-    float* dpre = static_cast<float*>(dprev);
-    if (act_ != Activation::none) activate_backward_from_output(act_, y, dy, dpre, outputs_);
-    const void* grad = act_ != Activation::none ? static_cast<const void*>(dpre) : dyv;
-    conv_.backward_weights(x, grad, dw, db);
-    conv_.backward_data(grad, w, dx);
-  }
-
- private:
-  FewTapsConv conv_;
-  Activation act_;
-  int64_t outputs_;
-};
-
 }  // namespace
 
 // perf/bench_conv (batch 64, one thread): faster than oneDNN 2.6 on fmnist_sepcnn's first layer
@@ -310,7 +286,7 @@ bool prefers_few_taps(const ConvShape& s) {
 std::unique_ptr<ConvOp> make_few_taps_conv(const ConvShape& s) { return std::make_unique<FewTapsConv>(s); }
 
 std::unique_ptr<ActivatedConvOp> make_few_taps_activated_conv(const ConvShape& s, Activation act) {
-  return std::make_unique<FewTapsActivatedConv>(s, act);
+  return std::make_unique<ActivatedDirectConv<FewTapsConv>>(s, act);
 }
 
 }  // namespace scaletrain::cpu

@@ -3,7 +3,7 @@
 // layer has too few of to fill a vector. Each image is zero-padded once (rows with 16 floats of
 // slack), so a tap's 16 inputs are one contiguous load broadcast-multiplied by each output channel's
 // weight. Forward and the weight gradient run here; the data gradient (not needed by a first layer)
-// is the few-taps op's. With the layer's activation (NarrowRowsActivatedConv), the forward applies it
+// is the few-taps op's. With the layer's activation (ActivatedDirectConv), the forward applies it
 // to each tile of output while it is in L1, and the weight gradient takes the activation's gradient
 // from y image by image, as it transposes dy: neither pre nor dpre goes to memory.
 #include <omp.h>
@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "scaletrain/backend/cpu/activated_direct_conv.hpp"
 #include "scaletrain/backend/cpu/activation_loops.hpp"
 #include "scaletrain/backend/cpu/onednn_ops.hpp"
 #include "scaletrain/backend/cpu/padded_image.hpp"
@@ -25,109 +26,75 @@ namespace {
 
 constexpr int64_t kMaxOutChannels = kLanes;
 
-// Stores kOC planar accumulators (channel o's 16 consecutive pixels) as the first `floats` values of
-// those pixels in NHWC order: output vector j, lane l is float 16j + l, that is pixel (16j + l) / kOC,
-// channel (16j + l) % kOC. With AVX-512, per output vector one two-source permute per pair of
-// channels, merged under the pair's lanes (36 instructions for LeNet's 6 channels, where storing lane
-// by lane took 96 extracts and stores: perf/bench_conv forward 0.48 -> 0.39 ms at batch 128); without, lane
+// A fixed permutation of kOC 16-float vectors into kOC others: lane l of output vector j is lane
+// source(j, l).lane of input vector source(j, l).vector. With AVX-512, per output vector one
+// two-source permute per pair of input vectors, merged under the lanes that pair supplies (36
+// instructions for 6 vectors, where a copy lane by lane takes 96 extracts or inserts); without, lane
 // by lane.
 template <int kOC>
-class PlanarToNhwc {
+class VectorPermutation {
  public:
-  PlanarToNhwc() {
+  struct Lane {
+    int vector, lane;
+  };
+  template <class Source>
+  explicit VectorPermutation(Source source) {
+    for (int j = 0; j < kOC; ++j)
+      for (int l = 0; l < kLanes; ++l) source_[j][l] = source(j, l);
     for (int j = 0; j < kOC; ++j)
       for (int q = 0; q < kPairs; ++q) {
         mask_[j][q] = 0;
         for (int l = 0; l < kLanes; ++l) {
-          const int i = kLanes * j + l, pixel = i / kOC, channel = i % kOC;
-          const bool in_pair = channel / 2 == q;
-          index_[j][q][l] = in_pair ? (channel - 2 * q) * kLanes + pixel : 0;
+          const Lane from = source_[j][l];
+          const bool in_pair = from.vector / 2 == q;
+          index_[j][q][l] = in_pair ? (from.vector - 2 * q) * kLanes + from.lane : 0;
           if (in_pair) mask_[j][q] |= static_cast<uint16_t>(1u << l);
         }
       }
   }
-  void store(const Vec16* acc, float* out, int64_t floats) const {
+  Vec16 output(const Vec16* in, int j) const {
 #ifdef __AVX512F__
-    for (int j = 0; j < kOC && kLanes * j < floats; ++j) {
-      __m512 v = _mm512_setzero_ps();
+    __m512 out = _mm512_setzero_ps();
 #pragma GCC unroll 8
-      for (int q = 0; q < kPairs; ++q) {
-        const __m512 a = reinterpret_cast<__m512>(acc[2 * q]);
-        const __m512 b = reinterpret_cast<__m512>(acc[std::min(2 * q + 1, kOC - 1)]);
-        const __m512i index = _mm512_load_si512(index_[j][q]);
-        v = _mm512_mask_mov_ps(v, mask_[j][q], _mm512_permutex2var_ps(a, index, b));
-      }
-      store_part(out + kLanes * j, reinterpret_cast<Vec16>(v), floats - kLanes * j);
+    for (int q = 0; q < kPairs; ++q) {
+      const __m512 a = reinterpret_cast<__m512>(in[2 * q]);
+      const __m512 b = reinterpret_cast<__m512>(in[std::min(2 * q + 1, kOC - 1)]);
+      const __m512i index = _mm512_load_si512(index_[j][q]);
+      out = _mm512_mask_mov_ps(out, mask_[j][q], _mm512_permutex2var_ps(a, index, b));
     }
+    return reinterpret_cast<Vec16>(out);
 #else
-    for (int64_t i = 0; i < floats; ++i) out[i] = acc[i % kOC][i / kOC];
+    Vec16 out;
+    for (int l = 0; l < kLanes; ++l) out[l] = in[source_[j][l].vector][source_[j][l].lane];
+    return out;
 #endif
   }
 
  private:
   static constexpr int kPairs = (kOC + 1) / 2;
+  Lane source_[kOC][kLanes];
   alignas(64) int32_t index_[kOC][kPairs][kLanes];
   uint16_t mask_[kOC][kPairs];
 };
 
-// The inverse for the weight gradient: the first `floats` NHWC values of 16 pixels (zero past them)
-// as kOC planar vectors, pixel p of channel o in lane p of planar[o]. With AVX-512, per channel one
-// two-source permute per pair of input vectors, merged under the pair's lanes (perf/bench_conv weight
-// gradient 0.66 -> 0.56 ms at batch 128, against a strided copy lane by lane).
+// 16 pixels of kOC channels: planar vectors (lane p of vector o: pixel p, channel o) to NHWC
+// vectors (float i = 16j + l of the 16 pixels' NHWC values: pixel i / kOC, channel i % kOC), for
+// the forward's output (perf/bench_conv forward 0.48 -> 0.39 ms at batch 128, against stores lane by
+// lane); and back, for the weight gradient's dy (0.66 -> 0.56 ms, against a strided copy).
 template <int kOC>
-class NhwcToPlanar {
- public:
-  NhwcToPlanar() {
-    for (int o = 0; o < kOC; ++o)
-      for (int q = 0; q < kPairs; ++q) {
-        mask_[o][q] = 0;
-        for (int l = 0; l < kLanes; ++l) {
-          const int i = l * kOC + o, vec = i / kLanes;
-          const bool in_pair = vec / 2 == q;
-          index_[o][q][l] = in_pair ? (vec - 2 * q) * kLanes + i % kLanes : 0;
-          if (in_pair) mask_[o][q] |= static_cast<uint16_t>(1u << l);
-        }
-      }
-  }
-  void load(const float* in, int64_t floats, Vec16* planar) const {
-#ifdef __AVX512F__
-    __m512 v[kOC];
-    for (int k = 0; k < kOC; ++k)
-      v[k] = kLanes * k < floats ? reinterpret_cast<__m512>(load_part(in + kLanes * k, floats - kLanes * k))
-                                 : _mm512_setzero_ps();
-    for (int o = 0; o < kOC; ++o) {
-      __m512 out = _mm512_setzero_ps();
-#pragma GCC unroll 8
-      for (int q = 0; q < kPairs; ++q) {
-        const __m512i index = _mm512_load_si512(index_[o][q]);
-        const __m512 b = v[std::min(2 * q + 1, kOC - 1)];
-        out = _mm512_mask_mov_ps(out, mask_[o][q], _mm512_permutex2var_ps(v[2 * q], index, b));
-      }
-      planar[o] = reinterpret_cast<Vec16>(out);
-    }
-#else
-    for (int o = 0; o < kOC; ++o) {
-      planar[o] = Vec16{};
-      for (int64_t p = 0; p * kOC + o < floats; ++p) planar[o][p] = in[p * kOC + o];
-    }
-#endif
-  }
-
- private:
-  static constexpr int kPairs = (kOC + 1) / 2;
-  alignas(64) int32_t index_[kOC][kPairs][kLanes];
-  uint16_t mask_[kOC][kPairs];
-};
-
-template <int kOC>
-const NhwcToPlanar<kOC>& nhwc_to_planar() {
-  static const NhwcToPlanar<kOC> table;
+const VectorPermutation<kOC>& planar_to_nhwc() {
+  static const VectorPermutation<kOC> table([](int j, int l) {
+    const int i = kLanes * j + l;
+    return typename VectorPermutation<kOC>::Lane{i % kOC, i / kOC};
+  });
   return table;
 }
-
 template <int kOC>
-const PlanarToNhwc<kOC>& planar_to_nhwc() {
-  static const PlanarToNhwc<kOC> table;
+const VectorPermutation<kOC>& nhwc_to_planar() {
+  static const VectorPermutation<kOC> table([](int o, int p) {
+    const int i = p * kOC + o;
+    return typename VectorPermutation<kOC>::Lane{i / kLanes, i % kLanes};
+  });
   return table;
 }
 
@@ -197,7 +164,7 @@ class NarrowRowsConv final : public ConvOp {
 
   template <int kOC>
   void forward_images(const float* x, const float* b, float* y) {
-    const PlanarToNhwc<kOC>& to_nhwc = planar_to_nhwc<kOC>();
+    const VectorPermutation<kOC>& to_nhwc = planar_to_nhwc<kOC>();
 #pragma omp parallel for schedule(static) num_threads(threads_)
     for (int64_t n = 0; n < s_.batch; ++n) {
       float* xp = padded_.data<float>() + omp_get_thread_num() * image_.floats();
@@ -216,7 +183,9 @@ class NarrowRowsConv final : public ConvOp {
             }
           float* yq = y + ((n * out_h_ + oh) * out_w_ + ow0) * kOC;
           const int64_t pixels = std::min<int64_t>(kLanes, out_w_ - ow0);
-          to_nhwc.store(acc, yq, pixels * kOC);
+          const int64_t floats = pixels * kOC;  // the first of 16 * kOC: a row's last tile may be shorter
+          for (int j = 0; kLanes * j < floats; ++j)
+            store_part(yq + kLanes * j, to_nhwc.output(acc, j), floats - kLanes * j);
           activate(act_, yq, yq, pixels * kOC);  // the tile's outputs are still in L1
         }
     }
@@ -269,12 +238,17 @@ class NarrowRowsConv final : public ConvOp {
 
   template <int kOC>
   void transpose_dy(const float* dyn, float* dyt) const {
-    const NhwcToPlanar<kOC>& to_planar = nhwc_to_planar<kOC>();
+    const VectorPermutation<kOC>& to_planar = nhwc_to_planar<kOC>();
+    Vec16 nhwc[kOC];
     Vec16 planar[kOC];
     for (int64_t oh = 0; oh < out_h_; ++oh)
       for (int64_t ow0 = 0; ow0 < out_w_; ow0 += kLanes) {
         const int64_t pixels = std::min<int64_t>(kLanes, out_w_ - ow0);
-        to_planar.load(dyn + (oh * out_w_ + ow0) * kOC, pixels * kOC, planar);
+        const int64_t floats = pixels * kOC;  // zero past them: the planar rows' padding
+        const float* src = dyn + (oh * out_w_ + ow0) * kOC;
+        for (int k = 0; k < kOC; ++k)
+          nhwc[k] = kLanes * k < floats ? load_part(src + kLanes * k, floats - kLanes * k) : Vec16{};
+        for (int o = 0; o < kOC; ++o) planar[o] = to_planar.output(nhwc, o);
         for (int o = 0; o < kOC; ++o) store(dyt + (o * out_h_ + oh) * planar_w_ + ow0, planar[o]);
       }
   }
@@ -310,31 +284,6 @@ class NarrowRowsConv final : public ConvOp {
   Tensor image_dpre_;            // [threads, one image's outputs] with an activation: its dpre
 };
 
-// The narrow-rows convolution with the layer's activation in it (see the file comment). With dx
-// asked for (not a first layer), dpre goes through the caller's full-size scratch for backward_data.
-class NarrowRowsActivatedConv final : public ActivatedConvOp {
- public:
-  NarrowRowsActivatedConv(const ConvShape& s, Activation act)
-      : conv_(s, act), act_(act), outputs_(s.batch * s.out_h() * s.out_w() * s.out_c) {}
-  void forward(const void* x, const void* w, const float* b, void*, void* y) override { conv_.forward(x, w, b, y); }
-  void backward(const void* x, const void*, const void* yv, const void* dyv, const void* w, void* dprev, float* dw,
-                float* db, void* dx) override {
-    const float* y = static_cast<const float*>(yv);
-    const float* dy = static_cast<const float*>(dyv);
-    if (!dx) return conv_.backward_weights_from_output(static_cast<const float*>(x), y, dy, dw, db);
-    float* dpre = static_cast<float*>(dprev);
-    if (act_ != Activation::none) activate_backward_from_output(act_, y, dy, dpre, outputs_);
-    const void* grad = act_ != Activation::none ? static_cast<const void*>(dpre) : dyv;
-    conv_.backward_weights(x, grad, dw, db);
-    conv_.backward_data(grad, w, dx);
-  }
-
- private:
-  NarrowRowsConv conv_;
-  Activation act_;
-  int64_t outputs_;
-};
-
 }  // namespace
 
 // perf/bench_conv (batch 64, one thread): lenet's 1 -> 6 at 5x5 forward 2.2x and weight gradient 1.5x
@@ -347,7 +296,7 @@ bool prefers_narrow_rows(const ConvShape& s) {
 std::unique_ptr<ConvOp> make_narrow_rows_conv(const ConvShape& s) { return std::make_unique<NarrowRowsConv>(s); }
 
 std::unique_ptr<ActivatedConvOp> make_narrow_rows_activated_conv(const ConvShape& s, Activation act) {
-  return std::make_unique<NarrowRowsActivatedConv>(s, act);
+  return std::make_unique<ActivatedDirectConv<NarrowRowsConv>>(s, act);
 }
 
 }  // namespace scaletrain::cpu
