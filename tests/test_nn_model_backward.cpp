@@ -107,7 +107,8 @@ TEST(ModelBackward, MlpGradientsDoNotDependOnTheLeadingFlatten) {
   const float* a = with_flatten->flat_gradients().data<float>();
   const float* b = flat.flat_gradients().data<float>();
   double largest = 0;
-  for (int64_t i = 0; i < flat.parameter_count(); ++i) largest = std::max(largest, static_cast<double>(std::fabs(b[i])));
+  for (int64_t i = 0; i < flat.parameter_count(); ++i)
+    largest = std::max(largest, static_cast<double>(std::fabs(b[i])));
   ASSERT_GT(largest, 0.0);
   for (int64_t i = 0; i < flat.parameter_count(); ++i) ASSERT_EQ(a[i], b[i]) << "gradient " << i;
 }

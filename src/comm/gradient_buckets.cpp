@@ -181,7 +181,7 @@ void GradientBuckets::round_to_wire(size_t b) {
   const Bucket& k = buckets_[b];
   // Through MPI, fp16 is divided by the world size before the sum (its range is 65504; bf16 has
   // f32's); a device communicator's average pre-multiplies by 1/world itself.
-  const bool pre_divide = wire_dtype_ == DType::f16 && !stream_ordered() && !pre_divided_;
+  const bool pre_divide = wire_dtype_ == DType::f16 && divides_by_world();
   const float divisor = pre_divide ? static_cast<float>(comm_.size()) : 1.0f;
   visit_float_type(wire_dtype_, [&](auto t) {
     using T = decltype(t);
@@ -194,7 +194,7 @@ void GradientBuckets::round_to_wire(size_t b) {
 void GradientBuckets::widen_and_average() {
   // f32 needs nothing on one rank (its sum is its mean), after a device communicator's average, or
   // when the gradients came pre-divided.
-  if (buckets_.empty() || (!rounds_to_wire() && (comm_.size() == 1 || stream_ordered() || pre_divided_))) return;
+  if (buckets_.empty() || (!rounds_to_wire() && (comm_.size() == 1 || !divides_by_world()))) return;
   const int64_t first = buckets_.front().offset;
   const int64_t span = buckets_.back().offset + buckets_.back().count - first;
   const float world = static_cast<float>(comm_.size());
@@ -204,7 +204,7 @@ void GradientBuckets::widen_and_average() {
     scaletrain::launch(s, "gradient_mean", span, kernels::DivideBy{grads_.device_data<float>() + first, world});
     return;
   }
-  const float divisor = wire_dtype_ == DType::bf16 && !stream_ordered() && !pre_divided_ ? world : 1.0f;
+  const float divisor = wire_dtype_ == DType::bf16 && divides_by_world() ? world : 1.0f;
   visit_float_type(wire_dtype_, [&](auto t) {
     using T = decltype(t);
     scaletrain::launch(s, "gradients_from_wire", span,

@@ -56,7 +56,8 @@ std::string gradient_transport_description(CommBackend resolved, DeviceKind devi
     return "nccl path simulated with MPI on the sim comm stream (stream-ordered buckets, averaged by the transport)";
   if (resolved == CommBackend::nccl) return "nccl (stream-ordered buckets on the cuda comm stream, ncclAvg)";
   const std::string alg = mpi_iallreduce_algorithm_setting();
-  const std::string libnbc = alg.empty() ? "" : "; Open MPI libnbc iallreduce algorithm " + alg + (alg == "1" ? " (ring)" : "");
+  const std::string libnbc =
+      alg.empty() ? "" : "; Open MPI libnbc iallreduce algorithm " + alg + (alg == "1" ? " (ring)" : "");
   if (device == DeviceKind::cpu) return "mpi (host buffers" + libnbc + ")";
   return "mpi (host-staged: buckets copied to pinned host buffers on the " + device_kind_name(device) +
          " comm stream" + libnbc + ")";

@@ -60,6 +60,8 @@ struct Trainer::Impl {
   // comm.backend = nccl: the device communicator that carries the gradients (NCCL, or its
   // simulation on sim); null when `comm` (MPI) carries them. Destroyed before the backend.
   std::unique_ptr<comm::Communicator> grad_comm;
+  // The communicator the gradients travel on: the device one (NCCL) where there is one, else MPI.
+  comm::Communicator& gradient_comm() { return grad_comm ? *grad_comm : comm; }
   // What the watchdog aborts: the gradient communicator once there is one (NCCL aborts first).
   std::atomic<comm::Communicator*> abort_comm;
   std::string data_path;
@@ -213,8 +215,7 @@ void Trainer::Impl::setup_optimizer() {
   });
   std::vector<int64_t> slice_elements;
   for (const auto& s : model->slots()) slice_elements.push_back(s.count);
-  comm::Communicator& transport = grad_comm ? *grad_comm : comm;
-  bucket_tuner = std::make_unique<BucketTuner>(cfg, comm, transport, *backend, std::move(slice_elements));
+  bucket_tuner = std::make_unique<BucketTuner>(cfg, comm, gradient_comm(), *backend, std::move(slice_elements));
   make_buckets();
 }
 
@@ -222,9 +223,8 @@ void Trainer::Impl::setup_optimizer() {
 void Trainer::Impl::make_buckets() {
   std::vector<comm::GradientSlice> slices;
   for (const auto& s : model->slots()) slices.push_back(comm::GradientSlice{s.offset, s.count});
-  comm::Communicator& transport = grad_comm ? *grad_comm : comm;
   buckets.reset();
-  buckets = std::make_unique<comm::GradientBuckets>(transport, *backend, model->flat_gradients(), slices,
+  buckets = std::make_unique<comm::GradientBuckets>(gradient_comm(), *backend, model->flat_gradients(), slices,
                                                     bucket_tuner->bucket_bytes(), cfg.progress,
                                                     precision_dtype(cfg.comm_dtype), pre_divide_gradients());
   bucket_tuner->set_bucket_count(buckets->bucket_count());
@@ -235,8 +235,8 @@ void Trainer::Impl::make_buckets() {
 // all-reduce (the same values where the world size is a power of two). A device communicator
 // averages itself (ncclAvg); fp16 compute keeps its gradients' range.
 bool Trainer::Impl::pre_divide_gradients() {
-  comm::Communicator& transport = grad_comm ? *grad_comm : comm;
-  return comm.size() > 1 && comm::bucket_transport(transport, *backend) != comm::BucketTransport::stream_ordered &&
+  return comm.size() > 1 &&
+         comm::bucket_transport(gradient_comm(), *backend) != comm::BucketTransport::stream_ordered &&
          cfg.precision != Precision::fp16;
 }
 

@@ -129,6 +129,9 @@ class GradientBuckets {
   };
 
   bool stream_ordered() const { return transport_ == BucketTransport::stream_ordered; }
+  // Whether this object divides by the world size: a host transport, gradients not pre-divided (a
+  // device communicator averages itself).
+  bool divides_by_world() const { return !stream_ordered() && !pre_divided_; }
   void check_all_ready() const;
   void complete_bucket(size_t b);  // its last slice is ready: round, record, stage or queue
 

@@ -186,7 +186,7 @@ class NarrowRowsConv final : public ConvOp {
           const int64_t floats = pixels * kOC;  // the first of 16 * kOC: a row's last tile may be shorter
           for (int j = 0; kLanes * j < floats; ++j)
             store_part(yq + kLanes * j, to_nhwc.output(acc, j), floats - kLanes * j);
-          activate(act_, yq, yq, pixels * kOC);  // the tile's outputs are still in L1
+          activate(act_, yq, yq, floats);  // the tile's outputs are still in L1
         }
     }
   }

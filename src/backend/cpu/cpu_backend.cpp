@@ -121,8 +121,9 @@ class CpuBackend final : public Backend {
     return cpu::make_gemm_inner_product(shape);
   }
   // Activations applied while the output is in cache: f32 first layers on the few-taps and the
-  // narrow-rows ops, per tile (conv_few_taps.cpp, conv_narrow_rows.cpp); bf16 convolutions on oneDNN as the primitive's post-op (the matmul of
-  // pointwise ones, matmul_inner_product.cpp, and the convolution primitive, conv_onednn.cpp).
+  // narrow-rows ops, per tile (conv_few_taps.cpp, conv_narrow_rows.cpp); bf16 convolutions on oneDNN
+  // as the primitive's post-op (the matmul of pointwise ones, matmul_inner_product.cpp, and the
+  // convolution primitive, conv_onednn.cpp).
   std::unique_ptr<ActivatedConvOp> make_activated_conv(const ConvShape& shape, Activation activation,
                                                        Stream* stream) override {
     if (activation != Activation::none && cpu::prefers_few_taps(shape) && !onednn_only_)
