@@ -73,6 +73,13 @@ TEST_F(BackendInnerProduct, WithoutBias) {
   check_inner_product(*backend, ip(7, 3, 6, false));
 }
 
+// From 1024 rows (a pointwise convolution's pixels) the f32 forward runs on the transposed weights:
+// odd sizes leave partial transposition tiles.
+TEST_F(BackendInnerProduct, ManyRowsTransposeTheWeights) {
+  check_inner_product(*backend, ip(1030, 37, 19, true));
+  check_inner_product(*backend, ip(1024, 16, 33, false));
+}
+
 TEST_F(BackendInnerProduct, ImpossibleShapeThrowsNamingTheShape) {
   const InnerProductShape s = ip(4, 0, 10, true);
   try {

@@ -3,15 +3,25 @@
 // blocked weight layouts oneDNN's inner-product primitive prefers would cost a reorder of the
 // weights (and one of their gradient) on every step; GEMM on plain layouts needs none. Also runs
 // pointwise convolutions (pointwise_conv.cpp), whose NHWC activations are already [N*H*W, C].
+// With many rows the forward transposes w first: oneDNN 2.6's sgemm runs x * wT ('N', 'N') 2-5%
+// faster than x * w^T ('N', 'T') at the pointwise shapes of fmnist_sepcnn, and 1x1 weights cost
+// far less to transpose than that saves. A dense layer's few rows do not pay for its transposition
+// (perf/README, "sixth session").
 #include <oneapi/dnnl/dnnl.h>
 
 #include <algorithm>
 
+#include <vector>
+
 #include "scaletrain/backend/cpu/onednn_ops.hpp"
+#include "scaletrain/backend/cpu/transpose.hpp"
 #include "scaletrain/core/error.hpp"
 
 namespace scaletrain::cpu {
 namespace {
+
+// Rows from which the forward transposes the weights (a pointwise convolution's N*H*W, not a batch).
+constexpr int64_t kTransposedForwardMinRows = 1024;
 
 class GemmInnerProduct final : public InnerProductOp {
  public:
@@ -30,7 +40,13 @@ class GemmInnerProduct final : public InnerProductOp {
       for (int64_t r = 0; r < rows_; ++r) std::copy(b, b + out_, y + r * out_);
       beta = 1.0f;
     }
-    check(dnnl_sgemm('N', 'T', rows_, out_, in_, 1.0f, x, in_, w, in_, beta, y, out_), "forward");
+    if (rows_ < kTransposedForwardMinRows) {
+      check(dnnl_sgemm('N', 'T', rows_, out_, in_, 1.0f, x, in_, w, in_, beta, y, out_), "forward");
+      return;
+    }
+    wt_.resize(in_ * out_);
+    transpose_matrix(w, out_, in_, wt_.data());
+    check(dnnl_sgemm('N', 'N', rows_, out_, in_, 1.0f, x, in_, wt_.data(), out_, beta, y, out_), "forward");
   }
   // dx[rows, in] = dy[rows, out] * w[out, in]
   void backward_data(const void* dy, const void* w, void* dx) override {
@@ -58,6 +74,7 @@ class GemmInnerProduct final : public InnerProductOp {
   }
   int64_t rows_, in_, out_;
   InnerProductShape s_;
+  std::vector<float> wt_;  // [in, out]: w transposed, for the forward with many rows
 };
 
 }  // namespace

@@ -1,7 +1,8 @@
 // SeparableConv2D's depthwise + pointwise pair and its activation fused, f32, a chunk of whole images
 // at a time (about kChunkRows output pixels), so that what passes from one step to the next stays in
 // per-thread chunk buffers in cache and only x, y, dy and dx go through memory:
-//   forward:  mid = depthwise(x) (DepthwiseDirect), pre = mid * w_pw^T (oneDNN sgemm), then pre + b
+//   forward:  mid = depthwise(x) (DepthwiseDirect), pre = mid * w_pw^T (oneDNN sgemm on w_pw transposed
+//             once per call, its faster operand order), then pre + b
 //             and y = act(pre) row by row from cache. Neither mid nor pre is kept: the op leaves the
 //             caller's unwritten.
 //   backward: mid = depthwise(x) again (a small fraction of the pointwise work; the padded images
@@ -18,6 +19,7 @@
 #include "scaletrain/backend/cpu/activation_loops.hpp"
 #include "scaletrain/backend/cpu/depthwise_direct.hpp"
 #include "scaletrain/backend/cpu/onednn_ops.hpp"
+#include "scaletrain/backend/cpu/transpose.hpp"
 #include "scaletrain/core/error.hpp"
 #include "scaletrain/core/tensor.hpp"
 
@@ -42,6 +44,7 @@ class FusedSeparableConv final : public SeparableConvOp {
     mid_ = Tensor({threads_ * chunk_floats(c_)}, DType::f32, "fused separable mid");
     dmid_ = Tensor({threads_ * chunk_floats(c_)}, DType::f32, "fused separable dmid");
     pre_ = Tensor({threads_ * chunk_floats(f_)}, DType::f32, "fused separable pre");
+    w_pw_t_.resize(c_ * f_);
     dw_pw_.resize(threads_ * f_ * c_);
     db_.resize(threads_ * f_);
     for (int t = 0; t < threads_; ++t) dw_dw_.push_back(depthwise_.make_gradients());
@@ -49,6 +52,7 @@ class FusedSeparableConv final : public SeparableConvOp {
 
   void forward(const void* xv, const void* w_dw, const void* w_pw, const float* b, void*, void*, void* yv) override {
     depthwise_.set_weights(static_cast<const float*>(w_dw), nullptr);
+    transpose_matrix(static_cast<const float*>(w_pw), f_, c_, w_pw_t_.data());
     const float* x = static_cast<const float*>(xv);
     float* y = static_cast<float*>(yv);
     for_each_chunk([&](int64_t n0, int64_t images, int th) {
@@ -56,8 +60,7 @@ class FusedSeparableConv final : public SeparableConvOp {
       const int64_t rows = images * image_rows_;
       float* yc = y + n0 * image_rows_ * f_;
       float* pre = s_.activation == Activation::none ? yc : chunk(pre_, f_, th);
-      check(dnnl_sgemm('N', 'T', rows, f_, c_, 1.0f, mid, c_, static_cast<const float*>(w_pw), c_, 0.0f, pre, f_),
-            "forward");
+      check(dnnl_sgemm('N', 'N', rows, f_, c_, 1.0f, mid, c_, w_pw_t_.data(), f_, 0.0f, pre, f_), "forward");
       bias_and_activate(pre, b && s_.pointwise.bias ? b : nullptr, yc, rows);
     });
   }
@@ -169,6 +172,7 @@ class FusedSeparableConv final : public SeparableConvOp {
   // Per-thread buffers, 64-byte aligned (the vector loads' alignment): [threads, chunk images, padded image],
   // [threads, chunk rows, C] for mid and dmid, [threads, chunk rows, F] for pre and dpre.
   Tensor padded_, mid_, dmid_, pre_;
+  std::vector<float> w_pw_t_;      // [C, F]: the pointwise weights transposed, for the forward
   std::vector<float> dw_pw_;       // [threads, F, C]
   std::vector<float> db_;          // [threads, F]
   std::vector<DepthwiseDirect::Gradients> dw_dw_;  // [threads]
