@@ -481,13 +481,13 @@ TEST(BackendSeparableConvFused, SeveralChunks) {
   check_fused_separable(conv_shape(70, 7, 7, 5, 5, 3, 1, 1, 5, false), 6);
 }
 
-TEST(BackendSeparableConvFused, TheCpuBackendFusesF32ImagesFrom14x14) {
+TEST(BackendSeparableConvFused, TheCpuBackendFusesF32ImagesFrom7x7) {
   SeparableConvShape s;
-  s.depthwise = conv_shape(2, 14, 14, 16, 16, 3, 1, 1, 16, false);
-  s.pointwise = conv_shape(2, 14, 14, 16, 32, 1, 1, 0);
+  s.depthwise = conv_shape(2, 7, 7, 16, 16, 3, 1, 1, 16, false);
+  s.pointwise = conv_shape(2, 7, 7, 16, 32, 1, 1, 0);
   EXPECT_TRUE(cpu::prefers_fused_separable(s));
-  SeparableConvShape small = s;  // 7x7 images: measured slower fused
-  small.depthwise.in_h = small.depthwise.in_w = small.pointwise.in_h = small.pointwise.in_w = 7;
+  SeparableConvShape small = s;  // 6x6 images: not measured, left composed
+  small.depthwise.in_h = small.depthwise.in_w = small.pointwise.in_h = small.pointwise.in_w = 6;
   EXPECT_FALSE(cpu::prefers_fused_separable(small));
   s.depthwise.dtype = s.pointwise.dtype = DType::bf16;
   EXPECT_FALSE(cpu::prefers_fused_separable(s));

@@ -65,7 +65,7 @@ std::unique_ptr<ConvOp> make_direct_depthwise_conv(const ConvShape& s);
 // SeparableConv2D's depthwise + pointwise pair fused image by image (separable_conv_fused.cpp), f32:
 // make_separable_conv takes it where prefers_fused_separable says (images of at least
 // kFusedSeparableMinImagePixels output pixels, where perf/bench_conv measured it faster).
-inline constexpr int64_t kFusedSeparableMinImagePixels = 14 * 14;
+inline constexpr int64_t kFusedSeparableMinImagePixels = 7 * 7;
 bool prefers_fused_separable(const SeparableConvShape& s);
 std::unique_ptr<SeparableConvOp> make_fused_separable_conv(const SeparableConvShape& s);
 
