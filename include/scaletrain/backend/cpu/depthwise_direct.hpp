@@ -52,6 +52,8 @@ class DepthwiseDirect {
   template <int kP>
   void rows3x3_block(const float* src, int64_t row_floats, const Vec16* w, Vec16 bias, float* dst,
                      int64_t lanes) const;
+  template <int kP>
+  void rows3x3_blocks(const float* src, int64_t row_floats, const Vec16* w, bool bias, float* dst) const;
   void rows3x3(const float* padded, int64_t row_floats, int64_t rows, int64_t cols, const Vec16* w, bool bias,
                float* out) const;
   void backward_weights_3x3(const float* padded, const float* dy, Gradients& g) const;
