@@ -454,6 +454,15 @@ TEST(BackendSeparableConvFused, OddShapesAgainstTheReference) {
   check_fused_separable(conv_shape(2, 9, 8, 17, 17, 5, 1, 2, 17, false), 5);
 }
 
+// At a multiple of 64 channels the padded rows carry slack (L1 sets): every row and tail block
+// still reads the right pixels, in each padding.
+TEST(BackendConvDirectDepthwise, ThreeByThreeRowsWithSlack) {
+  check_depthwise(conv_shape(2, 7, 7, 64, 64, 3, 1, 1, 64, false));
+  check_depthwise(conv_shape(1, 5, 11, 128, 128, 3, 1, 0, 128));
+  check_depthwise(conv_shape(1, 4, 3, 64, 64, 3, 1, 2, 64, false));
+  check_fused_separable(conv_shape(3, 7, 7, 64, 64, 3, 1, 1, 64, false), 24);
+}
+
 TEST(BackendSeparableConvFused, EachActivation) {
   for (Activation act : {Activation::none, Activation::relu, Activation::selu})
     check_fused_separable(conv_shape(2, 14, 15, 19, 19, 3, 1, 1, 19, false), 21, act);

@@ -31,10 +31,20 @@ ConvShape padded_dy_shape(const ConvShape& s) {
   d.pad_right = std::max<int64_t>(0, 2 - s.pad_right);
   return d;
 }
+// The slack after each padded row. At a multiple of 64 channels (256 bytes) a channel block's lines
+// of neighbouring pixels fall into a few of L1's 64 sets (at 512 channels, two), and with rows a
+// multiple of 4 KB apart every row's into the same ones: the 3x3 loops' three rows of inputs then
+// evict each other. A 16-float slack moves each row to other sets (perf/README, "sixth session").
+int64_t padded_row_slack(const ConvShape& s, bool rows3x3) {
+  return rows3x3 && s.in_c % 64 == 0 ? kLanes : 0;
+}
 }  // namespace
 
 DepthwiseDirect::DepthwiseDirect(const ConvShape& s)
-    : s_(s), rows3x3_(takes_rows3x3(s)), image_(s, 0, kLanes), dy_image_(padded_dy_shape(s), 0, kLanes) {
+    : s_(s),
+      rows3x3_(takes_rows3x3(s)),
+      image_(s, padded_row_slack(s, rows3x3_), kLanes),
+      dy_image_(padded_dy_shape(s), padded_row_slack(s, rows3x3_), kLanes) {
   ST_CHECK(s.dtype == DType::f32 && s.groups == s.in_c && s.out_c == s.in_c,
            "the direct depthwise convolution runs f32 with groups == in_c == out_c, not ", s.to_string());
   c_ = s.in_c;
