@@ -80,15 +80,10 @@ class FusedSeparableConv final : public SeparableConvOp {
     for_each_chunk([&](int64_t n0, int64_t images, int th) {
       const float* mid = depthwise_chunk(x, n0, images, th);
       const int64_t rows = images * image_rows_;
-      const float* dpre = dy + n0 * image_rows_ * f_;
-      if (s_.activation != Activation::none) {
-        float* buffer = chunk(pre_, f_, th);
-        activate_backward_from_output(s_.activation, y + n0 * image_rows_ * f_, dpre, buffer, rows * f_);
-        dpre = buffer;
-      }
+      const int64_t first = n0 * image_rows_ * f_;
+      const float* dpre = dpre_and_column_sums(y + first, dy + first, th, rows, db_.data() + th * f_);
       check(dnnl_sgemm('T', 'N', f_, c_, rows, 1.0f, dpre, f_, mid, c_, 1.0f, dw_pw_.data() + th * f_ * c_, c_),
             "pointwise backward_weights");
-      add_column_sums(dpre, rows, db_.data() + th * f_);
       float* dmid = chunk(dmid_, c_, th);
       check(dnnl_sgemm('N', 'N', rows, c_, f_, 1.0f, dpre, f_, static_cast<const float*>(w_pw), c_, 0.0f, dmid, c_),
             "pointwise backward_data");
@@ -150,12 +145,20 @@ class FusedSeparableConv final : public SeparableConvOp {
     }
   }
 
-  void add_column_sums(const float* dy, int64_t rows, float* sums) const {
+  // The chunk's dpre = act'(y) * dy (dy itself for none; otherwise in the thread's pre buffer) and
+  // sums += its column sums (the bias gradient), row by row while the row is in L1.
+  const float* dpre_and_column_sums(const float* y, const float* dy, int th, int64_t rows, float* sums) {
+    float* buffer = s_.activation == Activation::none ? nullptr : chunk(pre_, f_, th);
     for (int64_t r = 0; r < rows; ++r) {
       const float* row = dy + r * f_;
+      if (buffer) {
+        activate_backward_from_output(s_.activation, y + r * f_, row, buffer + r * f_, f_);
+        row = buffer + r * f_;
+      }
 #pragma omp simd
       for (int64_t o = 0; o < f_; ++o) sums[o] += row[o];
     }
+    return buffer ? buffer : dy;
   }
 
   void check(dnnl_status_t st, const char* what) const {
