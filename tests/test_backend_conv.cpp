@@ -291,6 +291,15 @@ TEST(BackendConvDirectDepthwise, ThreeByThreeRowBlocks) {
   check_depthwise(t);
 }
 
+// 'Same' 3x3 of whole channel blocks reads dy unpadded in backward-data: the first and last columns
+// of every row block width, and images one row high or one pixel wide.
+TEST(BackendConvDirectDepthwise, SameThreeByThreeUnpadded) {
+  for (int64_t w = 1; w <= 17; ++w) check_depthwise(conv_shape(1, 3, w, 16, 16, 3, 1, 1, 16));
+  check_depthwise(conv_shape(2, 1, 9, 32, 32, 3, 1, 1, 32, false));
+  check_depthwise(conv_shape(2, 6, 1, 48, 48, 3, 1, 1, 48, false));
+  check_depthwise(conv_shape(3, 7, 7, 64, 64, 3, 1, 1, 64));
+}
+
 TEST(BackendConvDirectDepthwise, RefusesOtherShapes) {
   EXPECT_THROW(cpu::make_direct_depthwise_conv(conv_shape(2, 8, 8, 6, 12, 3, 1, 1, 6)), Error);  // multiplier 2
   EXPECT_THROW(cpu::make_direct_depthwise_conv(conv_shape(2, 8, 8, 6, 6, 3, 1, 1, 2)), Error);   // grouped

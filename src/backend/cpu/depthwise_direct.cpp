@@ -19,6 +19,16 @@ bool takes_rows3x3(const ConvShape& s) {
          s.pad_bottom <= 2 && s.pad_left <= 2 && s.pad_right <= 2;
 }
 
+// 'Same' 3x3 (padding 1 on every side) of whole channel blocks: backward-data reads dy unpadded, as
+// its border is one zero row or column (and no vector load runs past a pixel). The forward still
+// copies x into a padded buffer first: x comes from memory, and the copy streams it (dwbench, 64
+// images of 28x28x128: x read in place 4.5-4.9 ms, copy and padded forward 3.1-3.3 ms), and the
+// fused separable op keeps the padded images for the depthwise weight gradient.
+bool takes_same3x3(const ConvShape& s) {
+  return takes_rows3x3(s) && s.pad_top == 1 && s.pad_bottom == 1 && s.pad_left == 1 && s.pad_right == 1 &&
+         s.in_c % kLanes == 0;
+}
+
 // The image backward-data reads for 3x3 at stride 1: dy padded so that a forward pass over it with
 // the rotated kernel gives dx (unused, and clamped, for other shapes).
 ConvShape padded_dy_shape(const ConvShape& s) {
@@ -43,6 +53,7 @@ int64_t padded_row_slack(const ConvShape& s, bool rows3x3) {
 DepthwiseDirect::DepthwiseDirect(const ConvShape& s)
     : s_(s),
       rows3x3_(takes_rows3x3(s)),
+      same3x3_(takes_same3x3(s)),
       image_(s, padded_row_slack(s, rows3x3_), kLanes),
       dy_image_(padded_dy_shape(s), padded_row_slack(s, rows3x3_), kLanes) {
   ST_CHECK(s.dtype == DType::f32 && s.groups == s.in_c && s.out_c == s.in_c,
@@ -55,6 +66,18 @@ DepthwiseDirect::DepthwiseDirect(const ConvShape& s)
   wt_.resize(taps_ * blocks_);
   wt_rotated_.resize(taps_ * blocks_);
   bias_.resize(blocks_);
+  if (same3x3_) zero_row_.assign((s.in_w + 2) * c_, 0.0f);
+}
+
+// A padded image's rows: row oh + kh for output row oh, whose window starts at column 0.
+DepthwiseDirect::Rows3x3Input DepthwiseDirect::padded_rows(const float* padded, const PaddedImage& image) const {
+  return {padded, image.row_floats(), 0, nullptr, 0, false};
+}
+
+// An unpadded image's rows for 'same' 3x3: row oh - 1 + kh (the zero row above and below the image),
+// from column -1, which like column width reads as zero.
+DepthwiseDirect::Rows3x3Input DepthwiseDirect::unpadded_rows(const float* image) const {
+  return {image, s_.in_w * c_, s_.in_h, zero_row_.data() + c_, c_, true};
 }
 
 void DepthwiseDirect::set_weights(const float* w, const float* b) {
@@ -72,7 +95,7 @@ void DepthwiseDirect::forward(const float* x, float* y, float* padded) const {
 }
 
 void DepthwiseDirect::forward_padded(const float* padded, float* y) const {
-  if (rows3x3_) return rows3x3(padded, image_.row_floats(), out_h_, out_w_, wt_.data(), true, y);
+  if (rows3x3_) return rows3x3(padded_rows(padded, image_), out_h_, out_w_, wt_.data(), true, y);
   for (int64_t oh = 0; oh < out_h_; ++oh)
     for (int64_t ow = 0; ow < out_w_; ++ow) {
       const float* xw = padded + window(oh, ow);
@@ -98,9 +121,10 @@ void DepthwiseDirect::forward_blocks(const float* xw, int64_t c0, float* yq) con
 }
 
 void DepthwiseDirect::backward_data(const float* dy, float* dx, float* padded) const {
+  if (same3x3_) return rows3x3(unpadded_rows(dy), s_.in_h, s_.in_w, wt_rotated_.data(), false, dx);
   if (rows3x3_) {
     dy_image_.pad(dy, padded);
-    return rows3x3(padded, dy_image_.row_floats(), s_.in_h, s_.in_w, wt_rotated_.data(), false, dx);
+    return rows3x3(padded_rows(padded, dy_image_), s_.in_h, s_.in_w, wt_rotated_.data(), false, dx);
   }
   std::fill(padded, padded + image_.floats(), 0.0f);
   for (int64_t oh = 0; oh < out_h_; ++oh)
@@ -178,53 +202,68 @@ void DepthwiseDirect::backward_weights_blocks(const float* xw, const float* dyq,
     }
 }
 
-// 3x3 at stride 1: out[rows, cols] from a padded image, kRowBlock output pixels of a row at a time,
-// for each channel block in turn: each kernel row loads the block's kRowBlock + 2 input vectors once
-// for its three taps (0.5 loads per FMA, where a pixel at a time loads an input and a weight per
-// FMA). Channel blocks innermost read each pixel's channels as one contiguous run; a channel block
-// swept along the whole row first read a line per pixel, 1.6x slower at 28x28x128 (one image's
-// forward 39 -> 24 us).
-void DepthwiseDirect::rows3x3(const float* padded, int64_t row_floats, int64_t rows, int64_t cols, const Vec16* w,
-                              bool bias, float* out) const {
+// 3x3 at stride 1: out[rows, cols] from `in`, kRowBlock output pixels of a row at a time, for each
+// channel block in turn: each kernel row loads the block's kRowBlock + 2 input vectors once for its
+// three taps (0.5 loads per FMA, where a pixel at a time loads an input and a weight per FMA).
+// Channel blocks innermost read each pixel's channels as one contiguous run; a channel block swept
+// along the whole row first read a line per pixel, 1.6x slower at 28x28x128 (one image's forward 39
+// -> 24 us).
+void DepthwiseDirect::rows3x3(const Rows3x3Input& in, int64_t rows, int64_t cols, const Vec16* w, bool bias,
+                              float* out) const {
+  if (in.unpadded) return rows3x3_rows<true>(in, rows, cols, w, bias, out);
+  rows3x3_rows<false>(in, rows, cols, w, bias, out);
+}
+
+// kEdges: the input is unpadded, its edge columns masked (a template flag, so that the padded loops
+// test nothing).
+template <bool kEdges>
+void DepthwiseDirect::rows3x3_rows(const Rows3x3Input& in, int64_t rows, int64_t cols, const Vec16* w, bool bias,
+                                   float* out) const {
   for (int64_t oh = 0; oh < rows; ++oh) {
-    const float* src = padded + oh * row_floats;
+    const float* r[3] = {in.row(oh, 0), in.row(oh, 1), in.row(oh, 2)};
     float* dst = out + oh * cols * c_;
     int64_t ow = 0;
     for (; ow + kRowBlock <= cols; ow += kRowBlock)
-      rows3x3_blocks<kRowBlock>(src + ow * c_, row_floats, w, bias, dst + ow * c_);
-    const float* s = src + ow * c_;
+      rows3x3_blocks<kRowBlock, kEdges>(r, ow * c_, in.edges(ow, kRowBlock, cols), w, bias, dst + ow * c_);
+    const Edges e = in.edges(ow, cols - ow, cols);
     float* d = dst + ow * c_;
     switch (cols - ow) {
-      case 7: rows3x3_blocks<7>(s, row_floats, w, bias, d); break;
-      case 6: rows3x3_blocks<6>(s, row_floats, w, bias, d); break;
-      case 5: rows3x3_blocks<5>(s, row_floats, w, bias, d); break;
-      case 4: rows3x3_blocks<4>(s, row_floats, w, bias, d); break;
-      case 3: rows3x3_blocks<3>(s, row_floats, w, bias, d); break;
-      case 2: rows3x3_blocks<2>(s, row_floats, w, bias, d); break;
-      case 1: rows3x3_blocks<1>(s, row_floats, w, bias, d); break;
+      case 7: rows3x3_blocks<7, kEdges>(r, ow * c_, e, w, bias, d); break;
+      case 6: rows3x3_blocks<6, kEdges>(r, ow * c_, e, w, bias, d); break;
+      case 5: rows3x3_blocks<5, kEdges>(r, ow * c_, e, w, bias, d); break;
+      case 4: rows3x3_blocks<4, kEdges>(r, ow * c_, e, w, bias, d); break;
+      case 3: rows3x3_blocks<3, kEdges>(r, ow * c_, e, w, bias, d); break;
+      case 2: rows3x3_blocks<2, kEdges>(r, ow * c_, e, w, bias, d); break;
+      case 1: rows3x3_blocks<1, kEdges>(r, ow * c_, e, w, bias, d); break;
       default: break;
     }
   }
 }
 
 // kP adjacent output pixels, every channel block in turn: a pixel's channels are contiguous, so the
-// block's inputs are read as runs of whole pixels.
-template <int kP>
-void DepthwiseDirect::rows3x3_blocks(const float* src, int64_t row_floats, const Vec16* w, bool bias, float* dst) const {
+// block's inputs are read as runs of whole pixels. r: the three kernel rows at column 0's window.
+template <int kP, bool kEdges>
+void DepthwiseDirect::rows3x3_blocks(const float* const* r, int64_t offset, Edges e, const Vec16* w, bool bias,
+                                     float* dst) const {
+  const float* src[3] = {r[0] + offset, r[1] + offset, r[2] + offset};
   for (int64_t cb = 0; cb < blocks_; ++cb)
-    rows3x3_block<kP>(src + cb * kLanes, row_floats, w + cb, bias ? bias_[cb] : Vec16{}, dst + cb * kLanes,
-                      c_ - cb * kLanes);
+    rows3x3_block<kP, kEdges>(src, cb * kLanes, e, w + cb, bias ? bias_[cb] : Vec16{}, dst + cb * kLanes,
+                              c_ - cb * kLanes);
 }
 
-// kP adjacent output pixels of one channel block; w points at the block's tap 0 ([taps, blocks]).
-template <int kP>
-void DepthwiseDirect::rows3x3_block(const float* src, int64_t row_floats, const Vec16* w, Vec16 bias, float* dst,
-                                    int64_t lanes) const {
+// kP adjacent output pixels of one channel block (at `at` floats into each row); w points at the
+// block's tap 0 ([taps, blocks]). The window's first and last input columns read as zero where e says.
+template <int kP, bool kEdges>
+void DepthwiseDirect::rows3x3_block(const float* const* src, int64_t at, Edges e, const Vec16* w, Vec16 bias,
+                                    float* dst, int64_t lanes) const {
   Vec16 acc[kP];
   for (int j = 0; j < kP; ++j) acc[j] = bias;
   for (int kh = 0; kh < 3; ++kh) {
+    const float* row = src[kh] + at;
     Vec16 xv[kP + 2];
-    for (int j = 0; j < kP + 2; ++j) xv[j] = load(src + kh * row_floats + j * c_);
+    xv[0] = kEdges && e.zero_first ? Vec16{} : load(row);
+    for (int j = 1; j < kP + 1; ++j) xv[j] = load(row + j * c_);
+    xv[kP + 1] = kEdges && e.zero_last ? Vec16{} : load(row + (kP + 1) * c_);
     const Vec16 w0 = w[(kh * 3) * blocks_], w1 = w[(kh * 3 + 1) * blocks_], w2 = w[(kh * 3 + 2) * blocks_];
     for (int j = 0; j < kP; ++j) {
       acc[j] += xv[j] * w0;

@@ -2,8 +2,9 @@
 // and padding, one image at a time, vectorized across channels in 16-float blocks. An image is copied
 // into a zero-padded buffer (the caller's, one per thread) that stays in cache. 3x3 kernels at stride 1
 // (SeparableConv2D's) run row-blocked loops that keep each input vector in a register for all the
-// taps that read it; backward-data is then the forward loop on the padded dy with the kernel rotated. Used image by image by
-// the fused separable convolution (separable_conv_fused.cpp) and, over a batch, by the standalone
+// taps that read it; backward-data is then the forward loop on the padded dy with the kernel rotated
+// (for 'same' padding on dy itself, its missing border read as zeros). Used image by image by the
+// fused separable convolution (separable_conv_fused.cpp) and, over a batch, by the standalone
 // depthwise op (depthwise_conv_direct.cpp).
 #pragma once
 #include <algorithm>
@@ -49,13 +50,39 @@ class DepthwiseDirect {
   void write_out(const Gradients& g, float* dw, float* db) const;
 
  private:
-  template <int kP>
-  void rows3x3_block(const float* src, int64_t row_floats, const Vec16* w, Vec16 bias, float* dst,
+  // Whether a block's first and last input columns are outside an unpadded image (read as zero).
+  struct Edges {
+    bool zero_first = false, zero_last = false;
+  };
+  // The input rows of the 3x3 loops: a padded buffer, or an unpadded image of a 'same' convolution
+  // whose missing rows are zero_row and whose columns -1 and width are masked.
+  struct Rows3x3Input {
+    const float* image;
+    int64_t row_floats;
+    int64_t height;          // unpadded: the image's rows
+    const float* zero_row;   // unpadded: a row of zeros
+    int64_t pixel_floats;    // unpadded: the step back to column -1
+    bool unpadded;
+    // Kernel row kh of output row oh, at output column 0's window.
+    const float* row(int64_t oh, int kh) const {
+      if (!unpadded) return image + (oh + kh) * row_floats;
+      const int64_t r = oh - 1 + kh;
+      return (r < 0 || r >= height ? zero_row : image + r * row_floats) - pixel_floats;
+    }
+    Edges edges(int64_t ow, int64_t pixels, int64_t cols) const {
+      return {unpadded && ow == 0, unpadded && ow + pixels == cols};
+    }
+  };
+  Rows3x3Input padded_rows(const float* padded, const PaddedImage& image) const;
+  Rows3x3Input unpadded_rows(const float* image) const;
+  template <int kP, bool kEdges>
+  void rows3x3_block(const float* const* src, int64_t at, Edges e, const Vec16* w, Vec16 bias, float* dst,
                      int64_t lanes) const;
-  template <int kP>
-  void rows3x3_blocks(const float* src, int64_t row_floats, const Vec16* w, bool bias, float* dst) const;
-  void rows3x3(const float* padded, int64_t row_floats, int64_t rows, int64_t cols, const Vec16* w, bool bias,
-               float* out) const;
+  template <int kP, bool kEdges>
+  void rows3x3_blocks(const float* const* r, int64_t offset, Edges e, const Vec16* w, bool bias, float* dst) const;
+  void rows3x3(const Rows3x3Input& in, int64_t rows, int64_t cols, const Vec16* w, bool bias, float* out) const;
+  template <bool kEdges>
+  void rows3x3_rows(const Rows3x3Input& in, int64_t rows, int64_t cols, const Vec16* w, bool bias, float* out) const;
   void backward_weights_3x3(const float* padded, const float* dy, Gradients& g) const;
   template <int kB>
   void forward_blocks(const float* xw, int64_t c0, float* yq) const;
@@ -71,6 +98,7 @@ class DepthwiseDirect {
 
   ConvShape s_;
   bool rows3x3_ = false;  // 3x3, stride 1, padding at most 2 per side: the row-blocked loops
+  bool same3x3_ = false;  // and 'same' padding of whole blocks: backward-data reads dy unpadded
   PaddedImage image_;     // a tail block's full-vector loads may run 15 floats past the last pixel
   PaddedImage dy_image_;  // rows3x3_: dy padded by 2 - padding per side
   int64_t c_ = 0, blocks_ = 0, taps_ = 0;
@@ -78,6 +106,7 @@ class DepthwiseDirect {
   std::vector<Vec16> wt_;    // [taps, blocks], zero beyond C
   std::vector<Vec16> wt_rotated_;  // rows3x3_: the same with the kernel rotated by 180 degrees
   std::vector<Vec16> bias_;  // [blocks]
+  std::vector<float> zero_row_;  // same3x3_: one zero row and a pixel on each side
 };
 
 }  // namespace scaletrain::cpu
