@@ -95,7 +95,7 @@ void DepthwiseDirect::forward(const float* x, float* y, float* padded) const {
 }
 
 void DepthwiseDirect::forward_padded(const float* padded, float* y) const {
-  if (rows3x3_) return rows3x3(padded_rows(padded, image_), out_h_, out_w_, wt_.data(), true, y);
+  if (rows3x3_) return rows3x3(padded_rows(padded, image_), out_h_, out_w_, wt_.data(), true, y, false);
   for (int64_t oh = 0; oh < out_h_; ++oh)
     for (int64_t ow = 0; ow < out_w_; ++ow) {
       const float* xw = padded + window(oh, ow);
@@ -121,10 +121,14 @@ void DepthwiseDirect::forward_blocks(const float* xw, int64_t c0, float* yq) con
 }
 
 void DepthwiseDirect::backward_data(const float* dy, float* dx, float* padded) const {
-  if (same3x3_) return rows3x3(unpadded_rows(dy), s_.in_h, s_.in_w, wt_rotated_.data(), false, dx);
+  if (same3x3_) {
+    rows3x3(unpadded_rows(dy), s_.in_h, s_.in_w, wt_rotated_.data(), false, dx, true);
+    return stream_fence();
+  }
   if (rows3x3_) {
     dy_image_.pad(dy, padded);
-    return rows3x3(padded_rows(padded, dy_image_), s_.in_h, s_.in_w, wt_rotated_.data(), false, dx);
+    rows3x3(padded_rows(padded, dy_image_), s_.in_h, s_.in_w, wt_rotated_.data(), false, dx, true);
+    return stream_fence();
   }
   std::fill(padded, padded + image_.floats(), 0.0f);
   for (int64_t oh = 0; oh < out_h_; ++oh)
@@ -207,34 +211,36 @@ void DepthwiseDirect::backward_weights_blocks(const float* xw, const float* dyq,
 // three taps (0.5 loads per FMA, where a pixel at a time loads an input and a weight per FMA).
 // Channel blocks innermost read each pixel's channels as one contiguous run; a channel block swept
 // along the whole row first read a line per pixel, 1.6x slower at 28x28x128 (one image's forward 39
-// -> 24 us).
+// -> 24 us). With stream_out (backward-data's dx, which goes to memory) full blocks are written by
+// streaming stores (dwbench, 64 images: 28x28x128 3.1 -> 1.45 ms, 14x14x256 1.55 -> 0.83 ms).
 void DepthwiseDirect::rows3x3(const Rows3x3Input& in, int64_t rows, int64_t cols, const Vec16* w, bool bias,
-                              float* out) const {
-  if (in.unpadded) return rows3x3_rows<true>(in, rows, cols, w, bias, out);
-  rows3x3_rows<false>(in, rows, cols, w, bias, out);
+                              float* out, bool stream_out) const {
+  if (in.unpadded) return rows3x3_rows<true>(in, rows, cols, w, bias, out, stream_out);
+  rows3x3_rows<false>(in, rows, cols, w, bias, out, stream_out);
 }
 
 // kEdges: the input is unpadded, its edge columns masked (a template flag, so that the padded loops
 // test nothing).
 template <bool kEdges>
 void DepthwiseDirect::rows3x3_rows(const Rows3x3Input& in, int64_t rows, int64_t cols, const Vec16* w, bool bias,
-                                   float* out) const {
+                                   float* out, bool stream_out) const {
   for (int64_t oh = 0; oh < rows; ++oh) {
     const float* r[3] = {in.row(oh, 0), in.row(oh, 1), in.row(oh, 2)};
     float* dst = out + oh * cols * c_;
     int64_t ow = 0;
     for (; ow + kRowBlock <= cols; ow += kRowBlock)
-      rows3x3_blocks<kRowBlock, kEdges>(r, ow * c_, in.edges(ow, kRowBlock, cols), w, bias, dst + ow * c_);
+      rows3x3_blocks<kRowBlock, kEdges>(r, ow * c_, in.edges(ow, kRowBlock, cols), w, bias, dst + ow * c_,
+                                        stream_out);
     const Edges e = in.edges(ow, cols - ow, cols);
     float* d = dst + ow * c_;
     switch (cols - ow) {
-      case 7: rows3x3_blocks<7, kEdges>(r, ow * c_, e, w, bias, d); break;
-      case 6: rows3x3_blocks<6, kEdges>(r, ow * c_, e, w, bias, d); break;
-      case 5: rows3x3_blocks<5, kEdges>(r, ow * c_, e, w, bias, d); break;
-      case 4: rows3x3_blocks<4, kEdges>(r, ow * c_, e, w, bias, d); break;
-      case 3: rows3x3_blocks<3, kEdges>(r, ow * c_, e, w, bias, d); break;
-      case 2: rows3x3_blocks<2, kEdges>(r, ow * c_, e, w, bias, d); break;
-      case 1: rows3x3_blocks<1, kEdges>(r, ow * c_, e, w, bias, d); break;
+      case 7: rows3x3_blocks<7, kEdges>(r, ow * c_, e, w, bias, d, stream_out); break;
+      case 6: rows3x3_blocks<6, kEdges>(r, ow * c_, e, w, bias, d, stream_out); break;
+      case 5: rows3x3_blocks<5, kEdges>(r, ow * c_, e, w, bias, d, stream_out); break;
+      case 4: rows3x3_blocks<4, kEdges>(r, ow * c_, e, w, bias, d, stream_out); break;
+      case 3: rows3x3_blocks<3, kEdges>(r, ow * c_, e, w, bias, d, stream_out); break;
+      case 2: rows3x3_blocks<2, kEdges>(r, ow * c_, e, w, bias, d, stream_out); break;
+      case 1: rows3x3_blocks<1, kEdges>(r, ow * c_, e, w, bias, d, stream_out); break;
       default: break;
     }
   }
@@ -244,18 +250,18 @@ void DepthwiseDirect::rows3x3_rows(const Rows3x3Input& in, int64_t rows, int64_t
 // block's inputs are read as runs of whole pixels. r: the three kernel rows at column 0's window.
 template <int kP, bool kEdges>
 void DepthwiseDirect::rows3x3_blocks(const float* const* r, int64_t offset, Edges e, const Vec16* w, bool bias,
-                                     float* dst) const {
+                                     float* dst, bool stream_out) const {
   const float* src[3] = {r[0] + offset, r[1] + offset, r[2] + offset};
   for (int64_t cb = 0; cb < blocks_; ++cb)
     rows3x3_block<kP, kEdges>(src, cb * kLanes, e, w + cb, bias ? bias_[cb] : Vec16{}, dst + cb * kLanes,
-                              c_ - cb * kLanes);
+                              c_ - cb * kLanes, stream_out);
 }
 
 // kP adjacent output pixels of one channel block (at `at` floats into each row); w points at the
 // block's tap 0 ([taps, blocks]). The window's first and last input columns read as zero where e says.
 template <int kP, bool kEdges>
 void DepthwiseDirect::rows3x3_block(const float* const* src, int64_t at, Edges e, const Vec16* w, Vec16 bias,
-                                    float* dst, int64_t lanes) const {
+                                    float* dst, int64_t lanes, bool stream_out) const {
   Vec16 acc[kP];
   for (int j = 0; j < kP; ++j) acc[j] = bias;
   for (int kh = 0; kh < 3; ++kh) {
@@ -271,7 +277,10 @@ void DepthwiseDirect::rows3x3_block(const float* const* src, int64_t at, Edges e
       acc[j] += xv[j + 2] * w2;
     }
   }
-  if (lanes >= kLanes) {  // full blocks apart, so that the accumulators are stored from registers
+  if (stream_out && lanes >= kLanes) {
+#pragma GCC unroll 8
+    for (int j = 0; j < kP; ++j) stream(dst + j * c_, acc[j]);
+  } else if (lanes >= kLanes) {  // full blocks apart, so that the accumulators are stored from registers
 #pragma GCC unroll 8
     for (int j = 0; j < kP; ++j) store(dst + j * c_, acc[j]);
   } else {

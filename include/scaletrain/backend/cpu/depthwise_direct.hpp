@@ -77,12 +77,15 @@ class DepthwiseDirect {
   Rows3x3Input unpadded_rows(const float* image) const;
   template <int kP, bool kEdges>
   void rows3x3_block(const float* const* src, int64_t at, Edges e, const Vec16* w, Vec16 bias, float* dst,
-                     int64_t lanes) const;
+                     int64_t lanes, bool stream_out) const;
   template <int kP, bool kEdges>
-  void rows3x3_blocks(const float* const* r, int64_t offset, Edges e, const Vec16* w, bool bias, float* dst) const;
-  void rows3x3(const Rows3x3Input& in, int64_t rows, int64_t cols, const Vec16* w, bool bias, float* out) const;
+  void rows3x3_blocks(const float* const* r, int64_t offset, Edges e, const Vec16* w, bool bias, float* dst,
+                      bool stream_out) const;
+  void rows3x3(const Rows3x3Input& in, int64_t rows, int64_t cols, const Vec16* w, bool bias, float* out,
+               bool stream_out) const;
   template <bool kEdges>
-  void rows3x3_rows(const Rows3x3Input& in, int64_t rows, int64_t cols, const Vec16* w, bool bias, float* out) const;
+  void rows3x3_rows(const Rows3x3Input& in, int64_t rows, int64_t cols, const Vec16* w, bool bias, float* out,
+                    bool stream_out) const;
   void backward_weights_3x3(const float* padded, const float* dy, Gradients& g) const;
   template <int kB>
   void forward_blocks(const float* xw, int64_t c0, float* yq) const;

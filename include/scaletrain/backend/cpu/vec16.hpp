@@ -45,4 +45,19 @@ inline void store_part(float* p, Vec16 v, int64_t n) {
 #endif
 }
 
+// A non-temporal store, for output that goes to memory and is not read again soon (a layer's output
+// of megabytes): with AVX-512 and p 64-byte aligned it skips reading the line it fills; otherwise a
+// plain store. stream_fence() orders the streamed stores before what follows.
+inline void stream(float* p, Vec16 v) {
+#ifdef __AVX512F__
+  if ((reinterpret_cast<uintptr_t>(p) & 63) == 0) return _mm512_stream_ps(p, reinterpret_cast<__m512>(v));
+#endif
+  store(p, v);
+}
+inline void stream_fence() {
+#ifdef __AVX512F__
+  _mm_sfence();
+#endif
+}
+
 }  // namespace scaletrain::cpu
