@@ -10,7 +10,6 @@
 #include <oneapi/dnnl/dnnl.h>
 
 #include <algorithm>
-
 #include <vector>
 
 #include "scaletrain/backend/cpu/onednn_ops.hpp"
