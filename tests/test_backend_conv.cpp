@@ -241,6 +241,23 @@ TEST(BackendConvNarrowRows, StridesAndRectangularKernels) {
   check_narrow_rows(t);
 }
 
+// The weight gradient sweeps at most 5 kernel columns and 20 accumulators (channels) at a time:
+// kernel widths 1 to 11 (blocks of 5 and a remainder) against output counts whose channel groups
+// leave every remainder.
+TEST(BackendConvNarrowRows, WeightGradientSweepsOfEveryKernelWidth) {
+  for (int64_t kw = 1; kw <= 11; ++kw)
+    for (int64_t oc : {1, 3, 6, 7, 13, 16}) {
+      ConvShape s = conv_shape(2, 7, 19, 1, oc, 1, 1, 0);
+      s.kernel_h = std::min<int64_t>(3, cpu::kFewTapsMax / kw);
+      s.kernel_w = kw;
+      s.pad_top = s.pad_bottom = 1;
+      s.pad_left = kw / 2;
+      s.pad_right = (kw - 1) / 2;
+      SCOPED_TRACE("kernel width " + std::to_string(kw) + ", " + std::to_string(oc) + " outputs");
+      check_narrow_rows(s);
+    }
+}
+
 TEST(BackendConvNarrowRows, TakenForOneInputChannelAndFewOutputs) {
   EXPECT_TRUE(cpu::prefers_narrow_rows(conv_shape(64, 28, 28, 1, 6, 5, 1, 2)));
   EXPECT_FALSE(cpu::prefers_narrow_rows(conv_shape(64, 28, 28, 1, 16, 3, 1, 1)));  // measured slower

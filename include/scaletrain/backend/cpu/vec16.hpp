@@ -45,6 +45,15 @@ inline void store_part(float* p, Vec16 v, int64_t n) {
 #endif
 }
 
+// Keeps v in a register from here on: the compiler otherwise folds a loaded vector into each FMA
+// that uses it as a memory operand, a load per FMA instead of one per vector.
+inline void keep_in_register(Vec16& v) {
+#ifdef __AVX512F__
+  asm("" : "+v"(v));
+#else
+  (void)v;
+#endif
+}
 // A non-temporal store, for output that goes to memory and is not read again soon (a layer's output
 // of megabytes): with AVX-512 and p 64-byte aligned it skips reading the line it fills; otherwise a
 // plain store. stream_fence() orders the streamed stores before what follows.
