@@ -213,7 +213,7 @@ std::vector<PoolShape> direct_pool_shapes(int64_t batch, int64_t h, int64_t w, i
 template <class T>
 void check_direct_at_odd_shapes() {
   unsigned seed = 100;
-  for (int64_t c : {1, 5, 16, 17, 33, 128, 130})
+  for (int64_t c : {1, 5, 6, 8, 9, 16, 17, 33, 128, 130})
     for (auto [batch, h, w] : {std::tuple<int64_t, int64_t, int64_t>{1, 7, 9}, {2, 13, 11}, {1, 8, 8}})
       for (const PoolShape& s : direct_pool_shapes(batch, h, w, c)) {
         const size_t nx = batch * h * w * c, ny = batch * s.out_h() * s.out_w() * c;

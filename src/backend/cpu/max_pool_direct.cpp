@@ -5,8 +5,11 @@
 // windows and for the disjoint backward. perf/bench_pool on an AMD EPYC (batch 64, 2x2/2, one
 // thread): training forward 0.8-1.0x oneDNN 2.6's, backward 1.4-3.9x, so forward + backward beats
 // oneDNN on the zoo's shapes (lenet's 28x28x6: 0.19 ms against 0.44; fmnist_sepcnn's 28x28x128 f32:
-// 2.5 ms against 2.9) but lenet's 10x10x16 (0.027 ms against 0.023-0.025, backward 0.8-0.9x). The first session's Xeon figures (forward 2-3x) came from per-lane code that
-// GCC compiled into branches on the compare masks; on the EPYC those read 0.2-0.45x oneDNN's forward.
+// 2.5 ms against 2.9) but lenet's 10x10x16 (0.027 ms against 0.023-0.025, backward 0.8-0.9x). 2x2/2
+// windows of at most 8 channels (lenet's 28x28x6) now take a backward window by window, 13-16x
+// oneDNN's at batch 128. The first session's Xeon figures (forward 2-3x) came from per-lane code
+// that GCC compiled into branches on the compare masks; on the EPYC those read 0.2-0.45x oneDNN's
+// forward.
 #include <algorithm>
 #include <cstring>
 #include <cstdint>
@@ -315,8 +318,68 @@ class DirectMaxPool final : public PoolOp {
   // so dx is written once, row by row: dy where the cell was its window's argmax, else zero (cells of
   // no window, like the last row of an odd input under 2x2/2, too). No separate zero fill.
   void backward_disjoint(const T* dy, T* dx) const {
+#ifdef __AVX512F__
+    if constexpr (!std::is_same_v<T, f16> && std::is_same_v<Index, uint8_t>)
+      if (runs_window_pairs()) return backward_window_pairs(dy, dx);
+#endif
     with_channel_count(s_.channels, [&](auto kC) { backward_disjoint_for<decltype(kC)::value>(dy, dx); });
   }
+
+#ifdef __AVX512F__
+  // f32 and bf16 2x2/2 windows without padding, of at most 8 channels (LeNet's first pool), so that a
+  // window row's two cells are one vector of 2C lanes.
+  bool runs_window_pairs() const {
+    return s_.kernel_h == 2 && s_.kernel_w == 2 && s_.stride_h == 2 && s_.stride_w == 2 && s_.pad_top == 0 &&
+           s_.pad_left == 0 && s_.pad_bottom == 0 && s_.pad_right == 0 && 2 * s_.channels <= kLanes;
+  }
+
+  // Window by window: its C dy values and argmax codes are loaded once and duplicated into 2C lanes,
+  // and each of the window's two rows of dx is written by one masked store of 2C lanes (dy where the
+  // cell was the argmax, else zero), against a load, compare and store per cell (perf/bench_pool
+  // lenet 28x28x6 backward, batch 128: f32 0.24 -> 0.055 ms, bf16 0.23 -> 0.056 ms). Rows and columns of
+  // no window (odd H, W) are zero.
+  void backward_window_pairs(const T* dy, T* dx) const {
+    const int64_t H = s_.in_h, W = s_.in_w, C = s_.channels, OH = s_.out_h(), OW = s_.out_w();
+    const __mmask16 window_row = first_lanes(2 * C), channels = first_lanes(C);
+    alignas(64) int32_t dup[kLanes], top_cell[kLanes], bottom_cell[kLanes];
+    for (int l = 0; l < kLanes; ++l) {
+      dup[l] = static_cast<int32_t>(l % C);           // lane l of a window row: channel l % C ...
+      top_cell[l] = static_cast<int32_t>(l / C % 2);  // ... of its cell kw = l / C (kh * 2 + kw)
+      bottom_cell[l] = 2 + top_cell[l];
+    }
+    const __m512i dup_index = _mm512_load_si512(dup), top_cells = _mm512_load_si512(top_cell),
+                  bottom_cells = _mm512_load_si512(bottom_cell);
+    const uint8_t* argmax = argmax_.data();
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int64_t n = 0; n < s_.batch; ++n)
+      for (int64_t oh = 0; oh < (H + 1) / 2; ++oh) {
+        T* top = dx + ((n * H + 2 * oh) * W) * C;
+        T* bottom = top + W * C;
+        const bool whole = oh < OH, two_rows = 2 * oh + 1 < H;
+        for (int64_t ow = 0; whole && ow < OW; ++ow) {
+          const int64_t o = ((n * OH + oh) * OW + ow) * C;
+          const __m512i d = _mm512_maskz_permutexvar_epi32(window_row, dup_index, load_bits(dy + o, channels));
+          const __m512i codes = _mm512_maskz_cvtepu8_epi32(0xffff, _mm_maskz_loadu_epi8(channels, argmax + o));
+          const __m512i a = _mm512_maskz_permutexvar_epi32(window_row, dup_index, codes);
+          store_bits(top + 2 * ow * C, window_row, _mm512_maskz_mov_epi32(_mm512_cmpeq_epi32_mask(a, top_cells), d));
+          store_bits(bottom + 2 * ow * C, window_row,
+                     _mm512_maskz_mov_epi32(_mm512_cmpeq_epi32_mask(a, bottom_cells), d));
+        }
+        const int64_t zero_from = whole ? 2 * OW * C : 0;
+        std::fill(top + zero_from, top + W * C, zero_of(T{}));
+        if (two_rows) std::fill(bottom + zero_from, bottom + W * C, zero_of(T{}));
+      }
+  }
+  // The bits of the lanes under mask, one per 32-bit lane (bf16 zero-extended), and back.
+  static __m512i load_bits(const float* p, __mmask16 mask) { return _mm512_maskz_loadu_epi32(mask, p); }
+  static __m512i load_bits(const bf16* p, __mmask16 mask) {
+    return _mm512_maskz_cvtepu16_epi32(0xffff, reinterpret_cast<__m256i>(load_u16(p, __builtin_popcount(mask))));
+  }
+  static void store_bits(float* p, __mmask16 mask, __m512i v) { _mm512_mask_storeu_epi32(p, mask, v); }
+  static void store_bits(bf16* p, __mmask16 mask, __m512i v) {
+    store_u16(p, reinterpret_cast<U16x16>(_mm512_maskz_cvtepi32_epi16(0xffff, v)), __builtin_popcount(mask));
+  }
+#endif
 
   // dx of channels [c0, c0 + kB) of one cell: dy where am == k, else zero (f16; f32 and bf16 take
   // route_lanes).
