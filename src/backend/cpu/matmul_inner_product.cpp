@@ -5,8 +5,11 @@
 // operands, f32 accumulation; the bias, dw and db are f32. Also runs bf16 pointwise convolutions. With
 // an activation, the forward applies it as a oneDNN post-op to the f32 result before its one rounding
 // to bf16 (SELU as scale * elu(alpha)), so no separate pass reads and writes y.
+#include <omp.h>
+
 #include <algorithm>
 #include <unordered_map>
+#include <vector>
 
 #include "scaletrain/backend/cpu/onednn_ops.hpp"
 #include "scaletrain/core/check_dnnl.hpp"
@@ -100,23 +103,34 @@ class MatmulInnerProduct final : public InnerProductOp {
     backward_weights_ = BoundMatmul(eng, dy_t, x, memory::desc(), dw);
   }
 
-  // db[c] = sum over rows of dy[r, c], in f32; threads split the columns in blocks of 16.
-  void column_sums(const bf16* dy, float* db) const {
+  // db[c] = sum over rows of dy[r, c], in f32, in one pass over dy: each thread sums a run of rows
+  // into its own partial sums, which are then added in thread order. (Column blocks of 16 over all
+  // rows read dy once per block: 8 passes over 12.8 MB at fmnist_sepcnn's first pointwise layer, 2.8%
+  // of its bf16 step in perf record.)
+  void column_sums(const bf16* dy, float* db) {
     const int64_t rows = s_.batch, cols = s_.out_features;
-#pragma omp parallel for schedule(static)
-    for (int64_t c0 = 0; c0 < cols; c0 += 16) {
-      const int64_t c1 = std::min<int64_t>(c0 + 16, cols);
-      float acc[16] = {};
-      for (int64_t r = 0; r < rows; ++r)
-        for (int64_t c = c0; c < c1; ++c) acc[c - c0] += bf16_to_float(dy[r * cols + c]);
-      for (int64_t c = c0; c < c1; ++c) db[c] = acc[c - c0];
+    const int threads = std::max(1, omp_get_max_threads());
+    partial_sums_.assign(threads * cols, 0.0f);
+#pragma omp parallel num_threads(threads)
+    {
+      float* acc = partial_sums_.data() + omp_get_thread_num() * cols;
+#pragma omp for schedule(static)
+      for (int64_t r = 0; r < rows; ++r) {
+        const bf16* row = dy + r * cols;
+#pragma omp simd
+        for (int64_t c = 0; c < cols; ++c) acc[c] += bf16_to_float(row[c]);
+      }
     }
+    std::copy(partial_sums_.begin(), partial_sums_.begin() + cols, db);
+    for (int th = 1; th < threads; ++th)
+      for (int64_t c = 0; c < cols; ++c) db[c] += partial_sums_[th * cols + c];
   }
 
   OneDnnContextPtr ctx_;
   InnerProductShape s_;
   Activation act_;
   BoundMatmul forward_, backward_data_, backward_weights_;
+  std::vector<float> partial_sums_;  // [threads, out_features]: column_sums' per-thread sums
 };
 
 }  // namespace
