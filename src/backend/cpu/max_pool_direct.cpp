@@ -340,7 +340,7 @@ class DirectMaxPool final : public PoolOp {
   // no window (odd H, W) are zero.
   void backward_window_pairs(const T* dy, T* dx) const {
     const int64_t H = s_.in_h, W = s_.in_w, C = s_.channels, OH = s_.out_h(), OW = s_.out_w();
-    const __mmask16 window_row = first_lanes(2 * C), channels = first_lanes(C);
+    const __mmask16 window_row = first_lanes(2 * C), channels = first_lanes(C);  // lanes of a row, of a cell
     alignas(64) int32_t dup[kLanes], top_cell[kLanes], bottom_cell[kLanes];
     for (int l = 0; l < kLanes; ++l) {
       dup[l] = static_cast<int32_t>(l % C);           // lane l of a window row: channel l % C ...
@@ -358,26 +358,25 @@ class DirectMaxPool final : public PoolOp {
         const bool whole = oh < OH, two_rows = 2 * oh + 1 < H;
         for (int64_t ow = 0; whole && ow < OW; ++ow) {
           const int64_t o = ((n * OH + oh) * OW + ow) * C;
-          const __m512i d = _mm512_maskz_permutexvar_epi32(window_row, dup_index, load_bits(dy + o, channels));
+          const __m512i d = _mm512_maskz_permutexvar_epi32(window_row, dup_index, load_bits(dy + o, C));
           const __m512i codes = _mm512_maskz_cvtepu8_epi32(0xffff, _mm_maskz_loadu_epi8(channels, argmax + o));
           const __m512i a = _mm512_maskz_permutexvar_epi32(window_row, dup_index, codes);
-          store_bits(top + 2 * ow * C, window_row, _mm512_maskz_mov_epi32(_mm512_cmpeq_epi32_mask(a, top_cells), d));
-          store_bits(bottom + 2 * ow * C, window_row,
-                     _mm512_maskz_mov_epi32(_mm512_cmpeq_epi32_mask(a, bottom_cells), d));
+          store_bits(top + 2 * ow * C, 2 * C, _mm512_maskz_mov_epi32(_mm512_cmpeq_epi32_mask(a, top_cells), d));
+          store_bits(bottom + 2 * ow * C, 2 * C, _mm512_maskz_mov_epi32(_mm512_cmpeq_epi32_mask(a, bottom_cells), d));
         }
         const int64_t zero_from = whole ? 2 * OW * C : 0;
         std::fill(top + zero_from, top + W * C, zero_of(T{}));
         if (two_rows) std::fill(bottom + zero_from, bottom + W * C, zero_of(T{}));
       }
   }
-  // The bits of the lanes under mask, one per 32-bit lane (bf16 zero-extended), and back.
-  static __m512i load_bits(const float* p, __mmask16 mask) { return _mm512_maskz_loadu_epi32(mask, p); }
-  static __m512i load_bits(const bf16* p, __mmask16 mask) {
-    return _mm512_maskz_cvtepu16_epi32(0xffff, reinterpret_cast<__m256i>(load_u16(p, __builtin_popcount(mask))));
+  // The bits of the first n lanes, one per 32-bit lane (bf16 zero-extended; the others zero), and back.
+  static __m512i load_bits(const float* p, int64_t n) { return _mm512_maskz_loadu_epi32(first_lanes(n), p); }
+  static __m512i load_bits(const bf16* p, int64_t n) {
+    return _mm512_maskz_cvtepu16_epi32(0xffff, reinterpret_cast<__m256i>(load_u16(p, n)));
   }
-  static void store_bits(float* p, __mmask16 mask, __m512i v) { _mm512_mask_storeu_epi32(p, mask, v); }
-  static void store_bits(bf16* p, __mmask16 mask, __m512i v) {
-    store_u16(p, reinterpret_cast<U16x16>(_mm512_maskz_cvtepi32_epi16(0xffff, v)), __builtin_popcount(mask));
+  static void store_bits(float* p, int64_t n, __m512i v) { _mm512_mask_storeu_epi32(p, first_lanes(n), v); }
+  static void store_bits(bf16* p, int64_t n, __m512i v) {
+    store_u16(p, reinterpret_cast<U16x16>(_mm512_maskz_cvtepi32_epi16(0xffff, v)), n);
   }
 #endif
 
