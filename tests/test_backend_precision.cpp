@@ -242,7 +242,6 @@ TEST_P(LowPrecisionOps, ReportsHowEachTypeRuns) {
             std::string::npos);
 }
 
-// A bf16 GEMM on f32 FMAs says so in the bf16 note (run.json's "compute" and the start-up line).
 // The bf16 inner product's bias gradient sums dy's rows in runs per thread: many rows, a column
 // count that is no multiple of 16, on three threads (more than this machine's cores), against the
 // f32 op on the same inputs.
@@ -260,6 +259,7 @@ TEST(CpuBf16Gemm, BiasGradientOfManyRowsOnThreeThreads) {
   check_weighted<InnerProductOp>(DType::bf16, make, 1001 * 9, 37 * 9, 37, 1001 * 37, "inner product of 1001 rows");
 }
 
+// A bf16 GEMM on f32 FMAs says so in the bf16 note (run.json's "compute" and the start-up line).
 TEST(CpuBf16Gemm, NoteNamesTheChoice) {
   const PrecisionSupport on_f32 = make_cpu_backend(1, false, Bf16GemmCompute::f32)->precision_support(DType::bf16);
   const PrecisionSupport on_bf16 = make_cpu_backend(1, false, Bf16GemmCompute::bf16)->precision_support(DType::bf16);
