@@ -155,14 +155,18 @@ class NarrowRowsConv final : public ConvOp {
   }
 
  private:
-  // f(std::integral_constant<int, OC>{}): the kernels are compiled per output channel count, so
-  // their per-channel accumulators are registers.
-  template <class F, int kOC = 1>
-  void with_out_channels(F&& f) {
-    if constexpr (kOC <= kMaxOutChannels) {
-      if (s_.out_c == kOC) return f(std::integral_constant<int, kOC>{});
-      with_out_channels<F, kOC + 1>(std::forward<F>(f));
+  // f(std::integral_constant<int, n>{}) for n in 1 .. kMax: the kernels are compiled per count (output
+  // channels, a sweep's columns and channels), so that their accumulators are registers.
+  template <int kMax, class F, int k = 1>
+  static void with_constant(int64_t n, F&& f) {
+    if constexpr (k <= kMax) {
+      if (n == k) return f(std::integral_constant<int, k>{});
+      with_constant<kMax, F, k + 1>(n, std::forward<F>(f));
     }
+  }
+  template <class F>
+  void with_out_channels(F&& f) {
+    with_constant<kMaxOutChannels>(s_.out_c, std::forward<F>(f));
   }
 
   template <int kOC>
@@ -222,10 +226,10 @@ class NarrowRowsConv final : public ConvOp {
           for (int64_t i = 0; i < out_h_ * planar_w_; i += kLanes) db[o] += load(dyt + o * out_h_ * planar_w_ + i);
         for (int64_t kh = 0; kh < s_.kernel_h; ++kh)
           for (int64_t kw0 = 0; kw0 < s_.kernel_w; kw0 += kSweepMaxColumns)
-            with_columns(std::min(kSweepMaxColumns, s_.kernel_w - kw0), [&](auto columns) {
+            with_constant<kSweepMaxColumns>(std::min(kSweepMaxColumns, s_.kernel_w - kw0), [&](auto columns) {
               constexpr int kW = decltype(columns)::value;
               for (int c0 = 0; c0 < kOC; c0 += sweep_channels(kW))
-                with_channels<kW>(std::min(sweep_channels(kW), kOC - c0), [&](auto channels) {
+                with_constant<sweep_channels(kW)>(std::min(sweep_channels(kW), kOC - c0), [&](auto channels) {
                   weight_sweep<decltype(channels)::value, kW>(xp, dyt, kh, kw0, c0, dw);
                 });
             });
@@ -262,22 +266,6 @@ class NarrowRowsConv final : public ConvOp {
 
   // A sweep's channel count for kW columns: at most kSweepMaxAccumulators accumulators and 8 channels.
   static constexpr int sweep_channels(int columns) { return std::min(8, kSweepMaxAccumulators / columns); }
-  // f(std::integral_constant<int, n>{}) for n = columns in 1 .. kSweepMaxColumns.
-  template <class F, int kW = 1>
-  static void with_columns(int64_t columns, F&& f) {
-    if constexpr (kW <= kSweepMaxColumns) {
-      if (columns == kW) return f(std::integral_constant<int, kW>{});
-      with_columns<F, kW + 1>(columns, std::forward<F>(f));
-    }
-  }
-  // f(std::integral_constant<int, n>{}) for n = channels in 1 .. sweep_channels(kW).
-  template <int kW, class F, int kG = 1>
-  static void with_channels(int channels, F&& f) {
-    if constexpr (kG <= sweep_channels(kW)) {
-      if (channels == kG) return f(std::integral_constant<int, kG>{});
-      with_channels<kW, F, kG + 1>(channels, std::forward<F>(f));
-    }
-  }
 
   template <int kOC>
   void transpose_dy(const float* dyn, float* dyt) const {
