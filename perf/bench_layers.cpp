@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "scaletrain/backend/backend.hpp"
@@ -19,6 +20,7 @@
 #include "scaletrain/core/timer.hpp"
 #include "scaletrain/kernels/cast.hpp"
 #include "scaletrain/kernels/launch.hpp"
+#include "scaletrain/nn/pooling.hpp"
 #include "scaletrain/nn/zoo.hpp"
 
 using namespace scaletrain;
@@ -70,8 +72,11 @@ LayerTimes time_layers(Backend& backend, const std::string& model_name, int64_t 
   for (size_t i = 0; i < n; ++i) {
     r.seconds[i] /= static_cast<double>(steps);
     r.total += r.seconds[i];
-    r.names.push_back(layers[i]->name() + " (" + layers[i]->type() + ")");
+    const auto* pool = dynamic_cast<const nn::Pool2D*>(layers[i].get());
+    const bool absorbed = pool && pool->absorbed();
+    r.names.push_back(layers[i]->name() + " (" + layers[i]->type() + ")" + (absorbed ? " *" : ""));
     r.flops.push_back(static_cast<double>(model->training_flops_of_layer(i)) * static_cast<double>(batch));
+    if (absorbed) r.flops[i - 1] += std::exchange(r.flops[i], 0.0);  // counted where it runs
   }
   return r;
 }
@@ -138,7 +143,8 @@ int main(int argc, char** argv) {
     }
     std::printf("\nGF/s counts forward + backward as 3x the forward FLOPs (2x for the first layer with parameters,\n"
                 "which computes no input gradient); %% peak is against the measured peak of\n"
-                "the same precision (bench_peak_flops): fp32 FMA chains, bf16 vdpbf16ps chains.\n");
+                "the same precision (bench_peak_flops): fp32 FMA chains, bf16 vdpbf16ps chains.\n"
+                "*: in fp32 this pooling runs inside the layer before it (Model::build), whose time and FLOPs include it.\n");
   }
   MPI_Finalize();
   return 0;

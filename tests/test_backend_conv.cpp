@@ -516,6 +516,79 @@ TEST(BackendSeparableConvFused, SeveralChunks) {
   check_fused_separable(conv_shape(70, 7, 7, 5, 5, 3, 1, 1, 5, false), 6);
 }
 
+// The fused op with the max pooling after it absorbed, against the same op with the direct max
+// pooling run after it: y, the pooled output and every gradient bit for bit, over two rounds (the second
+// reuses the per-chunk argmax the first left).
+void check_absorbed_pool(const ConvShape& dw, int64_t filters, Activation act, int64_t kernel, int64_t stride) {
+  const SeparableConvShape s = separable_shape(dw, filters, act);
+  const ConvShape& pw = s.pointwise;
+  SCOPED_TRACE(s.to_string() + ", pool " + std::to_string(kernel) + "/" + std::to_string(stride));
+  PoolShape ps;
+  ps.batch = pw.batch;
+  ps.in_h = pw.in_h;
+  ps.in_w = pw.in_w;
+  ps.channels = filters;
+  ps.kernel_h = ps.kernel_w = kernel;
+  ps.stride_h = ps.stride_w = stride;
+  auto apart = cpu::make_fused_separable_conv(s);
+  auto pool = cpu::make_direct_max_pool(ps);
+  auto fused = cpu::make_fused_separable_conv(s);
+  const size_t nx = dw.batch * dw.in_h * dw.in_w * dw.in_c, ny = pw.batch * pw.in_h * pw.in_w * filters;
+  const size_t np = ps.batch * ps.out_h() * ps.out_w() * filters, nw_dw = dw.in_c * dw.kernel_h * dw.kernel_w;
+  Vec pooled(np, 1e30f);
+  ASSERT_TRUE(fused->absorb_pool(ps, pooled.data()));
+  for (unsigned round = 0; round < 2; ++round) {
+    const Vec x = random_vec(nx, 1 + 10 * round), w_dw = random_vec(nw_dw, 2 + 10 * round);
+    const Vec w_pw = random_vec(filters * pw.in_c, 3 + 10 * round), b = random_vec(filters, 4 + 10 * round);
+    const Vec dpooled = random_vec(np, 5 + 10 * round);
+    Vec y(ny), y_ref(ny), pooled_ref(np), dy(ny), scratch(ny), dmid(nx);
+    apart->forward(x.data(), w_dw.data(), w_pw.data(), b.data(), dmid.data(), scratch.data(), y_ref.data());
+    pool->forward(y_ref.data(), pooled_ref.data(), true);
+    fused->forward(x.data(), w_dw.data(), w_pw.data(), b.data(), dmid.data(), scratch.data(), y.data());
+    EXPECT_EQ(y, y_ref);
+    EXPECT_EQ(pooled, pooled_ref);
+    Vec dx_ref(nx), dw_dw_ref(nw_dw), dw_pw_ref(w_pw.size()), db_ref(filters);
+    pool->backward(dpooled.data(), dy.data());
+    apart->backward(x.data(), nullptr, nullptr, y_ref.data(), dy.data(), w_dw.data(), w_pw.data(), scratch.data(),
+                    dmid.data(), dw_dw_ref.data(), dw_pw_ref.data(), db_ref.data(), dx_ref.data());
+    Vec dx(nx, 1e30f), dw_dw(nw_dw, 1e30f), dw_pw(w_pw.size(), 1e30f), db(filters, 1e30f);
+    fused->backward(x.data(), nullptr, nullptr, y.data(), dpooled.data(), w_dw.data(), w_pw.data(), scratch.data(),
+                    dmid.data(), dw_dw.data(), dw_pw.data(), db.data(), dx.data());
+    EXPECT_EQ(dx, dx_ref);
+    EXPECT_EQ(dw_dw, dw_dw_ref);
+    EXPECT_EQ(dw_pw, dw_pw_ref);
+    EXPECT_EQ(db, db_ref);
+  }
+}
+
+// Odd sizes (the pooling skips the last row and column), channel counts off 16, batch 1, several chunks
+// with a partial last one (70 images of 7x7 in chunks of 16), overlapping 3x3/2 windows, each activation.
+TEST(BackendSeparableConvFused, AbsorbsTheMaxPoolingAfterIt) {
+  check_absorbed_pool(conv_shape(1, 7, 9, 10, 10, 3, 1, 1, 10, false), 13, Activation::selu, 2, 2);
+  check_absorbed_pool(conv_shape(3, 28, 28, 3, 3, 3, 1, 1, 3, false), 17, Activation::selu, 2, 2);
+  check_absorbed_pool(conv_shape(70, 7, 7, 5, 5, 3, 1, 1, 5, false), 33, Activation::selu, 2, 2);
+  check_absorbed_pool(conv_shape(2, 9, 11, 6, 6, 3, 1, 1, 6, false), 7, Activation::selu, 3, 2);
+  for (Activation act : {Activation::none, Activation::relu})
+    check_absorbed_pool(conv_shape(2, 14, 15, 19, 19, 3, 1, 1, 19, false), 21, act, 2, 2);
+}
+
+// It takes only an f32 max pooling of its own output.
+TEST(BackendSeparableConvFused, RefusesOtherPoolings) {
+  const SeparableConvShape s = separable_shape(conv_shape(2, 8, 8, 4, 4, 3, 1, 1, 4, false), 6, Activation::selu);
+  PoolShape ps;
+  ps.batch = 2;
+  ps.in_h = ps.in_w = 8;
+  ps.channels = 6;
+  Vec pooled(2 * 4 * 4 * 6);
+  PoolShape average = ps, other_channels = ps, other_batch = ps;
+  average.kind = PoolKind::average;
+  other_channels.channels = 4;
+  other_batch.batch = 3;
+  for (const PoolShape& p : {average, other_channels, other_batch})
+    EXPECT_FALSE(cpu::make_fused_separable_conv(s)->absorb_pool(p, pooled.data())) << p.to_string();
+  EXPECT_TRUE(cpu::make_fused_separable_conv(s)->absorb_pool(ps, pooled.data()));
+}
+
 TEST(BackendSeparableConvFused, TheCpuBackendFusesF32ImagesFrom7x7) {
   SeparableConvShape s;
   s.depthwise = conv_shape(2, 7, 7, 16, 16, 3, 1, 1, 16, false);
@@ -540,6 +613,7 @@ TEST(BackendConvDirectOps, ThreeThreads) {
   check_depthwise(conv_shape(4, 6, 7, 33, 33, 3, 1, 1, 33));
   check_fused_separable(conv_shape(5, 14, 14, 20, 20, 3, 1, 1, 20, false), 24);
   check_fused_separable(conv_shape(2, 5, 5, 7, 7, 3, 1, 1, 7, false), 9);
+  check_absorbed_pool(conv_shape(5, 14, 14, 20, 20, 3, 1, 1, 20, false), 24, Activation::selu, 2, 2);
   omp_set_num_threads(saved);
 }
 

@@ -10,6 +10,9 @@
 
 #include "scaletrain/nn/dense.hpp"
 #include "scaletrain/nn/model.hpp"
+#include "scaletrain/nn/pooling.hpp"
+#include "scaletrain/nn/separable_conv2d.hpp"
+#include "scaletrain/nn/shape_layers.hpp"
 #include "scaletrain/nn/zoo.hpp"
 
 using namespace scaletrain;
@@ -111,6 +114,60 @@ TEST(ModelBackward, MlpGradientsDoNotDependOnTheLeadingFlatten) {
     largest = std::max(largest, static_cast<double>(std::fabs(b[i])));
   ASSERT_GT(largest, 0.0);
   for (int64_t i = 0; i < flat.parameter_count(); ++i) ASSERT_EQ(a[i], b[i]) << "gradient " << i;
+}
+
+// A separable convolution, an identity layer only when `apart`, then max pooling, Flatten and Dense.
+std::unique_ptr<nn::Model> separable_then_pool(bool apart) {
+  auto m = std::make_unique<nn::Model>(apart ? "apart" : "adjacent");
+  m->add(std::make_unique<nn::SeparableConv2D>("", 19, 3, 1, nn::Padding::same, nn::Activation::selu));
+  if (apart) m->add(std::make_unique<RecordingIdentity>(std::make_shared<BackwardRecord>(), false));
+  m->add(std::make_unique<nn::MaxPool2D>(""));
+  m->add(std::make_unique<nn::Flatten>(""));
+  m->add(std::make_unique<nn::Dense>("", 5));
+  m->configure({9, 11, 18});
+  return m;
+}
+
+// On the cpu backend in f32 the separable convolution runs the max pooling after it inside its own op
+// (Model::build). The model's output and every gradient are those of the same layers with the pooling
+// kept apart, bit for bit, over two steps (the second reuses what the first left in the op).
+TEST(ModelBuild, SeparableConvolutionAbsorbsTheMaxPoolingAfterIt) {
+  auto adjacent = separable_then_pool(false);
+  auto apart = separable_then_pool(true);
+  const std::unique_ptr<Backend> backend = make_cpu_backend();
+  const int64_t batch = 9;  // two chunks of the fused op (7 images of 9x11, then 2); the pooling drops the last
+                            // row and column
+  adjacent->build(*backend, batch);
+  apart->build(*backend, batch);
+  EXPECT_TRUE(static_cast<nn::Pool2D&>(*adjacent->layers()[1]).absorbed());
+  EXPECT_FALSE(static_cast<nn::Pool2D&>(*apart->layers()[2]).absorbed());
+  adjacent->init_parameters(11);
+  ASSERT_EQ(adjacent->parameter_count(), apart->parameter_count());
+  std::copy_n(adjacent->flat_parameters().data<float>(), apart->parameter_count(),
+              apart->flat_parameters().data<float>());
+  Tensor image({batch, 9, 11, 18}), dlogits({batch, 5});
+  for (int step = 0; step < 2; ++step) {
+    for (int64_t i = 0; i < image.numel(); ++i)
+      image.data<float>()[i] = static_cast<float>((i * 37 + step * 11) % 101) / 50.0f - 1.0f;
+    for (int64_t i = 0; i < dlogits.numel(); ++i) dlogits.data<float>()[i] = static_cast<float>((i + step) % 7) - 3.0f;
+    const Tensor logits = adjacent->forward(image, true).clone();
+    const Tensor logits_apart = apart->forward(image, true).clone();
+    adjacent->backward(dlogits);
+    apart->backward(dlogits);
+    backend->synchronize();
+    for (int64_t i = 0; i < logits.numel(); ++i) ASSERT_EQ(logits.data<float>()[i], logits_apart.data<float>()[i]);
+    const float* a = adjacent->flat_gradients().data<float>();
+    const float* b = apart->flat_gradients().data<float>();
+    for (int64_t i = 0; i < apart->parameter_count(); ++i) ASSERT_EQ(a[i], b[i]) << "step " << step << ", gradient " << i;
+  }
+}
+
+// bf16 separable convolutions run the composed oneDNN ops, which leave the pooling its own layer.
+TEST(ModelBuild, Bf16KeepsTheMaxPoolingApart) {
+  auto m = separable_then_pool(false);
+  const std::unique_ptr<Backend> backend = make_cpu_backend();
+  m->build(*backend, 2, DType::bf16);
+  EXPECT_FALSE(static_cast<nn::Pool2D&>(*m->layers()[1]).absorbed());
 }
 
 }  // namespace

@@ -7,6 +7,8 @@
 #include "scaletrain/backend/launch.hpp"
 #include "scaletrain/core/dispatch.hpp"
 #include "scaletrain/kernels/cast.hpp"
+#include "scaletrain/nn/pooling.hpp"
+#include "scaletrain/nn/separable_conv2d.hpp"
 #include "scaletrain/kernels/random.hpp"
 
 namespace scaletrain::nn {
@@ -113,6 +115,15 @@ void Model::build(Backend& backend, int64_t batch, DType compute) {
   for (auto& l : layers_) {
     l->attach(backend, compute_);
     l->build(backend, batch);
+  }
+  absorb_poolings();
+}
+
+void Model::absorb_poolings() {
+  for (size_t i = 0; i + 1 < layers_.size(); ++i) {
+    auto* sep = dynamic_cast<SeparableConv2D*>(layers_[i].get());
+    auto* pool = dynamic_cast<Pool2D*>(layers_[i + 1].get());
+    if (sep && pool) sep->absorb_pool(*pool);
   }
 }
 

@@ -32,17 +32,19 @@ void Pool2D::build(Backend& backend, int64_t batch) {
   shape_.batch = batch;
   shape_.dtype = dtype_;
   op_ = backend.make_pool(shape_);
+  absorbed_ = false;  // until the layer before takes the new op's place again (Model::build)
   y_ = buffer({batch, shape_.out_h(), shape_.out_w(), shape_.channels}, "y");
   dx_ = buffer({batch, in_shape_[0], in_shape_[1], in_shape_[2]}, "dx");
 }
 
 const Tensor& Pool2D::forward(const Tensor& x, bool training) {
-  op_->forward(x.device_raw(), y_.device_raw(), training);
+  if (!absorbed_) op_->forward(x.device_raw(), y_.device_raw(), training);
   return y_;
 }
 
 const Tensor& Pool2D::backward(const Tensor& dy, bool need_dx) {
   if (!need_dx) return no_gradient();
+  if (absorbed_) return dy;
   op_->backward(dy.device_raw(), dx_.device_raw());
   return dx_;
 }

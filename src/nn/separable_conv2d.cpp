@@ -75,6 +75,12 @@ const Tensor& SeparableConv2D::backward(const Tensor& dy, bool need_dx) {
   return need_dx ? dx_ : no_gradient();
 }
 
+bool SeparableConv2D::absorb_pool(Pool2D& next) {
+  if (!op_ || !op_->absorb_pool(next.shape(), next.output().device_raw())) return false;
+  next.set_absorbed();
+  return true;
+}
+
 int64_t SeparableConv2D::flops_per_sample() const {
   const int64_t hw = shape_.pointwise.in_h * shape_.pointwise.in_w;
   return 2 * hw * shape_.depthwise.in_c * kernel_ * kernel_ + 2 * hw * shape_.depthwise.in_c * filters_;

@@ -87,6 +87,8 @@ struct SeparableConvShape {
   void validate() const;
 };
 
+struct PoolShape;
+
 class SeparableConvOp {
  public:
   virtual ~SeparableConvOp() = default;
@@ -101,6 +103,11 @@ class SeparableConvOp {
   virtual void backward(const void* x, const void* mid, const void* pre, const void* y, const void* dy,
                         const void* w_dw, const void* w_pw, void* dpre, void* dmid, float* dw_dw, float* dw_pw,
                         float* db, void* dx) = 0;
+  // Lets the op run the pooling that follows it (`pool`: its input is y, batch and type as this op's),
+  // where y is still in cache: forward then also writes pool(y) into `pooled`, and backward takes dy as
+  // the gradient of `pooled` (the pooling's output shape) and forms y's gradient inside. Returns false,
+  // changing nothing, where the op cannot (the default).
+  virtual bool absorb_pool(const PoolShape& pool, void* pooled) { return false; }
 };
 
 // The depthwise op, then the pointwise op with the activation (every backend's SeparableConvOp unless

@@ -39,7 +39,9 @@ class Model {
   // Checks the chain for the per-sample input shape, lays out and binds the flat buffers.
   void configure(const Shape& input_sample);
   // Creates every layer's ops and buffers for `batch` samples on the backend (the flat buffers move
-  // to its device, keeping their values), computing in `compute` (f32, bf16 or f16).
+  // to its device, keeping their values), computing in `compute` (f32, bf16 or f16). A layer then
+  // takes over the pooling layer after it where its op can run the pooling inside (cpu f32
+  // SeparableConv2D then MaxPool2D; Pool2D::absorbed()); the results are the same.
   void build(Backend& backend, int64_t batch, DType compute = DType::f32);
   DType compute_dtype() const { return compute_; }
   // Queues the rounding of the f32 master weights into the compute-type copy (nothing in f32).
@@ -89,6 +91,7 @@ class Model {
   std::vector<ParameterSlot> slots_;
   std::vector<size_t> first_slot_;
   void bind_flat_buffers();
+  void absorb_poolings();
 
   Tensor flat_params_, flat_grads_;
   Tensor flat_compute_;             // the compute-type copy (= flat_params_ in f32)

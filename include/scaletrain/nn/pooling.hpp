@@ -17,6 +17,13 @@ class Pool2D : public Layer {
   const Tensor& forward(const Tensor& x, bool training) override;
   const Tensor& backward(const Tensor& dy, bool need_dx) override;
   int64_t flops_per_sample() const override;
+  // The layer before runs this pooling inside its own op (SeparableConv2D::absorb_pool): that layer's
+  // forward writes output(), this layer's forward only returns it, and its backward hands dy on as is
+  // (the layer before takes the pooled gradient).
+  void set_absorbed() { absorbed_ = true; }
+  bool absorbed() const { return absorbed_; }
+  const PoolShape& shape() const { return shape_; }
+  Tensor& output() { return y_; }
 
  protected:
   PoolKind kind_;
@@ -25,6 +32,7 @@ class Pool2D : public Layer {
   PoolShape shape_;
   std::unique_ptr<PoolOp> op_;
   Tensor y_, dx_;
+  bool absorbed_ = false;
 };
 
 class MaxPool2D : public Pool2D {

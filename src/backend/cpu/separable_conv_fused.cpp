@@ -10,10 +10,15 @@
 //             dw_pw += dpre^T * mid, db += column sums of dpre, dmid = dpre * w_pw, then depthwise dw
 //             and dx from dmid.
 // The composed ops (one full-size pass each) write and read mid, pre, dpre and dmid in memory as well.
+// A max pooling that follows the layer can run inside (absorb_pool): forward pools each chunk's y while
+// it is in cache, and backward expands the pooled gradient into the chunk's dy in the pre buffer, so
+// the pooling layer's full-size gradient never goes through memory. Each chunk has its own pooling op
+// (the direct max pooling over the chunk's images), which keeps that chunk's argmax.
 #include <oneapi/dnnl/dnnl.h>
 #include <omp.h>
 
 #include <algorithm>
+#include <memory>
 #include <vector>
 
 #include "scaletrain/backend/cpu/activation_loops.hpp"
@@ -62,6 +67,7 @@ class FusedSeparableConv final : public SeparableConvOp {
       float* pre = s_.activation == Activation::none ? yc : chunk(pre_, f_, th);
       check(dnnl_sgemm('N', 'N', rows, f_, c_, 1.0f, mid, c_, w_pw_t_.data(), f_, 0.0f, pre, f_), "forward");
       bias_and_activate(pre, b && s_.pointwise.bias ? b : nullptr, yc, rows);
+      if (!pools_.empty()) pools_[n0 / chunk_images_]->forward(yc, pooled_ + n0 * pooled_floats_, true);
     });
   }
 
@@ -81,7 +87,7 @@ class FusedSeparableConv final : public SeparableConvOp {
       const float* mid = depthwise_chunk(x, n0, images, th);
       const int64_t rows = images * image_rows_;
       const int64_t first = n0 * image_rows_ * f_;
-      const float* dpre = dpre_and_column_sums(y + first, dy + first, th, rows, db_.data() + th * f_);
+      const float* dpre = dpre_and_column_sums(y + first, chunk_dy(dy, n0, th), th, rows, db_.data() + th * f_);
       check(dnnl_sgemm('T', 'N', f_, c_, rows, 1.0f, dpre, f_, mid, c_, 1.0f, dw_pw_.data() + th * f_ * c_, c_),
             "pointwise backward_weights");
       float* dmid = chunk(dmid_, c_, th);
@@ -101,6 +107,23 @@ class FusedSeparableConv final : public SeparableConvOp {
     std::copy(dw_pw_.begin(), dw_pw_.begin() + f_ * c_, dw_pw);
     if (db && s_.pointwise.bias) std::copy(db_.begin(), db_.begin() + f_, db);
     depthwise_.write_out(dw_dw_[0], dw_dw, nullptr);
+  }
+
+  bool absorb_pool(const PoolShape& pool, void* pooled) override {
+    const ConvShape& pw = s_.pointwise;
+    if (pool.kind != PoolKind::max || pool.dtype != DType::f32 || pool.batch != pw.batch || pool.in_h != pw.in_h ||
+        pool.in_w != pw.in_w || pool.channels != f_)
+      return false;
+    pool.validate();
+    pools_.clear();
+    for (int64_t n0 = 0; n0 < pw.batch; n0 += chunk_images_) {
+      PoolShape p = pool;
+      p.batch = std::min(chunk_images_, pw.batch - n0);
+      pools_.push_back(make_direct_max_pool(p));
+    }
+    pooled_ = static_cast<float*>(pooled);
+    pooled_floats_ = pool.out_h() * pool.out_w() * pool.channels;
+    return true;
   }
 
  private:
@@ -133,6 +156,15 @@ class FusedSeparableConv final : public SeparableConvOp {
     return mid;
   }
 
+  // The chunk's dy: the caller's, or with an absorbed pooling the pooled gradient expanded into the
+  // thread's pre buffer (dpre_and_column_sums then forms dpre there in place).
+  const float* chunk_dy(const float* dy, int64_t n0, int th) {
+    if (pools_.empty()) return dy + n0 * image_rows_ * f_;
+    float* full = chunk(pre_, f_, th);
+    pools_[n0 / chunk_images_]->backward(dy + n0 * pooled_floats_, full);
+    return full;
+  }
+
   // pre += b (null: none) and y = act(pre), row by row while the row is in L1.
   void bias_and_activate(float* pre, const float* b, float* y, int64_t rows) const {
     for (int64_t r = 0; r < rows; ++r) {
@@ -146,7 +178,8 @@ class FusedSeparableConv final : public SeparableConvOp {
   }
 
   // The chunk's dpre = act'(y) * dy (dy itself for none; otherwise in the thread's pre buffer) and
-  // sums += its column sums (the bias gradient), row by row while the row is in L1.
+  // sums += its column sums (the bias gradient), row by row while the row is in L1. dy may be the pre
+  // buffer itself (an absorbed pooling's): each element is read before it is overwritten.
   const float* dpre_and_column_sums(const float* y, const float* dy, int th, int64_t rows, float* sums) {
     float* buffer = s_.activation == Activation::none ? nullptr : chunk(pre_, f_, th);
     for (int64_t r = 0; r < rows; ++r) {
@@ -179,6 +212,9 @@ class FusedSeparableConv final : public SeparableConvOp {
   std::vector<float> dw_pw_;       // [threads, F, C]
   std::vector<float> db_;          // [threads, F]
   std::vector<DepthwiseDirect::Gradients> dw_dw_;  // [threads]
+  std::vector<std::unique_ptr<PoolOp>> pools_;     // an absorbed pooling: one per chunk, holding its argmax
+  float* pooled_ = nullptr;                        // its output
+  int64_t pooled_floats_ = 0;                      // its output floats per image
 };
 
 }  // namespace
