@@ -1,11 +1,15 @@
 // comm.bucket_mb = auto on the real MPI communicator, at any rank count: the probe's curve is the
 // same on every rank (the slowest rank's times), its alpha-beta fit is finite, the choice from it is
 // identical on every rank and one of the candidates, and its predicted bucket count is what
-// GradientBuckets builds at that size.
+// GradientBuckets builds at that size; and a sweep slowed by a late rank does not stand for the
+// network.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <chrono>
 #include <cmath>
+#include <cstdlib>
+#include <thread>
 #include <vector>
 
 #include "scaletrain/backend/backend.hpp"
@@ -39,7 +43,64 @@ std::vector<T> everyone(Communicator& c, T mine) {
   return all;
 }
 
+// The real MPI communicator, with rank 0 entering its first `late_calls` all-reduces `delay_s` late
+// (a rank descheduled, or busy with something else, while the start-up probe runs).
+class LateRankZero final : public Communicator {
+ public:
+  LateRankZero(Communicator& inner, int late_calls, double delay_s)
+      : inner_(inner), late_calls_(late_calls), delay_s_(delay_s) {}
+  int rank() const override { return inner_.rank(); }
+  int size() const override { return inner_.size(); }
+  int local_rank() const override { return inner_.local_rank(); }
+  int local_size() const override { return inner_.local_size(); }
+  const std::string& host() const override { return inner_.host(); }
+  std::unique_ptr<Request> allreduce_async(void* buf, int64_t count, DType dtype, ReduceOp op) override {
+    if (inner_.rank() == 0 && calls_++ < late_calls_)
+      std::this_thread::sleep_for(std::chrono::duration<double>(delay_s_));
+    return inner_.allreduce_async(buf, count, dtype, op);
+  }
+  void allreduce(void* buf, int64_t count, DType dtype, ReduceOp op) override { inner_.allreduce(buf, count, dtype, op); }
+  void broadcast(void* buf, int64_t bytes, int root) override { inner_.broadcast(buf, bytes, root); }
+  void gather(const void* send, int64_t bytes, void* recv, int root) override { inner_.gather(send, bytes, recv, root); }
+  void allgather(const void* send, int64_t bytes, void* recv) override { inner_.allgather(send, bytes, recv); }
+  void barrier() override { inner_.barrier(); }
+  std::string name() const override { return inner_.name(); }
+  [[noreturn]] void abort(int exit_code) override {
+    inner_.abort(exit_code);
+    std::abort();  // not reached: the inner abort does not return
+  }
+
+ private:
+  Communicator& inner_;
+  int late_calls_, calls_ = 0;
+  double delay_s_;
+};
+
 }  // namespace
+
+// Rank 0 enters every all-reduce of the probe's first sweep 50 ms late. With one sweep every size then
+// reads at least that; with the default three each size keeps a later, undisturbed sweep.
+TEST(BucketProbe, ASlowSweepDoesNotStandForTheNetwork) {
+  auto c = make_mpi_communicator(MPI_COMM_WORLD);
+  const std::vector<int64_t> sizes = probe_sizes(16 * 1024, 1 << 20, 4);
+  std::vector<unsigned char> buffer(1 << 20, 0);
+  ProbeOptions options{1, 3};
+  const int first_sweep_calls = static_cast<int>(sizes.size()) * (options.warmup + options.iters);
+  const double delay = 0.05;
+  for (int sweeps : {1, ProbeOptions{}.sweeps}) {
+    options.sweeps = sweeps;
+    LateRankZero late(*c, first_sweep_calls, delay);
+    std::vector<AllreduceSample> curve = probe_allreduce(late, buffer.data(), DType::f32, sizes, options);
+    take_slowest_rank(*c, curve);
+    ASSERT_EQ(curve.size(), sizes.size());
+    for (const AllreduceSample& s : curve) {
+      if (sweeps == 1)
+        EXPECT_GE(s.seconds, 0.9 * delay) << s.bytes << " bytes";
+      else
+        EXPECT_LT(s.seconds, 0.5 * delay) << s.bytes << " bytes, " << sweeps << " sweeps";
+    }
+  }
+}
 
 TEST(BucketProbe, SameCurveAndSameChoiceOnEveryRank) {
   auto c = make_mpi_communicator(MPI_COMM_WORLD);

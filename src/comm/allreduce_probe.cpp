@@ -30,6 +30,29 @@ int polls_to_complete(Communicator& transport, void* buffer, int64_t count, DTyp
   return max_polls;
 }
 
+// One size's sample: the median of options.iters timed all-reduces after the warm-up, and the median
+// poll count of options.polled_iters polled ones.
+AllreduceSample probe_one_size(Communicator& transport, void* buffer, DType dtype, int64_t bytes,
+                               const ProbeOptions& options) {
+  const int64_t count = bytes / static_cast<int64_t>(dtype_size(dtype));
+  for (int w = 0; w < options.warmup; ++w) transport.allreduce_async(buffer, count, dtype, ReduceOp::sum)->wait();
+  transport.barrier();
+  std::vector<double> t(static_cast<size_t>(options.iters));
+  for (double& ti : t) {
+    const double t0 = now_seconds();
+    transport.allreduce_async(buffer, count, dtype, ReduceOp::sum)->wait();
+    ti = now_seconds() - t0;
+  }
+  AllreduceSample sample{bytes, median(t), 0};
+  if (options.polled_iters > 0) {
+    std::vector<double> polls(static_cast<size_t>(options.polled_iters));
+    const double gap = std::max(options.min_poll_gap_s, sample.seconds);
+    for (double& p : polls) p = polls_to_complete(transport, buffer, count, dtype, gap, options.max_polls);
+    sample.polls = static_cast<int>(median(polls));
+  }
+  return sample;
+}
+
 }  // namespace
 
 AlphaBetaFit fit_alpha_beta(const std::vector<AllreduceSample>& samples) {
@@ -72,31 +95,23 @@ std::vector<int64_t> probe_sizes(int64_t min_bytes, int64_t max_bytes, int64_t e
 
 std::vector<AllreduceSample> probe_allreduce(Communicator& transport, void* buffer, DType dtype,
                                              const std::vector<int64_t>& sizes, const ProbeOptions& options) {
-  ST_CHECK(options.iters > 0 && options.warmup >= 0, "probe_allreduce: iters must be positive and warmup >= 0 (got ",
-           options.iters, ", ", options.warmup, ")");
+  ST_CHECK(options.iters > 0 && options.warmup >= 0 && options.sweeps > 0, "probe_allreduce: iters and sweeps must ",
+           "be positive and warmup >= 0 (got ", options.iters, ", ", options.sweeps, ", ", options.warmup, ")");
   const auto elem = static_cast<int64_t>(dtype_size(dtype));
-  std::vector<AllreduceSample> out;
-  for (int64_t bytes : sizes) {
-    const int64_t count = bytes / elem;
-    ST_CHECK(count > 0 && count * elem == bytes, "probe_allreduce: ", bytes, " bytes is not a whole number of ",
+  for (int64_t bytes : sizes)
+    ST_CHECK(bytes >= elem && bytes % elem == 0, "probe_allreduce: ", bytes, " bytes is not a whole number of ",
              dtype_name(dtype), " elements");
-    for (int w = 0; w < options.warmup; ++w) transport.allreduce_async(buffer, count, dtype, ReduceOp::sum)->wait();
-    transport.barrier();
-    std::vector<double> t(static_cast<size_t>(options.iters));
-    for (double& ti : t) {
-      const double t0 = now_seconds();
-      transport.allreduce_async(buffer, count, dtype, ReduceOp::sum)->wait();
-      ti = now_seconds() - t0;
+  std::vector<AllreduceSample> out;
+  for (int sweep = 0; sweep < options.sweeps; ++sweep)
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      const AllreduceSample s = probe_one_size(transport, buffer, dtype, sizes[i], options);
+      if (sweep == 0) {
+        out.push_back(s);
+        continue;
+      }
+      out[i].seconds = std::min(out[i].seconds, s.seconds);
+      out[i].polls = std::min(out[i].polls, s.polls);
     }
-    AllreduceSample sample{bytes, median(t), 0};
-    if (options.polled_iters > 0) {
-      std::vector<double> polls(static_cast<size_t>(options.polled_iters));
-      const double gap = std::max(options.min_poll_gap_s, sample.seconds);
-      for (double& p : polls) p = polls_to_complete(transport, buffer, count, dtype, gap, options.max_polls);
-      sample.polls = static_cast<int>(median(polls));
-    }
-    out.push_back(sample);
-  }
   return out;
 }
 

@@ -1,5 +1,6 @@
-// AllreduceProbe: all-reduce time against message size on a real communicator (warm-up, then timed
-// repetitions; each rank's median, then the slowest rank's, so every rank holds the same curve), and the alpha-beta fit
+// AllreduceProbe: all-reduce time against message size on a real communicator (sweeps over the sizes,
+// each a warm-up and timed repetitions; per size each rank's median in its fastest sweep, then the
+// slowest rank's, so every rank holds the same curve), and the alpha-beta fit
 // t = alpha + bytes * beta of such a curve (scaletrain-bench-allreduce and comm.bucket_mb = auto).
 #pragma once
 #include <cstdint>
@@ -34,6 +35,12 @@ struct ProbeOptions {
   int polled_iters = 0;   // all-reduces per size polled with test() to count polls (0: none)
   double min_poll_gap_s = 200e-6;  // the polls' interval: this or the size's time, the longer
   int max_polls = 64;     // then wait() (recorded as max_polls)
+  // Passes over all the sizes; each size keeps its fastest pass (seconds and polls each their least),
+  // so that a pass slowed by something else on the node (a rank descheduled, a neighbour's burst of
+  // memory traffic) does not stand for the network. One start-up probe of fmnist_sepcnn had every
+  // size up to 4 MB 3-6x slower than the probes before and after it, and chose 0.25 MB buckets that
+  // trained at 464 img/s against 505-514 with 1 MB.
+  int sweeps = 3;
 };
 
 // Powers of two from min_bytes up to (not including) max_bytes, then max_bytes itself; every size a
@@ -43,7 +50,7 @@ std::vector<int64_t> probe_sizes(int64_t min_bytes, int64_t max_bytes, int64_t e
 // Times allreduce_async + wait (what GradientBuckets issues) of each size on `buffer` (at least the
 // largest size; a device buffer for a communicator that queues_on_stream()), in place, sum of
 // `dtype`. Collective over `transport`. Returns this rank's median seconds per size (robust to a rank
-// descheduled for one repetition).
+// descheduled for one repetition) in the size's fastest sweep (robust to a slow stretch).
 std::vector<AllreduceSample> probe_allreduce(Communicator& transport, void* buffer, DType dtype,
                                              const std::vector<int64_t>& sizes, const ProbeOptions& options);
 
