@@ -162,10 +162,13 @@ TEST(ModelBuild, SeparableConvolutionAbsorbsTheMaxPoolingAfterIt) {
   }
 }
 
-// bf16 separable convolutions run the composed oneDNN ops, which leave the pooling its own layer.
+// bf16 separable convolutions run the composed oneDNN ops, which leave the pooling its own layer, also
+// when the same model was built in f32 before.
 TEST(ModelBuild, Bf16KeepsTheMaxPoolingApart) {
   auto m = separable_then_pool(false);
   const std::unique_ptr<Backend> backend = make_cpu_backend();
+  m->build(*backend, 2);
+  EXPECT_TRUE(static_cast<nn::Pool2D&>(*m->layers()[1]).absorbed());
   m->build(*backend, 2, DType::bf16);
   EXPECT_FALSE(static_cast<nn::Pool2D&>(*m->layers()[1]).absorbed());
 }
