@@ -144,7 +144,8 @@ int main(int argc, char** argv) {
     std::printf("\nGF/s counts forward + backward as 3x the forward FLOPs (2x for the first layer with parameters,\n"
                 "which computes no input gradient); %% peak is against the measured peak of\n"
                 "the same precision (bench_peak_flops): fp32 FMA chains, bf16 vdpbf16ps chains.\n"
-                "*: in fp32 this pooling runs inside the layer before it (Model::build), whose time and FLOPs include it.\n");
+                "*: in fp32 this pooling runs inside the layer before it (Model::build), whose time and FLOPs\n"
+                "include it.\n");
   }
   MPI_Finalize();
   return 0;

@@ -59,9 +59,13 @@ class LateRankZero final : public Communicator {
       std::this_thread::sleep_for(std::chrono::duration<double>(delay_s_));
     return inner_.allreduce_async(buf, count, dtype, op);
   }
-  void allreduce(void* buf, int64_t count, DType dtype, ReduceOp op) override { inner_.allreduce(buf, count, dtype, op); }
+  void allreduce(void* buf, int64_t count, DType dtype, ReduceOp op) override {
+    inner_.allreduce(buf, count, dtype, op);
+  }
   void broadcast(void* buf, int64_t bytes, int root) override { inner_.broadcast(buf, bytes, root); }
-  void gather(const void* send, int64_t bytes, void* recv, int root) override { inner_.gather(send, bytes, recv, root); }
+  void gather(const void* send, int64_t bytes, void* recv, int root) override {
+    inner_.gather(send, bytes, recv, root);
+  }
   void allgather(const void* send, int64_t bytes, void* recv) override { inner_.allgather(send, bytes, recv); }
   void barrier() override { inner_.barrier(); }
   std::string name() const override { return inner_.name(); }

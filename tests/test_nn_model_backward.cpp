@@ -158,7 +158,8 @@ TEST(ModelBuild, SeparableConvolutionAbsorbsTheMaxPoolingAfterIt) {
     for (int64_t i = 0; i < logits.numel(); ++i) ASSERT_EQ(logits.data<float>()[i], logits_apart.data<float>()[i]);
     const float* a = adjacent->flat_gradients().data<float>();
     const float* b = apart->flat_gradients().data<float>();
-    for (int64_t i = 0; i < apart->parameter_count(); ++i) ASSERT_EQ(a[i], b[i]) << "step " << step << ", gradient " << i;
+    for (int64_t i = 0; i < apart->parameter_count(); ++i)
+      ASSERT_EQ(a[i], b[i]) << "step " << step << ", gradient " << i;
   }
 }
 
