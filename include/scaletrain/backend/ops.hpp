@@ -104,9 +104,9 @@ class SeparableConvOp {
                         const void* w_dw, const void* w_pw, void* dpre, void* dmid, float* dw_dw, float* dw_pw,
                         float* db, void* dx) = 0;
   // Lets the op run the pooling that follows it (`pool`: its input is y, batch and type as this op's),
-  // where y is still in cache: forward then also writes pool(y) into `pooled`, and backward takes dy as
-  // the gradient of `pooled` (the pooling's output shape) and forms y's gradient inside. Returns false,
-  // changing nothing, where the op cannot (the default).
+  // where y is still in cache: forward then writes pool(y) into `pooled` and may leave y unwritten, and
+  // backward takes dy as the gradient of `pooled` (the pooling's output shape) and reads `pooled`, not y.
+  // Returns false, changing nothing, where the op cannot (the default).
   virtual bool absorb_pool(const PoolShape& pool, void* pooled) { return false; }
 };
 

@@ -11,9 +11,11 @@
 //             and dx from dmid.
 // The composed ops (one full-size pass each) write and read mid, pre, dpre and dmid in memory as well.
 // A max pooling that follows the layer can run inside (absorb_pool): forward pools each chunk's y while
-// it is in cache, and backward expands the pooled gradient into the chunk's dy in the pre buffer, so
-// the pooling layer's full-size gradient never goes through memory. Each chunk has its own pooling op
-// (the direct max pooling over the chunk's images), which keeps that chunk's argmax.
+// it is in cache and does not store y (the pooled output holds y wherever backward needs it: the cells
+// the pooling took are the only ones with a gradient); backward forms dpre = act'(y) * dy at the pooled
+// size and expands it into the chunk's pre buffer. So neither y nor the pooling's full-size gradient goes
+// through memory. Each chunk has its own pooling op (the direct max pooling over the chunk's images),
+// which keeps that chunk's argmax.
 #include <oneapi/dnnl/dnnl.h>
 #include <omp.h>
 
@@ -63,11 +65,12 @@ class FusedSeparableConv final : public SeparableConvOp {
     for_each_chunk([&](int64_t n0, int64_t images, int th) {
       const float* mid = depthwise_chunk(x, n0, images, th);
       const int64_t rows = images * image_rows_;
+      const bool pooled = !pools_.empty();
       float* yc = y + n0 * image_rows_ * f_;
-      float* pre = s_.activation == Activation::none ? yc : chunk(pre_, f_, th);
+      float* pre = s_.activation == Activation::none && !pooled ? yc : chunk(pre_, f_, th);
       check(dnnl_sgemm('N', 'N', rows, f_, c_, 1.0f, mid, c_, w_pw_t_.data(), f_, 0.0f, pre, f_), "forward");
-      bias_and_activate(pre, b && s_.pointwise.bias ? b : nullptr, yc, rows);
-      if (!pools_.empty()) pools_[n0 / chunk_images_]->forward(yc, pooled_ + n0 * pooled_floats_, true);
+      bias_and_activate(pre, b && s_.pointwise.bias ? b : nullptr, pooled ? pre : yc, rows);
+      if (pooled) pools_[n0 / chunk_images_]->forward(pre, pooled_ + n0 * pooled_floats_, true);
     });
   }
 
@@ -87,7 +90,9 @@ class FusedSeparableConv final : public SeparableConvOp {
       const float* mid = depthwise_chunk(x, n0, images, th);
       const int64_t rows = images * image_rows_;
       const int64_t first = n0 * image_rows_ * f_;
-      const float* dpre = dpre_and_column_sums(y + first, chunk_dy(dy, n0, th), th, rows, db_.data() + th * f_);
+      float* sums = db_.data() + th * f_;
+      const float* dpre = pools_.empty() ? dpre_and_column_sums(y + first, dy + first, th, rows, sums)
+                                         : pooled_dpre_and_column_sums(dy, n0, images, th, rows, sums);
       check(dnnl_sgemm('T', 'N', f_, c_, rows, 1.0f, dpre, f_, mid, c_, 1.0f, dw_pw_.data() + th * f_ * c_, c_),
             "pointwise backward_weights");
       float* dmid = chunk(dmid_, c_, th);
@@ -111,8 +116,11 @@ class FusedSeparableConv final : public SeparableConvOp {
 
   bool absorb_pool(const PoolShape& pool, void* pooled) override {
     const ConvShape& pw = s_.pointwise;
+    // Windows that do not overlap: each cell's gradient comes from one window, so act'(y) * dy formed at
+    // the pooled size is the same number as formed at y's.
+    const bool disjoint = pool.stride_h >= pool.kernel_h && pool.stride_w >= pool.kernel_w;
     if (pool.kind != PoolKind::max || pool.dtype != DType::f32 || pool.batch != pw.batch || pool.in_h != pw.in_h ||
-        pool.in_w != pw.in_w || pool.channels != f_)
+        pool.in_w != pw.in_w || pool.channels != f_ || !disjoint)
       return false;
     pool.validate();
     pools_.clear();
@@ -123,6 +131,7 @@ class FusedSeparableConv final : public SeparableConvOp {
     }
     pooled_ = static_cast<float*>(pooled);
     pooled_floats_ = pool.out_h() * pool.out_w() * pool.channels;
+    pooled_dpre_ = Tensor({threads_ * chunk_images_ * pooled_floats_}, DType::f32, "fused separable pooled dpre");
     return true;
   }
 
@@ -156,13 +165,23 @@ class FusedSeparableConv final : public SeparableConvOp {
     return mid;
   }
 
-  // The chunk's dy: the caller's, or with an absorbed pooling the pooled gradient expanded into the
-  // thread's pre buffer (dpre_and_column_sums then forms dpre there in place).
-  const float* chunk_dy(const float* dy, int64_t n0, int th) {
-    if (pools_.empty()) return dy + n0 * image_rows_ * f_;
-    float* full = chunk(pre_, f_, th);
-    pools_[n0 / chunk_images_]->backward(dy + n0 * pooled_floats_, full);
-    return full;
+  // With an absorbed pooling (dy: its output's gradient): the chunk's dpre = act'(y) * dy where the
+  // pooling took y (y there is the pooled output), formed at the pooled size in the thread's buffer and
+  // expanded by the pooling's backward into the pre buffer (zero elsewhere, as act'(y) * 0); then sums +=
+  // its column sums, row by row as dpre_and_column_sums adds them.
+  const float* pooled_dpre_and_column_sums(const float* dy, int64_t n0, int64_t images, int th, int64_t rows,
+                                           float* sums) {
+    float* pooled_dpre = pooled_dpre_.data<float>() + th * chunk_images_ * pooled_floats_;
+    const int64_t at = n0 * pooled_floats_;
+    activate_backward_from_output(s_.activation, pooled_ + at, dy + at, pooled_dpre, images * pooled_floats_);
+    float* dpre = chunk(pre_, f_, th);
+    pools_[n0 / chunk_images_]->backward(pooled_dpre, dpre);
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* row = dpre + r * f_;
+#pragma omp simd
+      for (int64_t o = 0; o < f_; ++o) sums[o] += row[o];
+    }
+    return dpre;
   }
 
   // pre += b (null: none) and y = act(pre), row by row while the row is in L1.
@@ -178,8 +197,7 @@ class FusedSeparableConv final : public SeparableConvOp {
   }
 
   // The chunk's dpre = act'(y) * dy (dy itself for none; otherwise in the thread's pre buffer) and
-  // sums += its column sums (the bias gradient), row by row while the row is in L1. dy may be the pre
-  // buffer itself (an absorbed pooling's): each element is read before it is overwritten.
+  // sums += its column sums (the bias gradient), row by row while the row is in L1.
   const float* dpre_and_column_sums(const float* y, const float* dy, int th, int64_t rows, float* sums) {
     float* buffer = s_.activation == Activation::none ? nullptr : chunk(pre_, f_, th);
     for (int64_t r = 0; r < rows; ++r) {
@@ -215,6 +233,7 @@ class FusedSeparableConv final : public SeparableConvOp {
   std::vector<std::unique_ptr<PoolOp>> pools_;     // an absorbed pooling: one per chunk, holding its argmax
   float* pooled_ = nullptr;                        // its output
   int64_t pooled_floats_ = 0;                      // its output floats per image
+  Tensor pooled_dpre_;                             // [threads, chunk images, pooled image]
 };
 
 }  // namespace
