@@ -176,12 +176,14 @@ class FusedSeparableConv final : public SeparableConvOp {
     activate_backward_from_output(s_.activation, pooled_ + at, dy + at, pooled_dpre, images * pooled_floats_);
     float* dpre = chunk(pre_, f_, th);
     pools_[n0 / chunk_images_]->backward(pooled_dpre, dpre);
-    for (int64_t r = 0; r < rows; ++r) {
-      const float* row = dpre + r * f_;
-#pragma omp simd
-      for (int64_t o = 0; o < f_; ++o) sums[o] += row[o];
-    }
+    for (int64_t r = 0; r < rows; ++r) add_row(dpre + r * f_, sums);
     return dpre;
+  }
+
+  // sums += one row of F values.
+  void add_row(const float* row, float* sums) const {
+#pragma omp simd
+    for (int64_t o = 0; o < f_; ++o) sums[o] += row[o];
   }
 
   // pre += b (null: none) and y = act(pre), row by row while the row is in L1.
@@ -206,8 +208,7 @@ class FusedSeparableConv final : public SeparableConvOp {
         activate_backward_from_output(s_.activation, y + r * f_, row, buffer + r * f_, f_);
         row = buffer + r * f_;
       }
-#pragma omp simd
-      for (int64_t o = 0; o < f_; ++o) sums[o] += row[o];
+      add_row(row, sums);
     }
     return buffer ? buffer : dy;
   }
