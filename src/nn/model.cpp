@@ -7,9 +7,9 @@
 #include "scaletrain/backend/launch.hpp"
 #include "scaletrain/core/dispatch.hpp"
 #include "scaletrain/kernels/cast.hpp"
+#include "scaletrain/kernels/random.hpp"
 #include "scaletrain/nn/pooling.hpp"
 #include "scaletrain/nn/separable_conv2d.hpp"
-#include "scaletrain/kernels/random.hpp"
 
 namespace scaletrain::nn {
 namespace {

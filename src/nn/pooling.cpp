@@ -33,7 +33,6 @@ void Pool2D::build(Backend& backend, int64_t batch) {
   shape_.dtype = dtype_;
   op_ = backend.make_pool(shape_);
   absorbed_ = false;  // until the layer before takes the new op over again (Model::build)
-  absorbed_ = false;  // until the layer before takes the new op's place again (Model::build)
   y_ = buffer({batch, shape_.out_h(), shape_.out_w(), shape_.channels}, "y");
   dx_ = buffer({batch, in_shape_[0], in_shape_[1], in_shape_[2]}, "dx");
 }
