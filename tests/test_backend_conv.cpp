@@ -605,6 +605,85 @@ TEST(BackendSeparableConvFused, TheCpuBackendFusesF32ImagesFrom7x7) {
   EXPECT_NE(testing::error_of([&] { s.validate(); }).find("must take the depthwise output"), std::string::npos);
 }
 
+// The narrow-rows op with its activation and an absorbed max pooling against the same op followed by
+// the direct pooling: the pooled output, dw, db and (with dx asked for: not a first layer) dx bit for
+// bit, over two rounds. The absorbing op's y is NaN throughout: it must neither need nor read it.
+void check_narrow_rows_absorbed_pool(const ConvShape& s, Activation act, int64_t kernel, int64_t stride) {
+  SCOPED_TRACE(s.to_string() + ", activation " + activation_name(act) + ", pool " + std::to_string(kernel) + "/" +
+               std::to_string(stride));
+  PoolShape ps;
+  ps.batch = s.batch;
+  ps.in_h = s.out_h();
+  ps.in_w = s.out_w();
+  ps.channels = s.out_c;
+  ps.kernel_h = ps.kernel_w = kernel;
+  ps.stride_h = ps.stride_w = stride;
+  auto apart = cpu::make_narrow_rows_activated_conv(s, act);
+  auto pool = cpu::make_direct_max_pool(ps);
+  auto absorbing = cpu::make_narrow_rows_activated_conv(s, act);
+  const size_t nx = s.batch * s.in_h * s.in_w, ny = s.batch * s.out_h() * s.out_w() * s.out_c;
+  const size_t np = ps.batch * ps.out_h() * ps.out_w() * s.out_c, nw = s.out_c * s.kernel_h * s.kernel_w;
+  Vec pooled(np, 1e30f);
+  ASSERT_TRUE(absorbing->absorb_pool(ps, pooled.data()));
+  for (unsigned round = 0; round < 2; ++round) {
+    const Vec x = random_vec(nx, 1 + 10 * round), w = random_vec(nw, 2 + 10 * round);
+    const Vec b = random_vec(s.out_c, 3 + 10 * round), dpooled = random_vec(np, 4 + 10 * round);
+    Vec y(ny, std::nanf("")), y_ref(ny), pooled_ref(np), dy(ny), dpre(ny);
+    const float* bias = s.bias ? b.data() : nullptr;
+    apart->forward(x.data(), w.data(), bias, nullptr, y_ref.data());
+    pool->forward(y_ref.data(), pooled_ref.data(), true);
+    absorbing->forward(x.data(), w.data(), bias, nullptr, y.data());
+    EXPECT_EQ(pooled, pooled_ref);
+    pool->backward(dpooled.data(), dy.data());
+    for (bool with_dx : {false, true}) {
+      Vec dx_ref(nx, 1e30f), dw_ref(nw, 1e30f), db_ref(s.out_c, 1e30f), dx(nx, 1e30f), dw(nw), db(s.out_c);
+      float* dpre_arg = act == Activation::none ? nullptr : dpre.data();
+      apart->backward(x.data(), nullptr, y_ref.data(), dy.data(), w.data(), dpre_arg, dw_ref.data(),
+                      s.bias ? db_ref.data() : nullptr, with_dx ? dx_ref.data() : nullptr);
+      absorbing->backward(x.data(), nullptr, y.data(), dpooled.data(), w.data(), dpre_arg, dw.data(),
+                          s.bias ? db.data() : nullptr, with_dx ? dx.data() : nullptr);
+      EXPECT_EQ(dw, dw_ref) << "with dx " << with_dx;
+      if (s.bias) {
+        EXPECT_EQ(db, db_ref) << "with dx " << with_dx;
+      }
+      EXPECT_EQ(dx, dx_ref) << "with dx " << with_dx;
+    }
+  }
+}
+
+// LeNet's first layer; odd sizes (the pooling drops the last row and column), output channel counts
+// 1 to 8, batch 1, 3x3/3 windows, without bias, each activation.
+TEST(BackendConvNarrowRows, AbsorbsTheMaxPoolingAfterIt) {
+  check_narrow_rows_absorbed_pool(conv_shape(4, 28, 28, 1, 6, 5, 1, 2), Activation::relu, 2, 2);
+  check_narrow_rows_absorbed_pool(conv_shape(1, 11, 13, 1, 5, 5, 1, 2), Activation::relu, 2, 2);
+  check_narrow_rows_absorbed_pool(conv_shape(3, 9, 19, 1, 1, 3, 1, 0), Activation::selu, 2, 2);
+  check_narrow_rows_absorbed_pool(conv_shape(2, 17, 14, 1, 8, 3, 1, 1, 1, false), Activation::none, 3, 3);
+  check_narrow_rows_absorbed_pool(conv_shape(2, 10, 10, 1, 3, 5, 1, 2), Activation::selu, 2, 2);
+}
+
+// It takes only an f32 max pooling of its own output, in windows that do not overlap; the few-taps op
+// (several input channels) takes none.
+TEST(BackendConvNarrowRows, RefusesOtherPoolings) {
+  const ConvShape s = conv_shape(2, 8, 8, 1, 6, 5, 1, 2);
+  PoolShape ps;
+  ps.batch = 2;
+  ps.in_h = ps.in_w = 8;
+  ps.channels = 6;
+  Vec pooled(2 * 4 * 4 * 6);
+  PoolShape average = ps, other_channels = ps, other_batch = ps, overlapping = ps, other_size = ps;
+  average.kind = PoolKind::average;
+  other_channels.channels = 4;
+  other_batch.batch = 3;
+  overlapping.kernel_h = overlapping.kernel_w = 3;
+  other_size.in_w = 7;
+  for (const PoolShape& p : {average, other_channels, other_batch, overlapping, other_size})
+    EXPECT_FALSE(cpu::make_narrow_rows_activated_conv(s, Activation::relu)->absorb_pool(p, pooled.data()))
+        << p.to_string();
+  EXPECT_TRUE(cpu::make_narrow_rows_activated_conv(s, Activation::relu)->absorb_pool(ps, pooled.data()));
+  const ConvShape two_channels = conv_shape(2, 8, 8, 2, 6, 3, 1, 1);
+  EXPECT_FALSE(cpu::make_few_taps_activated_conv(two_channels, Activation::relu)->absorb_pool(ps, pooled.data()));
+}
+
 // The direct ops split images across OpenMP threads and add per-thread partial sums in thread order:
 // with 3 threads (more than some batches have images) they still match the reference.
 TEST(BackendConvDirectOps, ThreeThreads) {
@@ -616,6 +695,7 @@ TEST(BackendConvDirectOps, ThreeThreads) {
   check_fused_separable(conv_shape(5, 14, 14, 20, 20, 3, 1, 1, 20, false), 24);
   check_fused_separable(conv_shape(2, 5, 5, 7, 7, 3, 1, 1, 7, false), 9);
   check_absorbed_pool(conv_shape(5, 14, 14, 20, 20, 3, 1, 1, 20, false), 24, Activation::selu, 2, 2);
+  check_narrow_rows_absorbed_pool(conv_shape(5, 11, 13, 1, 6, 5, 1, 2), Activation::relu, 2, 2);
   omp_set_num_threads(saved);
 }
 

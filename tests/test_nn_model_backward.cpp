@@ -8,6 +8,7 @@
 #include <memory>
 #include <vector>
 
+#include "scaletrain/nn/conv2d.hpp"
 #include "scaletrain/nn/dense.hpp"
 #include "scaletrain/nn/model.hpp"
 #include "scaletrain/nn/pooling.hpp"
@@ -128,50 +129,86 @@ std::unique_ptr<nn::Model> separable_then_pool(bool apart) {
   return m;
 }
 
+// LeNet's start: a convolution of one channel, an identity layer only when `apart`, then max pooling,
+// Flatten and Dense. With `second`, a convolution of one channel into one comes first, so that the
+// pooled convolution computes its input gradient.
+std::unique_ptr<nn::Model> conv_then_pool(bool apart, bool second) {
+  auto m = std::make_unique<nn::Model>(apart ? "apart" : "adjacent");
+  if (second) m->add(std::make_unique<nn::Conv2D>("", nn::Conv2DOptions{1, 3, 1, nn::Padding::same, 1, true,
+                                                                        nn::Activation::selu}));
+  m->add(std::make_unique<nn::Conv2D>("", nn::Conv2DOptions{6, 5, 1, nn::Padding::same, 1, true, nn::Activation::relu}));
+  if (apart) m->add(std::make_unique<RecordingIdentity>(std::make_shared<BackwardRecord>(), false));
+  m->add(std::make_unique<nn::MaxPool2D>(""));
+  m->add(std::make_unique<nn::Flatten>(""));
+  m->add(std::make_unique<nn::Dense>("", 5));
+  m->configure({9, 11, 1});
+  return m;
+}
+
+// Builds both models for `batch` on the cpu backend, checks which pooling layer is absorbed, and runs
+// two steps: the output and every gradient must be equal bit for bit (the second step reuses what the
+// first left in the ops).
+void expect_pooling_absorbed_alike(nn::Model& adjacent, nn::Model& apart, int64_t batch, size_t pool_layer,
+                                   const Shape& sample) {
+  const std::unique_ptr<Backend> backend = make_cpu_backend();
+  adjacent.build(*backend, batch);
+  apart.build(*backend, batch);
+  EXPECT_TRUE(static_cast<nn::Pool2D&>(*adjacent.layers()[pool_layer]).absorbed());
+  EXPECT_FALSE(static_cast<nn::Pool2D&>(*apart.layers()[pool_layer + 1]).absorbed());
+  adjacent.init_parameters(11);
+  ASSERT_EQ(adjacent.parameter_count(), apart.parameter_count());
+  std::copy_n(adjacent.flat_parameters().data<float>(), apart.parameter_count(), apart.flat_parameters().data<float>());
+  Shape shape{batch};
+  shape.insert(shape.end(), sample.begin(), sample.end());
+  Tensor image(shape), dlogits({batch, 5});
+  for (int step = 0; step < 2; ++step) {
+    for (int64_t i = 0; i < image.numel(); ++i)
+      image.data<float>()[i] = static_cast<float>((i * 37 + step * 11) % 101) / 50.0f - 1.0f;
+    for (int64_t i = 0; i < dlogits.numel(); ++i) dlogits.data<float>()[i] = static_cast<float>((i + step) % 7) - 3.0f;
+    const Tensor logits = adjacent.forward(image, true).clone();
+    const Tensor logits_apart = apart.forward(image, true).clone();
+    adjacent.backward(dlogits);
+    apart.backward(dlogits);
+    backend->synchronize();
+    for (int64_t i = 0; i < logits.numel(); ++i) ASSERT_EQ(logits.data<float>()[i], logits_apart.data<float>()[i]);
+    const float* a = adjacent.flat_gradients().data<float>();
+    const float* b = apart.flat_gradients().data<float>();
+    for (int64_t i = 0; i < apart.parameter_count(); ++i) ASSERT_EQ(a[i], b[i]) << "step " << step << ", gradient " << i;
+  }
+}
+
 // On the cpu backend in f32 the separable convolution runs the max pooling after it inside its own op
 // (Model::build). The model's output and every gradient are those of the same layers with the pooling
 // kept apart, bit for bit, over two steps (the second reuses what the first left in the op).
 TEST(ModelBuild, SeparableConvolutionAbsorbsTheMaxPoolingAfterIt) {
   auto adjacent = separable_then_pool(false);
   auto apart = separable_then_pool(true);
-  const std::unique_ptr<Backend> backend = make_cpu_backend();
-  const int64_t batch = 9;  // two chunks of the fused op (7 images of 9x11, then 2); the pooling drops the last
-                            // row and column
-  adjacent->build(*backend, batch);
-  apart->build(*backend, batch);
-  EXPECT_TRUE(static_cast<nn::Pool2D&>(*adjacent->layers()[1]).absorbed());
-  EXPECT_FALSE(static_cast<nn::Pool2D&>(*apart->layers()[2]).absorbed());
-  adjacent->init_parameters(11);
-  ASSERT_EQ(adjacent->parameter_count(), apart->parameter_count());
-  std::copy_n(adjacent->flat_parameters().data<float>(), apart->parameter_count(),
-              apart->flat_parameters().data<float>());
-  Tensor image({batch, 9, 11, 18}), dlogits({batch, 5});
-  for (int step = 0; step < 2; ++step) {
-    for (int64_t i = 0; i < image.numel(); ++i)
-      image.data<float>()[i] = static_cast<float>((i * 37 + step * 11) % 101) / 50.0f - 1.0f;
-    for (int64_t i = 0; i < dlogits.numel(); ++i) dlogits.data<float>()[i] = static_cast<float>((i + step) % 7) - 3.0f;
-    const Tensor logits = adjacent->forward(image, true).clone();
-    const Tensor logits_apart = apart->forward(image, true).clone();
-    adjacent->backward(dlogits);
-    apart->backward(dlogits);
-    backend->synchronize();
-    for (int64_t i = 0; i < logits.numel(); ++i) ASSERT_EQ(logits.data<float>()[i], logits_apart.data<float>()[i]);
-    const float* a = adjacent->flat_gradients().data<float>();
-    const float* b = apart->flat_gradients().data<float>();
-    for (int64_t i = 0; i < apart->parameter_count(); ++i)
-      ASSERT_EQ(a[i], b[i]) << "step " << step << ", gradient " << i;
+  // Batch 9: two chunks of the fused op (7 images of 9x11, then 2); the pooling drops the last row and column.
+  expect_pooling_absorbed_alike(*adjacent, *apart, 9, 1, {9, 11, 18});
+}
+
+// So does a convolution of one input channel (the narrow-rows op, LeNet's first layer), first in the
+// model or after another convolution (then it computes its input gradient from the pooled one).
+TEST(ModelBuild, OneChannelConvolutionAbsorbsTheMaxPoolingAfterIt) {
+  for (bool second : {false, true}) {
+    SCOPED_TRACE(second ? "second layer" : "first layer");
+    auto adjacent = conv_then_pool(false, second);
+    auto apart = conv_then_pool(true, second);
+    expect_pooling_absorbed_alike(*adjacent, *apart, 3, second ? 2 : 1, {9, 11, 1});
   }
 }
 
-// bf16 separable convolutions run the composed oneDNN ops, which leave the pooling its own layer, also
-// when the same model was built in f32 before.
+// bf16 separable convolutions run the composed oneDNN ops, and bf16 one-channel convolutions the f32
+// op on widened copies: both leave the pooling its own layer, also when the same model was built in f32
+// before.
 TEST(ModelBuild, Bf16KeepsTheMaxPoolingApart) {
-  auto m = separable_then_pool(false);
-  const std::unique_ptr<Backend> backend = make_cpu_backend();
-  m->build(*backend, 2);
-  EXPECT_TRUE(static_cast<nn::Pool2D&>(*m->layers()[1]).absorbed());
-  m->build(*backend, 2, DType::bf16);
-  EXPECT_FALSE(static_cast<nn::Pool2D&>(*m->layers()[1]).absorbed());
+  for (auto& m : {separable_then_pool(false), conv_then_pool(false, false)}) {
+    const std::unique_ptr<Backend> backend = make_cpu_backend();
+    m->build(*backend, 2);
+    EXPECT_TRUE(static_cast<nn::Pool2D&>(*m->layers()[1]).absorbed()) << m->layers()[0]->type();
+    m->build(*backend, 2, DType::bf16);
+    EXPECT_FALSE(static_cast<nn::Pool2D&>(*m->layers()[1]).absorbed()) << m->layers()[0]->type();
+  }
 }
 
 }  // namespace

@@ -68,6 +68,12 @@ const Tensor& Conv2D::backward(const Tensor& dy, bool need_dx) {
   return need_dx ? dx_ : no_gradient();
 }
 
+bool Conv2D::absorb_pool(Pool2D& next) {
+  if (!op_ || !op_->absorb_pool(next.shape(), next.output().device_raw())) return false;
+  next.set_absorbed();
+  return true;
+}
+
 int64_t Conv2D::flops_per_sample() const {
   return 2 * out_shape_[0] * out_shape_[1] * conv_.out_c * (conv_.in_c / conv_.groups) * conv_.kernel_h * conv_.kernel_w;
 }

@@ -8,6 +8,7 @@
 #include "scaletrain/core/dispatch.hpp"
 #include "scaletrain/kernels/cast.hpp"
 #include "scaletrain/kernels/random.hpp"
+#include "scaletrain/nn/conv2d.hpp"
 #include "scaletrain/nn/pooling.hpp"
 #include "scaletrain/nn/separable_conv2d.hpp"
 
@@ -121,9 +122,10 @@ void Model::build(Backend& backend, int64_t batch, DType compute) {
 
 void Model::absorb_poolings() {
   for (size_t i = 0; i + 1 < layers_.size(); ++i) {
-    auto* sep = dynamic_cast<SeparableConv2D*>(layers_[i].get());
     auto* pool = dynamic_cast<Pool2D*>(layers_[i + 1].get());
-    if (sep && pool) sep->absorb_pool(*pool);
+    if (!pool) continue;
+    if (auto* sep = dynamic_cast<SeparableConv2D*>(layers_[i].get())) sep->absorb_pool(*pool);
+    if (auto* conv = dynamic_cast<Conv2D*>(layers_[i].get())) conv->absorb_pool(*pool);
   }
 }
 

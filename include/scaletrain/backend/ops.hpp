@@ -49,6 +49,8 @@ class ConvOp {
   virtual void backward_weights(const void* x, const void* dy, float* dw, float* db) = 0;
 };
 
+struct PoolShape;
+
 // A convolution and the activation after it as one op (Conv2D with an activation), so that a backend
 // may apply the activation while the output is in cache and take its gradient from y.
 class ActivatedConvOp {
@@ -62,6 +64,10 @@ class ActivatedConvOp {
   // none) is scratch space.
   virtual void backward(const void* x, const void* pre, const void* y, const void* dy, const void* w, void* dpre,
                         float* dw, float* db, void* dx) = 0;
+  // Lets the op run the pooling that follows it, as SeparableConvOp::absorb_pool: forward then writes
+  // pool(y) into `pooled` and may leave pre and y unwritten, and backward takes dy as the gradient of
+  // `pooled`. Returns false, changing nothing, where the op cannot (the default).
+  virtual bool absorb_pool(const PoolShape& pool, void* pooled) { return false; }
 };
 
 // The ConvOp, and the activation's kernels on `stream` (every backend's ActivatedConvOp unless it has
@@ -86,8 +92,6 @@ struct SeparableConvShape {
   // its output, in the same dtype and batch.
   void validate() const;
 };
-
-struct PoolShape;
 
 class SeparableConvOp {
  public:

@@ -6,6 +6,7 @@
 #include "scaletrain/nn/activation.hpp"
 #include "scaletrain/nn/layer.hpp"
 #include "scaletrain/nn/padding.hpp"
+#include "scaletrain/nn/pooling.hpp"
 
 namespace scaletrain::nn {
 
@@ -29,6 +30,10 @@ class Conv2D : public Layer {
   const Tensor& backward(const Tensor& dy, bool need_dx) override;
   int64_t flops_per_sample() const override;
   int torch_module_count() const override { return act_.kind() == Activation::none ? 1 : 2; }
+  // Runs `next` (the pooling layer that takes this layer's output) inside this layer's op where the op
+  // can (cpu f32 first layers of one channel: pooled image by image in L1), as
+  // SeparableConv2D::absorb_pool. After build. Returns whether it did.
+  bool absorb_pool(Pool2D& next);
 
  protected:
   Conv2DOptions opt_;

@@ -5,11 +5,14 @@
 // weight. Forward and the weight gradient run here; the data gradient (not needed by a first layer)
 // is the few-taps op's. With the layer's activation (ActivatedDirectConv), the forward applies it
 // to each tile of output while it is in L1, and the weight gradient takes the activation's gradient
-// from y image by image, as it transposes dy: neither pre nor dpre goes to memory.
+// from y image by image, as it transposes dy: neither pre nor dpre goes to memory. A max pooling after
+// the layer can run inside (absorb_pool): each image's y is pooled while in L1 and not stored, and the
+// weight gradient expands each image's pooled gradient in L1 (as the fused separable op does).
 #include <omp.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -136,13 +139,52 @@ class NarrowRowsConv final : public ConvOp {
   }
   void backward_data(const void* dy, const void* w, void* dx) override { data_gradient_->backward_data(dy, w, dx); }
   void backward_weights(const void* x, const void* dy, float* dw, float* db) override {
-    backward_weights_from_output(static_cast<const float*>(x), nullptr, static_cast<const float*>(dy), dw, db);
+    weight_gradient(static_cast<const float*>(x), nullptr, static_cast<const float*>(dy), false, dw, db);
   }
   // The weight gradient from dy, the gradient of y = act(pre); with y null, dy is dpre itself.
   void backward_weights_from_output(const float* x, const float* y, const float* dy, float* dw, float* db) {
+    weight_gradient(x, y, dy, false, dw, db);
+  }
+
+  // The max pooling after this op, run inside it (ActivatedConvOp::absorb_pool): an f32 max pooling of
+  // y in windows that do not overlap, so that act'(y) * dy formed at the pooled size is the number the
+  // separate layers form at y's (each cell's gradient comes from one window, and where it is not zero
+  // y is the pooled output). One pooling op per image, holding that image's argmax.
+  bool absorb_pool(const PoolShape& pool, void* pooled) {
+    const bool disjoint = pool.stride_h >= pool.kernel_h && pool.stride_w >= pool.kernel_w;
+    if (pool.kind != PoolKind::max || pool.dtype != DType::f32 || pool.batch != s_.batch || pool.in_h != out_h_ ||
+        pool.in_w != out_w_ || pool.channels != s_.out_c || !disjoint)
+      return false;
+    pool.validate();
+    PoolShape one = pool;
+    one.batch = 1;
+    pools_.clear();
+    for (int64_t n = 0; n < s_.batch; ++n) pools_.push_back(make_direct_max_pool(one));
+    pooled_ = static_cast<float*>(pooled);
+    pooled_floats_ = pool.out_h() * pool.out_w() * pool.channels;
+    image_y_ = Tensor({threads_ * image_outputs()}, DType::f32, "narrow-rows image y");
+    pooled_dpre_ = Tensor({threads_ * pooled_floats_}, DType::f32, "narrow-rows pooled dpre");
+    if (image_dpre_.numel() == 0)
+      image_dpre_ = Tensor({threads_ * image_outputs()}, DType::f32, "narrow-rows image dpre");
+    return true;
+  }
+  // With a pooling absorbed: the weight gradient from dpooled, the gradient of the pooled output.
+  void backward_weights_from_pooled(const float* x, const float* dpooled, float* dw, float* db) {
+    weight_gradient(x, nullptr, dpooled, true, dw, db);
+  }
+  // With a pooling absorbed: the full-size dpre of every image from dpooled (for backward_data).
+  void expand_pooled_gradient(const float* dpooled, float* dpre) {
+#pragma omp parallel for schedule(static) num_threads(threads_)
+    for (int64_t n = 0; n < s_.batch; ++n)
+      std::copy_n(pooled_image_dpre(dpooled, n, omp_get_thread_num()), image_outputs(), dpre + n * image_outputs());
+  }
+
+ private:
+  // dy: the gradient of pre (y null), of y (y given), or of the absorbed pooling's output (pooled).
+  void weight_gradient(const float* x, const float* y, const float* dy, bool pooled, float* dw, float* db) {
     ST_CHECK(!s_.bias || db != nullptr, "convolution ", s_.to_string(),
              " has a bias but no bias gradient buffer was given");
-    with_out_channels([&](auto oc) { backward_weights_images<decltype(oc)::value>(x, y, dy); });
+    with_out_channels([&](auto oc) { backward_weights_images<decltype(oc)::value>(x, y, dy, pooled); });
     // Thread sums in thread order, then the 16 lanes of each, into OIHW dw and db.
     const int64_t per_thread = s_.out_c * taps_;
     for (int th = 1; th < threads_; ++th) {
@@ -154,7 +196,6 @@ class NarrowRowsConv final : public ConvOp {
       for (int64_t o = 0; o < s_.out_c; ++o) db[o] = lane_sum(db_sums_[o]);
   }
 
- private:
   // f(std::integral_constant<int, n>{}) for n in 1 .. kMax: the kernels are compiled per count (output
   // channels, a sweep's columns and channels), so that their accumulators are registers.
   template <int kMax, class F, int k = 1>
@@ -174,7 +215,9 @@ class NarrowRowsConv final : public ConvOp {
     const VectorPermutation<kOC>& to_nhwc = planar_to_nhwc<kOC>();
 #pragma omp parallel for schedule(static) num_threads(threads_)
     for (int64_t n = 0; n < s_.batch; ++n) {
-      float* xp = padded_.data<float>() + omp_get_thread_num() * image_.floats();
+      const int th = omp_get_thread_num();
+      float* xp = padded_.data<float>() + th * image_.floats();
+      float* yn = pools_.empty() ? y + n * image_outputs() : image_y_.data<float>() + th * image_outputs();
       image_.pad(x + n * image_.image_floats(), xp);
       for (int64_t oh = 0; oh < out_h_; ++oh)
         for (int64_t ow0 = 0; ow0 < out_w_; ow0 += kLanes) {
@@ -188,21 +231,22 @@ class NarrowRowsConv final : public ConvOp {
 #pragma GCC unroll 16
               for (int o = 0; o < kOC; ++o) acc[o] += xv * w[o];
             }
-          float* yq = y + ((n * out_h_ + oh) * out_w_ + ow0) * kOC;
+          float* yq = yn + (oh * out_w_ + ow0) * kOC;
           const int64_t pixels = std::min<int64_t>(kLanes, out_w_ - ow0);
           const int64_t floats = pixels * kOC;  // the first of 16 * kOC: a row's last tile may be shorter
           for (int j = 0; kLanes * j < floats; ++j)
             store_part(yq + kLanes * j, to_nhwc.output(acc, j), floats - kLanes * j);
           activate(act_, yq, yq, floats);  // the tile's outputs are still in L1
         }
+      if (!pools_.empty()) pools_[n]->forward(yn, pooled_ + n * pooled_floats_, true);
     }
   }
 
-  // Per image: dy (with y: the activation's gradient act'(y) * dy, formed in L2) transposed to planar
-  // [OC, OH, OW rounded up to 16] (zero past each row's end), then for each tap one sweep over the
-  // image with one register accumulator per output channel.
+  // Per image: dy (with y: the activation's gradient act'(y) * dy, formed in L2; pooled: expanded
+  // from the pooled gradient) transposed to planar [OC, OH, OW rounded up to 16] (zero past each row's
+  // end), then for each tap one sweep over the image with one register accumulator per output channel.
   template <int kOC>
-  void backward_weights_images(const float* x, const float* y, const float* dy) {
+  void backward_weights_images(const float* x, const float* y, const float* dy, bool pooled) {
     std::fill(dw_sums_.begin(), dw_sums_.end(), Vec16{});
     std::fill(db_sums_.begin(), db_sums_.end(), Vec16{});
 #pragma omp parallel num_threads(threads_)
@@ -216,8 +260,8 @@ class NarrowRowsConv final : public ConvOp {
 #pragma omp for schedule(static)
       for (int64_t n = 0; n < s_.batch; ++n) {
         image_.pad(x + n * image_.image_floats(), xp);
-        const float* dyn = dy + n * image_outputs();
-        if (dpre) {
+        const float* dyn = pooled ? pooled_image_dpre(dy, n, th) : dy + n * image_outputs();
+        if (dpre && !pooled) {
           activate_backward_from_output(act_, y + n * image_outputs(), dyn, dpre, image_outputs());
           dyn = dpre;
         }
@@ -262,6 +306,18 @@ class NarrowRowsConv final : public ConvOp {
     }
     for (int g = 0; g < kG; ++g)
       for (int k = 0; k < kW; ++k) dw[(c0 + g) * taps_ + kh * s_.kernel_w + kw0 + k] += acc[g][k];
+  }
+
+  // Image n's dpre from dpooled: act'(y) * dy where the pooling took y (y there is the pooled output),
+  // formed at the pooled size and expanded by the image's pooling backward (zero elsewhere, as
+  // act'(y) * 0), in thread th's buffers.
+  const float* pooled_image_dpre(const float* dpooled, int64_t n, int th) {
+    const int64_t at = n * pooled_floats_;
+    float* pooled_dpre = pooled_dpre_.data<float>() + th * pooled_floats_;
+    activate_backward_from_output(act_, pooled_ + at, dpooled + at, pooled_dpre, pooled_floats_);
+    float* dpre = image_dpre_.data<float>() + th * image_outputs();
+    pools_[static_cast<size_t>(n)]->backward(pooled_dpre, dpre);
+    return dpre;
   }
 
   // A sweep's channel count for kW columns: at most kSweepMaxAccumulators accumulators and 8 channels.
@@ -312,7 +368,13 @@ class NarrowRowsConv final : public ConvOp {
   std::vector<float> w_;         // [taps, OC]
   std::vector<Vec16> dw_sums_;   // [threads, OC, taps]: 16 pixels' lanes, summed at the end
   std::vector<Vec16> db_sums_;   // [threads, OC]
-  Tensor image_dpre_;            // [threads, one image's outputs] with an activation: its dpre
+  Tensor image_dpre_;            // [threads, one image's outputs] with an activation or a pooling: its dpre
+  // An absorbed max pooling: one op per image (its argmax), its output, and per-thread image buffers.
+  std::vector<std::unique_ptr<PoolOp>> pools_;
+  float* pooled_ = nullptr;
+  int64_t pooled_floats_ = 0;  // pooled output floats per image
+  Tensor image_y_;             // [threads, one image's outputs]: y, pooled while in L1
+  Tensor pooled_dpre_;         // [threads, one image's pooled outputs]
 };
 
 }  // namespace
