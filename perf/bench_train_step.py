@@ -77,6 +77,20 @@ def run_pytorch(model, precision, seconds):
         yield ("2x1" if r["config"].startswith("ddp") else "1x2"), r["images_per_s"]
 
 
+def core_link_ns(build):
+    """The round trip of a cache line between the first two CPUs now (perf/bench_core_link), in ns."""
+    out = subprocess.run([os.path.join(build, "perf/bench_core_link"), "--json"], check=True, capture_output=True,
+                         text=True).stdout
+    return json.loads(out)["max_round_trip_ns"]
+
+
+def with_link(build, run):
+    """run()'s result and the core-to-core round trip (ns) measured just before and just after it."""
+    before = core_link_ns(build)
+    result = run()
+    return result, (before, core_link_ns(build))
+
+
 def peak_line(peak):
     fp32 = (f"measured fp32 peak: {peak['peak_gflops']:.0f} GFLOP/s on {peak['cores']} cores "
             f"({peak['peak_gflops_1core']:.0f} on one; {peak['isa']} FMA chains)")
@@ -123,11 +137,16 @@ def main():
                 # run: PyTorch's throughput moves by up to 30% between runs here, scaletrain's by 5-20%.
                 runs = {"2x1": [], "1x2": []}
                 torch_runs = {"2x1": [], "1x2": []}  # each run: NCHW and channels_last for convolutional models
+                links = {"2x1": [], "1x2": [], "pytorch": []}  # core round trips (ns) before and after each run
                 for _ in range(a.repeats):
                     for cfg, (r, t) in {"2x1": (2, 1), "1x2": (1, 2)}.items():
-                        runs[cfg].append(run_scaletrain(a.build, model, r, t, steps, work,
-                                                        PRECISION_FLAGS[precision]))
-                    for cfg, images_per_s in run_pytorch(model, precision, a.seconds):
+                        run, link = with_link(a.build, lambda: run_scaletrain(a.build, model, r, t, steps, work,
+                                                                              PRECISION_FLAGS[precision]))
+                        runs[cfg].append(run)
+                        links[cfg].append(link)
+                    torch_lines, link = with_link(a.build, lambda: list(run_pytorch(model, precision, a.seconds)))
+                    links["pytorch"].append(link)
+                    for cfg, images_per_s in torch_lines:
                         torch_runs[cfg].append(images_per_s)
                 ours = {cfg: max(rs, key=lambda o: o["images_per_s"]) for cfg, rs in runs.items()}
                 torch = {cfg: max(rs) for cfg, rs in torch_runs.items()}
@@ -145,7 +164,8 @@ def main():
                                                                       peak_gflops[precision]),
                                  "exposed_allreduce_share": o["exposed_allreduce"],
                                  "scaletrain_runs_images_per_s": [x["images_per_s"] for x in runs[cfg]],
-                                 "pytorch_runs_images_per_s": torch_runs[cfg]})
+                                 "pytorch_runs_images_per_s": torch_runs[cfg],
+                                 "scaletrain_runs_core_link_ns": links[cfg], "pytorch_runs_core_link_ns": links["pytorch"]})
                 compute = ours["2x1"]["compute"]
                 print(f"{model} {precision}: done" + (f" (scaletrain run.json: compute {compute})" if compute else ""),
                       file=sys.stderr, flush=True)
@@ -159,14 +179,19 @@ def main():
               f"{r['scaletrain_images_per_s']:17.0f} {r['pytorch_images_per_s']:14.0f} "
               f"{r['ratio_vs_pytorch_best']:15.2f} {r['gflops']:8.1f} {percent(r['fraction_of_peak'], 7)} "
               f"{percent(r['pytorch_fraction_of_peak'], 15)}")
-    print("\nEvery run (img/s), scaletrain | PyTorch:")
+    print("\nEvery run (img/s, and in brackets the core round trip in ns before/after it), scaletrain | PyTorch:")
     for r in rows:
+        def listed(values, links):
+            return " ".join(f"{v:.0f} ({b:.0f}/{e:.0f})" for v, (b, e) in zip(values, links))
         print(f"  {r['model']:14s} {r['config']:6s} {r['precision']:5s} "
-              + " ".join(f"{v:.0f}" for v in r["scaletrain_runs_images_per_s"]) + " | "
-              + " ".join(f"{v:.0f}" for v in r["pytorch_runs_images_per_s"]))
+              + listed(r["scaletrain_runs_images_per_s"], r["scaletrain_runs_core_link_ns"]) + " | "
+              + listed(r["pytorch_runs_images_per_s"], r["pytorch_runs_core_link_ns"]))
     print("\n2x1: 2 ranks x 1 thread (scaletrain mpirun / PyTorch DDP gloo); 1x2: 1 process x 2 threads.\n"
           "PyTorch img/s: the better of NCHW and channels_last (convolutional models), OpenBLAS for Linear.\n"
           "img/s: each framework's best of its runs (--repeats, alternating with the other framework's).\n"
+          "core round trip: a cache line between the first two CPUs (perf/bench_core_link); on a VM the host may\n"
+          "  place its CPUs far apart for a while (several times the usual round trip), which slows every\n"
+          "  all-reduce and thread barrier of either framework.\n"
           "x PyTorch best: scaletrain img/s over the better of PyTorch's two configurations in the same precision\n"
           "  (bf16 rows: PyTorch's best bf16 autocast configuration).")
     if "bf16" in a.precisions:
