@@ -684,6 +684,34 @@ TEST(BackendConvNarrowRows, RefusesOtherPoolings) {
   EXPECT_FALSE(cpu::make_few_taps_activated_conv(two_channels, Activation::relu)->absorb_pool(ps, pooled.data()));
 }
 
+// A composed op takes over a pooling only with its backend's PoolAbsorption, with an activation, and
+// for a max pooling of its output in windows that do not overlap.
+TEST(BackendActivatedConvComposed, AbsorbsOnlyMaxPoolingsItsBackendLetsItRun) {
+  auto cpu = make_cpu_backend(1, /*onednn_only=*/true);
+  const ConvShape s = conv_shape(2, 8, 8, 3, 6, 3, 1, 1);
+  PoolShape ps;
+  ps.batch = 2;
+  ps.in_h = ps.in_w = 8;
+  ps.channels = 6;
+  Vec pooled(2 * 4 * 4 * 6);
+  const PoolAbsorption absorption{[](const PoolShape& p) { return cpu::make_direct_max_pool(p); },
+                                  [](const Shape& shape, DType t, const std::string& name) {
+                                    return Tensor(shape, t, name);
+                                  }};
+  auto composed = [&](Activation act, PoolAbsorption a) {
+    return compose_post_activated_conv(s, act, cpu->make_conv(s), cpu->compute_stream(), std::move(a));
+  };
+  EXPECT_FALSE(composed(Activation::relu, {})->absorb_pool(ps, pooled.data()));
+  EXPECT_FALSE(composed(Activation::none, absorption)->absorb_pool(ps, pooled.data()));
+  PoolShape average = ps, overlapping = ps, other_channels = ps;
+  average.kind = PoolKind::average;
+  overlapping.kernel_h = overlapping.kernel_w = 3;
+  other_channels.channels = 5;
+  for (const PoolShape& p : {average, overlapping, other_channels})
+    EXPECT_FALSE(composed(Activation::relu, absorption)->absorb_pool(p, pooled.data())) << p.to_string();
+  EXPECT_TRUE(composed(Activation::relu, absorption)->absorb_pool(ps, pooled.data()));
+}
+
 // The direct ops split images across OpenMP threads and add per-thread partial sums in thread order:
 // with 3 threads (more than some batches have images) they still match the reference.
 TEST(BackendConvDirectOps, ThreeThreads) {

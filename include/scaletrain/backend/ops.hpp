@@ -11,11 +11,13 @@
 // a type computes in f32 on that storage (see Backend::precision_support).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
 #include "scaletrain/backend/activation.hpp"
 #include "scaletrain/core/dtype.hpp"
+#include "scaletrain/core/tensor.hpp"
 
 namespace scaletrain {
 
@@ -70,15 +72,29 @@ class ActivatedConvOp {
   virtual bool absorb_pool(const PoolShape& pool, void* pooled) { return false; }
 };
 
+class PoolOp;
+
+// What a composed op needs from its backend to take over the max pooling after it (absorb_pool): the
+// backend's pooling op, and scratch memory on its device. Without it (empty functions) it takes none.
+struct PoolAbsorption {
+  std::function<std::unique_ptr<PoolOp>(const PoolShape&)> make_pool;
+  std::function<Tensor(const Shape&, DType, const std::string&)> make_buffer;
+};
+
 // The ConvOp, and the activation's kernels on `stream` (every backend's ActivatedConvOp unless it has
 // a fused one).
 std::unique_ptr<ActivatedConvOp> compose_activated_conv(const ConvShape& shape, Activation activation,
                                                         std::unique_ptr<ConvOp> conv, Stream& stream);
 // The same where conv's forward already applies the activation (a backend's convolution with the
 // activation as a post-op): the forward writes y alone and leaves pre unwritten; the backward is the
-// composed one (the activation's gradient from y on `stream`, then conv's backward passes).
+// composed one (the activation's gradient from y on `stream`, then conv's backward passes). With
+// `absorption` it takes over a max pooling after it in windows that do not overlap (absorb_pool): the
+// forward then pools y, and the backward forms the activation's gradient at the pooled size from the
+// pooled output (y wherever the gradient is not zero) and expands it with the pooling's backward, in
+// place of expanding the gradient and then taking the activation's gradient at y's size.
 std::unique_ptr<ActivatedConvOp> compose_post_activated_conv(const ConvShape& shape, Activation activation,
-                                                             std::unique_ptr<ConvOp> conv, Stream& stream);
+                                                             std::unique_ptr<ConvOp> conv, Stream& stream,
+                                                             PoolAbsorption absorption = {});
 
 // SeparableConv2D's two convolutions and its activation as one op: a depthwise convolution without
 // bias (groups == channels), then a pointwise (1x1, stride 1, unpadded) convolution with bias, then

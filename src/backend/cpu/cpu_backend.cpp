@@ -133,9 +133,11 @@ class CpuBackend final : public Backend {
     if (activation != Activation::none && shape.dtype == DType::bf16 && !emulated(shape.dtype) && !onednn_only_) {
       Stream& on = stream ? *stream : compute_stream();
       if (cpu::is_pointwise(shape) && !gemm_on_f32(shape.dtype))
-        return compose_post_activated_conv(shape, activation, cpu::make_pointwise_conv(ctx_, shape, activation), on);
+        return compose_post_activated_conv(shape, activation, cpu::make_pointwise_conv(ctx_, shape, activation), on,
+                                           pool_absorption());
       if (!cpu::is_pointwise(shape) && !narrow_on_f32(shape))
-        return compose_post_activated_conv(shape, activation, cpu::make_onednn_conv(ctx_, shape, activation), on);
+        return compose_post_activated_conv(shape, activation, cpu::make_onednn_conv(ctx_, shape, activation), on,
+                                           pool_absorption());
     }
     return Backend::make_activated_conv(shape, activation, stream);
   }
@@ -159,6 +161,12 @@ class CpuBackend final : public Backend {
   void synchronize() override { ST_DNNL_CHECK(ctx_->stream.wait()); }
 
  private:
+  // bf16 convolutions composed with their activation take over a max pooling after them (the direct op),
+  // forming the activation's gradient at the pooled size: a full-size pass of it saved (perf/README).
+  static PoolAbsorption pool_absorption() {
+    return {[](const PoolShape& p) { return cpu::make_direct_max_pool(p); },
+            [](const Shape& shape, DType t, const std::string& name) { return Tensor(shape, t, name); }};
+  }
   // Whether ops of this storage type run as f32 ops on that storage (throws for non-float types).
   bool emulated(DType t) const { return !precision_support(t).native; }
   // bf16 first layers of one channel into a few (LeNet's) compute in f32 on the narrow-rows op: the
