@@ -31,8 +31,15 @@ struct LayerTimes {
   std::vector<std::string> names;
   std::vector<double> flops;    // forward + backward FLOPs per step (Model::training_flops_of_layer)
   std::vector<double> seconds;  // forward + backward per step
+  std::vector<bool> absorbed;   // a pooling that runs inside the layer before it
   double total = 0;
 };
+
+// The layer's name and type, marked where a pooling runs inside the layer before it in either precision.
+std::string layer_label(const LayerTimes& f32, const LayerTimes& bf16, size_t i) {
+  const bool a = f32.absorbed[i], b = bf16.absorbed[i];
+  return f32.names[i] + (a && b ? " *" : a ? " * fp32" : b ? " * bf16" : "");
+}
 
 LayerTimes time_layers(Backend& backend, const std::string& model_name, int64_t batch, int64_t steps, int64_t warmup,
                        DType dtype) {
@@ -74,7 +81,8 @@ LayerTimes time_layers(Backend& backend, const std::string& model_name, int64_t 
     r.total += r.seconds[i];
     const auto* pool = dynamic_cast<const nn::Pool2D*>(layers[i].get());
     const bool absorbed = pool && pool->absorbed();
-    r.names.push_back(layers[i]->name() + " (" + layers[i]->type() + ")" + (absorbed ? " *" : ""));
+    r.names.push_back(layers[i]->name() + " (" + layers[i]->type() + ")");
+    r.absorbed.push_back(absorbed);
     r.flops.push_back(static_cast<double>(model->training_flops_of_layer(i)) * static_cast<double>(batch));
     if (absorbed) r.flops[i - 1] += std::exchange(r.flops[i], 0.0);  // counted where it runs
   }
@@ -132,20 +140,20 @@ int main(int argc, char** argv) {
     std::printf("measured peak on %d core(s): fp32 %.0f GFLOP/s, bf16 %.0f GFLOP/s\n", threads, peak32, peak16);
     std::printf("layers per step: fp32 %.1f ms, bf16 %.1f ms (bf16 %.2fx faster)\n\n", 1e3 * f.total, 1e3 * b.total,
                 f.total / b.total);
-    std::printf("%-34s %9s %9s %9s %8s %9s %9s %8s\n", "layer (fwd+bwd)", "fp32 ms", "GF/s", "% peak", "bf16 ms",
+    std::printf("%-40s %9s %9s %9s %8s %9s %9s %8s\n", "layer (fwd+bwd)", "fp32 ms", "GF/s", "% peak", "bf16 ms",
                 "GF/s", "% bf16pk", "speedup");
     for (size_t i = 0; i < f.names.size(); ++i) {
       const double g32 = f.seconds[i] > 0 ? f.flops[i] / f.seconds[i] / 1e9 : 0;
       const double g16 = b.seconds[i] > 0 ? b.flops[i] / b.seconds[i] / 1e9 : 0;
-      std::printf("%-34s %9.3f %9.1f %9s %8.3f %9.1f %9s %7.2fx\n", f.names[i].c_str(), 1e3 * f.seconds[i], g32,
-                  share(g32, peak32).c_str(), 1e3 * b.seconds[i], g16, share(g16, peak16).c_str(),
+      std::printf("%-40s %9.3f %9.1f %9s %8.3f %9.1f %9s %7.2fx\n", layer_label(f, b, i).c_str(), 1e3 * f.seconds[i],
+                  g32, share(g32, peak32).c_str(), 1e3 * b.seconds[i], g16, share(g16, peak16).c_str(),
                   b.seconds[i] > 0 ? f.seconds[i] / b.seconds[i] : 0.0);
     }
     std::printf("\nGF/s counts forward + backward as 3x the forward FLOPs (2x for the first layer with parameters,\n"
                 "which computes no input gradient); %% peak is against the measured peak of\n"
                 "the same precision (bench_peak_flops): fp32 FMA chains, bf16 vdpbf16ps chains.\n"
-                "*: in fp32 this pooling runs inside the layer before it (Model::build), whose time and FLOPs\n"
-                "include it.\n");
+                "*: this pooling runs inside the layer before it (Model::build), in both precisions or the one\n"
+                "named; there that layer's time and FLOPs include it.\n");
   }
   MPI_Finalize();
   return 0;
