@@ -18,6 +18,8 @@
 #include <thread>
 #include <vector>
 
+#include "allowed_cpus.hpp"
+
 namespace {
 
 constexpr int kRoundTrips = 20000;
@@ -108,12 +110,7 @@ struct Link {
 
 int main(int argc, char** argv) {
   const bool json = argc > 1 && std::strcmp(argv[1], "--json") == 0;
-  cpu_set_t allowed;
-  CPU_ZERO(&allowed);
-  sched_getaffinity(0, sizeof allowed, &allowed);
-  std::vector<int> cpus;
-  for (int c = 0; c < CPU_SETSIZE; ++c)
-    if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
+  const std::vector<int> cpus = scaletrain::bench::allowed_cpus();
   if (cpus.size() < 2) {
     std::fprintf(stderr, "bench_core_link: needs at least 2 CPUs, this process may run on %zu\n", cpus.size());
     return 1;

@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "allowed_cpus.hpp"
 #include "scaletrain/backend/cpu/instruction_rates.hpp"
 
 namespace {
@@ -60,12 +61,7 @@ Peak measure(const std::vector<int>& cpus, Kernel kernel, double flops_per_threa
 
 int main(int argc, char** argv) {
   const bool json = argc > 1 && std::strcmp(argv[1], "--json") == 0;
-  cpu_set_t allowed;
-  CPU_ZERO(&allowed);
-  sched_getaffinity(0, sizeof allowed, &allowed);
-  std::vector<int> cpus;
-  for (int c = 0; c < CPU_SETSIZE; ++c)
-    if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
+  const std::vector<int> cpus = scaletrain::bench::allowed_cpus();
 
   using namespace scaletrain::cpu;
   const bool avx512 = have_avx512f();

@@ -516,6 +516,19 @@ TEST(BackendSeparableConvFused, SeveralChunks) {
   check_fused_separable(conv_shape(70, 7, 7, 5, 5, 3, 1, 1, 5, false), 6);
 }
 
+// A max pooling of `channels` over batch x h x w images in kernel x kernel windows with stride `stride`.
+PoolShape max_pool_shape(int64_t batch, int64_t h, int64_t w, int64_t channels, int64_t kernel = 2,
+                         int64_t stride = 2) {
+  PoolShape ps;
+  ps.batch = batch;
+  ps.in_h = h;
+  ps.in_w = w;
+  ps.channels = channels;
+  ps.kernel_h = ps.kernel_w = kernel;
+  ps.stride_h = ps.stride_w = stride;
+  return ps;
+}
+
 // The fused op with the max pooling after it absorbed, against the same op with the direct max
 // pooling run after it: the pooled output and every gradient bit for bit, over two rounds (the second
 // reuses the per-chunk argmax the first left). The absorbing op need not write y, and its backward must
@@ -524,13 +537,7 @@ void check_absorbed_pool(const ConvShape& dw, int64_t filters, Activation act, i
   const SeparableConvShape s = separable_shape(dw, filters, act);
   const ConvShape& pw = s.pointwise;
   SCOPED_TRACE(s.to_string() + ", pool " + std::to_string(kernel) + "/" + std::to_string(stride));
-  PoolShape ps;
-  ps.batch = pw.batch;
-  ps.in_h = pw.in_h;
-  ps.in_w = pw.in_w;
-  ps.channels = filters;
-  ps.kernel_h = ps.kernel_w = kernel;
-  ps.stride_h = ps.stride_w = stride;
+  const PoolShape ps = max_pool_shape(pw.batch, pw.in_h, pw.in_w, filters, kernel, stride);
   auto apart = cpu::make_fused_separable_conv(s);
   auto pool = cpu::make_direct_max_pool(ps);
   auto fused = cpu::make_fused_separable_conv(s);
@@ -576,10 +583,7 @@ TEST(BackendSeparableConvFused, AbsorbsTheMaxPoolingAfterIt) {
 // It takes only an f32 max pooling of its own output, in windows that do not overlap.
 TEST(BackendSeparableConvFused, RefusesOtherPoolings) {
   const SeparableConvShape s = separable_shape(conv_shape(2, 8, 8, 4, 4, 3, 1, 1, 4, false), 6, Activation::selu);
-  PoolShape ps;
-  ps.batch = 2;
-  ps.in_h = ps.in_w = 8;
-  ps.channels = 6;
+  const PoolShape ps = max_pool_shape(2, 8, 8, 6);
   Vec pooled(2 * 4 * 4 * 6);
   PoolShape average = ps, other_channels = ps, other_batch = ps, overlapping = ps;
   average.kind = PoolKind::average;
@@ -611,13 +615,7 @@ TEST(BackendSeparableConvFused, TheCpuBackendFusesF32ImagesFrom7x7) {
 void check_narrow_rows_absorbed_pool(const ConvShape& s, Activation act, int64_t kernel, int64_t stride) {
   SCOPED_TRACE(s.to_string() + ", activation " + activation_name(act) + ", pool " + std::to_string(kernel) + "/" +
                std::to_string(stride));
-  PoolShape ps;
-  ps.batch = s.batch;
-  ps.in_h = s.out_h();
-  ps.in_w = s.out_w();
-  ps.channels = s.out_c;
-  ps.kernel_h = ps.kernel_w = kernel;
-  ps.stride_h = ps.stride_w = stride;
+  const PoolShape ps = max_pool_shape(s.batch, s.out_h(), s.out_w(), s.out_c, kernel, stride);
   auto apart = cpu::make_narrow_rows_activated_conv(s, act);
   auto pool = cpu::make_direct_max_pool(ps);
   auto absorbing = cpu::make_narrow_rows_activated_conv(s, act);
@@ -665,10 +663,7 @@ TEST(BackendConvNarrowRows, AbsorbsTheMaxPoolingAfterIt) {
 // (several input channels) takes none.
 TEST(BackendConvNarrowRows, RefusesOtherPoolings) {
   const ConvShape s = conv_shape(2, 8, 8, 1, 6, 5, 1, 2);
-  PoolShape ps;
-  ps.batch = 2;
-  ps.in_h = ps.in_w = 8;
-  ps.channels = 6;
+  const PoolShape ps = max_pool_shape(2, 8, 8, 6);
   Vec pooled(2 * 4 * 4 * 6);
   PoolShape average = ps, other_channels = ps, other_batch = ps, overlapping = ps, other_size = ps;
   average.kind = PoolKind::average;
@@ -689,10 +684,7 @@ TEST(BackendConvNarrowRows, RefusesOtherPoolings) {
 TEST(BackendActivatedConvComposed, AbsorbsOnlyMaxPoolingsItsBackendLetsItRun) {
   auto cpu = make_cpu_backend(1, /*onednn_only=*/true);
   const ConvShape s = conv_shape(2, 8, 8, 3, 6, 3, 1, 1);
-  PoolShape ps;
-  ps.batch = 2;
-  ps.in_h = ps.in_w = 8;
-  ps.channels = 6;
+  const PoolShape ps = max_pool_shape(2, 8, 8, 6);
   Vec pooled(2 * 4 * 4 * 6);
   const PoolAbsorption absorption{[](const PoolShape& p) { return cpu::make_direct_max_pool(p); },
                                   [](const Shape& shape, DType t, const std::string& name) {

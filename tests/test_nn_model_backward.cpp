@@ -117,32 +117,40 @@ TEST(ModelBackward, MlpGradientsDoNotDependOnTheLeadingFlatten) {
   for (int64_t i = 0; i < flat.parameter_count(); ++i) ASSERT_EQ(a[i], b[i]) << "gradient " << i;
 }
 
-// A separable convolution, an identity layer only when `apart`, then max pooling, Flatten and Dense.
-std::unique_ptr<nn::Model> separable_then_pool(bool apart) {
+// `convolutions` (the last one's output pooled), an identity layer only when `apart`, then max pooling,
+// Flatten and Dense, for samples of `sample`.
+std::unique_ptr<nn::Model> pooled_model(std::vector<nn::LayerPtr> convolutions, bool apart, const Shape& sample) {
   auto m = std::make_unique<nn::Model>(apart ? "apart" : "adjacent");
-  m->add(std::make_unique<nn::SeparableConv2D>("", 19, 3, 1, nn::Padding::same, nn::Activation::selu));
+  for (auto& c : convolutions) m->add(std::move(c));
   if (apart) m->add(std::make_unique<RecordingIdentity>(std::make_shared<BackwardRecord>(), false));
   m->add(std::make_unique<nn::MaxPool2D>(""));
   m->add(std::make_unique<nn::Flatten>(""));
   m->add(std::make_unique<nn::Dense>("", 5));
-  m->configure({9, 11, 18});
+  m->configure(sample);
   return m;
 }
 
-// LeNet's start: a convolution of one channel, an identity layer only when `apart`, then max pooling,
-// Flatten and Dense. With `second`, a convolution of one channel into one comes first, so that the
-// pooled convolution computes its input gradient.
+nn::LayerPtr conv2d(int64_t filters, int64_t kernel, nn::Activation act) {
+  return std::make_unique<nn::Conv2D>("", nn::Conv2DOptions{filters, kernel, 1, nn::Padding::same, 1, true, act});
+}
+nn::LayerPtr separable(int64_t filters) {
+  return std::make_unique<nn::SeparableConv2D>("", filters, 3, 1, nn::Padding::same, nn::Activation::selu);
+}
+
+// A separable convolution of 18 channels into 19, then the pooling.
+std::unique_ptr<nn::Model> separable_then_pool(bool apart) {
+  std::vector<nn::LayerPtr> layers;
+  layers.push_back(separable(19));
+  return pooled_model(std::move(layers), apart, {9, 11, 18});
+}
+
+// LeNet's start: a convolution of one channel, then the pooling. With `second`, a convolution of one
+// channel into one comes first, so that the pooled convolution computes its input gradient.
 std::unique_ptr<nn::Model> conv_then_pool(bool apart, bool second) {
-  auto m = std::make_unique<nn::Model>(apart ? "apart" : "adjacent");
-  if (second) m->add(std::make_unique<nn::Conv2D>("", nn::Conv2DOptions{1, 3, 1, nn::Padding::same, 1, true,
-                                                                        nn::Activation::selu}));
-  m->add(std::make_unique<nn::Conv2D>("", nn::Conv2DOptions{6, 5, 1, nn::Padding::same, 1, true, nn::Activation::relu}));
-  if (apart) m->add(std::make_unique<RecordingIdentity>(std::make_shared<BackwardRecord>(), false));
-  m->add(std::make_unique<nn::MaxPool2D>(""));
-  m->add(std::make_unique<nn::Flatten>(""));
-  m->add(std::make_unique<nn::Dense>("", 5));
-  m->configure({9, 11, 1});
-  return m;
+  std::vector<nn::LayerPtr> layers;
+  if (second) layers.push_back(conv2d(1, 3, nn::Activation::selu));
+  layers.push_back(conv2d(6, 5, nn::Activation::relu));
+  return pooled_model(std::move(layers), apart, {9, 11, 1});
 }
 
 // Builds both models for `batch` on the cpu backend in `compute`, checks that the pooling layer at
@@ -213,19 +221,12 @@ TEST(ModelBuild, OneChannelConvolutionAbsorbsTheMaxPoolingAfterIt) {
 // pooling over too: the activation's gradient formed at the pooled size. Three input channels, so that
 // the Conv2D is oneDNN's.
 TEST(ModelBuild, Bf16ComposedConvolutionsAbsorbTheMaxPoolingAfterThem) {
-  for (bool separable : {false, true}) {
-    SCOPED_TRACE(separable ? "SeparableConv2D" : "Conv2D");
+  for (bool separable_layer : {false, true}) {
+    SCOPED_TRACE(separable_layer ? "SeparableConv2D" : "Conv2D");
     auto model = [&](bool apart) {
-      auto m = std::make_unique<nn::Model>(apart ? "apart" : "adjacent");
-      if (separable) m->add(std::make_unique<nn::SeparableConv2D>("", 19, 3, 1, nn::Padding::same, nn::Activation::selu));
-      else m->add(std::make_unique<nn::Conv2D>("", nn::Conv2DOptions{6, 3, 1, nn::Padding::same, 1, true,
-                                                                     nn::Activation::relu}));
-      if (apart) m->add(std::make_unique<RecordingIdentity>(std::make_shared<BackwardRecord>(), false));
-      m->add(std::make_unique<nn::MaxPool2D>(""));
-      m->add(std::make_unique<nn::Flatten>(""));
-      m->add(std::make_unique<nn::Dense>("", 5));
-      m->configure({9, 11, 3});
-      return m;
+      std::vector<nn::LayerPtr> layers;
+      layers.push_back(separable_layer ? separable(19) : conv2d(6, 3, nn::Activation::relu));
+      return pooled_model(std::move(layers), apart, {9, 11, 3});
     };
     for (int64_t batch : {1, 3}) {
       auto adjacent = model(false), apart = model(true);
