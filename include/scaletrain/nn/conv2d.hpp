@@ -31,8 +31,8 @@ class Conv2D : public Layer {
   int64_t flops_per_sample() const override;
   int torch_module_count() const override { return act_.kind() == Activation::none ? 1 : 2; }
   // Runs `next` (the pooling layer that takes this layer's output) inside this layer's op where the op
-  // can (cpu f32 first layers of one channel: pooled image by image in L1), as
-  // SeparableConv2D::absorb_pool. After build. Returns whether it did.
+  // can (cpu: f32 layers of one input channel, pooled image by image in L1; bf16 layers with an
+  // activation), as SeparableConv2D::absorb_pool. After build. Returns whether it did.
   bool absorb_pool(Pool2D& next);
 
  protected:

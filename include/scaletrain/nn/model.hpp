@@ -40,9 +40,9 @@ class Model {
   void configure(const Shape& input_sample);
   // Creates every layer's ops and buffers for `batch` samples on the backend (the flat buffers move
   // to its device, keeping their values), computing in `compute` (f32, bf16 or f16). A layer then
-  // takes over the pooling layer after it where its op can run the pooling inside (cpu f32
-  // SeparableConv2D, or Conv2D of one input channel, then MaxPool2D; Pool2D::absorbed()); the results
-  // are the same.
+  // takes over the pooling layer after it where its op can run the pooling inside (cpu: f32
+  // SeparableConv2D or Conv2D of one input channel, and bf16 convolutions with an activation, then
+  // MaxPool2D; Pool2D::absorbed()); the results are the same.
   void build(Backend& backend, int64_t batch, DType compute = DType::f32);
   DType compute_dtype() const { return compute_; }
   // Queues the rounding of the f32 master weights into the compute-type copy (nothing in f32).

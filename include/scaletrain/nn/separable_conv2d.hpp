@@ -21,9 +21,10 @@ class SeparableConv2D : public Layer {
   const Tensor& backward(const Tensor& dy, bool need_dx) override;
   int64_t flops_per_sample() const override;
   // Runs `next` (the pooling layer that takes this layer's output) inside this layer's op where the
-  // op can (cpu f32: pooled while the output is in cache); then marks `next` absorbed, forward's own
-  // output may stay unwritten (only `next` reads it, and it no longer does), and backward takes the
-  // pooled gradient. After build. Returns whether it did.
+  // op can (cpu f32: pooled while the output is in cache; cpu bf16: the activation's gradient formed at
+  // the pooled size); then marks `next` absorbed, forward's own output may stay unwritten (only `next`
+  // reads it, and it no longer does), and backward takes the pooled gradient. After build. Returns
+  // whether it did.
   bool absorb_pool(Pool2D& next);
   // nn.Conv2d(groups=C, bias=False), nn.Conv2d(C, F, 1), then the activation's module.
   int torch_module_count() const override { return act_.kind() == Activation::none ? 2 : 3; }
