@@ -45,6 +45,12 @@ void ConvShape::validate() const {
            "invalid convolution ", s.to_string(), ": the kernel is larger than the padded input");
 }
 
+bool absorbable_max_pool(const PoolShape& pool, DType dtype, int64_t batch, int64_t h, int64_t w, int64_t channels) {
+  const bool disjoint = pool.stride_h >= pool.kernel_h && pool.stride_w >= pool.kernel_w;
+  return pool.kind == PoolKind::max && pool.dtype == dtype && pool.batch == batch && pool.in_h == h &&
+         pool.in_w == w && pool.channels == channels && disjoint;
+}
+
 std::string SeparableConvShape::to_string() const {
   return "separable{depthwise " + depthwise.to_string() + ", pointwise " + pointwise.to_string() + ", activation " +
          activation_name(activation) + "}";
@@ -101,14 +107,11 @@ class ComposedActivatedConv final : public ActivatedConvOp {
     conv_->backward_weights(x, dy, dw, db);
     if (dx) conv_->backward_data(dy, w, dx);
   }
-  // A max pooling of y in windows that do not overlap (each cell's gradient then comes from one window,
-  // and where it is not zero y is the pooled output), with an activation (dpre is the scratch the
+  // An absorbable max pooling of y (absorbable_max_pool), with an activation (dpre is the scratch the
   // expanded gradient goes to).
   bool absorb_pool(const PoolShape& pool, void* pooled) override {
-    const bool disjoint = pool.stride_h >= pool.kernel_h && pool.stride_w >= pool.kernel_w;
-    if (!absorption_.make_pool || act_ == Activation::none || pool.kind != PoolKind::max || pool.dtype != dtype_ ||
-        pool.batch != shape_.batch || pool.in_h != shape_.out_h() || pool.in_w != shape_.out_w() ||
-        pool.channels != shape_.out_c || !disjoint)
+    if (!absorption_.make_pool || act_ == Activation::none ||
+        !absorbable_max_pool(pool, dtype_, shape_.batch, shape_.out_h(), shape_.out_w(), shape_.out_c))
       return false;
     pool.validate();
     pool_ = absorption_.make_pool(pool);

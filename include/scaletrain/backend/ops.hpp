@@ -174,6 +174,12 @@ struct PoolShape {
   void validate() const;
 };
 
+// Whether `pool` is a max pooling, in windows that do not overlap, of an output of this type, batch and
+// [h, w, channels]: the pooling an op may take over (absorb_pool). With windows that do not overlap,
+// each cell's gradient comes from one window, and where it is not zero the cell holds the pooled
+// output, so an activation's gradient formed at the pooled size is the number formed at the output's.
+bool absorbable_max_pool(const PoolShape& pool, DType dtype, int64_t batch, int64_t h, int64_t w, int64_t channels);
+
 // Max pooling keeps what backward needs (the argmax workspace) inside the op, so forward with
 // training = true must precede backward.
 class PoolOp {

@@ -146,15 +146,10 @@ class NarrowRowsConv final : public ConvOp {
     weight_gradient(x, y, dy, false, dw, db);
   }
 
-  // The max pooling after this op, run inside it (ActivatedConvOp::absorb_pool): an f32 max pooling of
-  // y in windows that do not overlap, so that act'(y) * dy formed at the pooled size is the number the
-  // separate layers form at y's (each cell's gradient comes from one window, and where it is not zero
-  // y is the pooled output). One pooling op per image, holding that image's argmax.
+  // The max pooling after this op, run inside it (ActivatedConvOp::absorb_pool): an absorbable f32 max
+  // pooling of y (absorbable_max_pool). One pooling op per image, holding that image's argmax.
   bool absorb_pool(const PoolShape& pool, void* pooled) {
-    const bool disjoint = pool.stride_h >= pool.kernel_h && pool.stride_w >= pool.kernel_w;
-    if (pool.kind != PoolKind::max || pool.dtype != DType::f32 || pool.batch != s_.batch || pool.in_h != out_h_ ||
-        pool.in_w != out_w_ || pool.channels != s_.out_c || !disjoint)
-      return false;
+    if (!absorbable_max_pool(pool, DType::f32, s_.batch, out_h_, out_w_, s_.out_c)) return false;
     pool.validate();
     PoolShape one = pool;
     one.batch = 1;

@@ -116,12 +116,7 @@ class FusedSeparableConv final : public SeparableConvOp {
 
   bool absorb_pool(const PoolShape& pool, void* pooled) override {
     const ConvShape& pw = s_.pointwise;
-    // Windows that do not overlap: each cell's gradient comes from one window, so act'(y) * dy formed at
-    // the pooled size is the same number as formed at y's.
-    const bool disjoint = pool.stride_h >= pool.kernel_h && pool.stride_w >= pool.kernel_w;
-    if (pool.kind != PoolKind::max || pool.dtype != DType::f32 || pool.batch != pw.batch || pool.in_h != pw.in_h ||
-        pool.in_w != pw.in_w || pool.channels != f_ || !disjoint)
-      return false;
+    if (!absorbable_max_pool(pool, DType::f32, pw.batch, pw.in_h, pw.in_w, f_)) return false;
     pool.validate();
     pools_.clear();
     for (int64_t n0 = 0; n0 < pw.batch; n0 += chunk_images_) {
