@@ -76,9 +76,7 @@ const Tensor& SeparableConv2D::backward(const Tensor& dy, bool need_dx) {
 }
 
 bool SeparableConv2D::absorb_pool(Pool2D& next) {
-  if (!op_ || !op_->absorb_pool(next.shape(), next.output().device_raw())) return false;
-  next.set_absorbed();
-  return true;
+  return next.run_inside(op_.get());
 }
 
 int64_t SeparableConv2D::flops_per_sample() const {

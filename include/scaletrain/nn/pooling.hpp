@@ -17,13 +17,17 @@ class Pool2D : public Layer {
   const Tensor& forward(const Tensor& x, bool training) override;
   const Tensor& backward(const Tensor& dy, bool need_dx) override;
   int64_t flops_per_sample() const override;
-  // The layer before runs this pooling inside its own op (SeparableConv2D::absorb_pool): that layer's
-  // forward writes output(), this layer's forward only returns it, and its backward hands dy on as is
-  // (the layer before takes the pooled gradient).
-  void set_absorbed() { absorbed_ = true; }
+  // Offers this pooling to `op`, the op of the layer before (SeparableConv2D's, Conv2D's), to run inside
+  // (its absorb_pool). Where it takes it, that layer's forward writes this layer's output, this layer's
+  // forward only returns it, and its backward hands dy on as is (the layer before takes the pooled
+  // gradient). After build. Returns whether it did.
+  template <class Op>
+  bool run_inside(Op* op) {
+    if (!op || !op->absorb_pool(shape_, y_.device_raw())) return false;
+    absorbed_ = true;
+    return true;
+  }
   bool absorbed() const { return absorbed_; }
-  const PoolShape& shape() const { return shape_; }
-  Tensor& output() { return y_; }
 
  protected:
   PoolKind kind_;
