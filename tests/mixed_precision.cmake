@@ -20,8 +20,10 @@ if(TARGET scaletrain)
                    -- ${_run} --run.cpu_onednn_only true)
   add_test(NAME precision_bf16_emulated_without_avx512_bf16
            COMMAND ${_chk} --expect emulated --run-dir ${_mp}/emulated --primitives convolution -- ${_run})
+  # The checker itself, on recorded verbose lines of both CPU kinds (AVX512-BF16 and AMX), on any machine.
+  add_test(NAME precision_kernel_checker_recorded_lines COMMAND ${_chk} --self-test)
   set_tests_properties(precision_bf16_kernels_fast_paths precision_bf16_kernels_gemm_on_f32
                        precision_bf16_kernels_onednn_only
-                       precision_bf16_emulated_without_avx512_bf16
+                       precision_bf16_emulated_without_avx512_bf16 precision_kernel_checker_recorded_lines
                        PROPERTIES LABELS "precision" TIMEOUT 120 SKIP_RETURN_CODE 77)
 endif()

@@ -2,14 +2,17 @@
 # Runs a scaletrain command with ONEDNN_VERBOSE=1 and checks which kernels oneDNN executed.
 #   --expect native:   the CPU has AVX512-BF16 (else the test is skipped, exit 77); every
 #                      convolution, pooling and inner product (inner_product, or the bf16 matmul of
-#                      the fast path) ran with bf16 data on an avx512_core_bf16 kernel.
+#                      the fast path) ran with bf16 data on a kernel of a bf16 ISA: AVX512-BF16
+#                      (avx512_core_bf16) or AMX (avx512_core_amx_bf16, ...), per bf16_kernel().
 #   --expect emulated: run under ONEDNN_MAX_CPU_ISA=AVX512_CORE (set here); the start-up output and
 #                      run.json say bf16 is emulated, and the convolutions ran f32 kernels.
 # usage: check_precision_kernels.py --expect native|emulated --run-dir DIR --primitives a,b,.. -- CMD...
+#        check_precision_kernels.py --self-test   (the recorded verbose lines of both CPU kinds)
 import argparse
 import collections
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -35,7 +38,74 @@ def executed(stdout):
     return seen
 
 
+# An implementation name's ISA: "brgconv:avx512_core_amx_bf16" -> "avx512_core_amx_bf16".
+# bf16 instructions: AVX512-BF16 (an ISA named ..._bf16) or AMX tiles (an ISA with "amx").
+BF16_ISA = re.compile(r"^[a-z0-9_]+:(?P<isa>[a-z0-9_]*(?:_bf16|amx)[a-z0-9_]*)$")
+
+
+def bf16_kernel(impl, src):
+    """Whether oneDNN ran bf16 data (src) on an implementation (impl) that uses bf16 instructions."""
+    return src == "bf16" and BF16_ISA.match(impl) is not None
+
+
+# Verbose lines of oneDNN 2.6.3, with whether each is a native bf16 kernel. The implementation names
+# are those real runs executed: on an AMD EPYC (avx512_core_bf16) and on an Intel Xeon with AMX
+# (avx512_core_amx, as issue 35 lists them); the negative cases are oneDNN's f32, gemm and reference ones.
+RECORDED = [
+    ("onednn_verbose,exec,cpu,convolution,brgconv:avx512_core_bf16,forward_training,src_bf16::blocked:acdb:f0 "
+     "wei_bf16:p:blocked:Acdb16a:f0 bia_f32::blocked:a:f0 dst_bf16::blocked:acdb:f0,,alg:convolution_direct,"
+     "mb16_ic6oc16_ih14oh10kh5sh1dh0ph0_iw14ow10kw5sw1dw0pw0,0.05", True),
+    ("onednn_verbose,exec,cpu,convolution,jit:avx512_core_bf16,backward_weights,src_bf16::blocked:acdb:f0 "
+     "wei_f32::blocked:abcd:f0 bia_f32::blocked:a:f0 dst_bf16::blocked:acdb:f0,,alg:convolution_direct,"
+     "mb16_ic6oc16_ih14oh10kh5sh1dh0ph0_iw14ow10kw5sw1dw0pw0,0.11", True),
+    ("onednn_verbose,exec,cpu,matmul,brg:avx512_core_bf16,undef,src_bf16::blocked:ab:f0 wei_bf16::blocked:ba:f0 "
+     "bia_f32::blocked:ab:f0_mask2 dst_bf16::blocked:ab:f0,,,16x400:400x120:16x120,0.02", True),
+    ("onednn_verbose,exec,cpu,convolution,brgconv:avx512_core_amx_bf16,forward_training,src_bf16::blocked:acdb:f0 "
+     "wei_bf16:p:blocked:AcdB16b16a2b:f0 bia_f32::blocked:a:f0 dst_bf16::blocked:acdb:f0,,alg:convolution_direct,"
+     "mb16_ic6oc16_ih14oh10kh5sh1dh0ph0_iw14ow10kw5sw1dw0pw0,0.04", True),
+    ("onednn_verbose,exec,cpu,convolution,jit:avx512_core_amx_bf16,backward_data,src_bf16::blocked:acdb:f0 "
+     "wei_bf16:p:blocked:AcdB16b16a2b:f0 bia_undef::undef::f0 dst_bf16::blocked:acdb:f0,,alg:convolution_direct,"
+     "mb16_ic6oc16_ih14oh10kh5sh1dh0ph0_iw14ow10kw5sw1dw0pw0,0.06", True),
+    ("onednn_verbose,exec,cpu,matmul,brg:avx512_core_amx_bf16,undef,src_bf16::blocked:ab:f0 wei_bf16::blocked:ba:f0 "
+     "bia_f32::blocked:ab:f0_mask2 dst_bf16::blocked:ab:f0,,,16x400:400x120:16x120,0.02", True),
+    ("onednn_verbose,exec,cpu,inner_product,brgemm:avx512_core_amx_bf16,forward_training,src_bf16::blocked:ab:f0 "
+     "wei_bf16:p:blocked:AB16b64a2b:f0 bia_f32::blocked:a:f0 dst_bf16::blocked:ab:f0,,,mb16ic400oc120,0.03", True),
+    ("onednn_verbose,exec,cpu,inner_product,brgemm_bwd_d:avx512_core_amx_bf16,backward_data,src_bf16::blocked:ab:f0 "
+     "wei_bf16:p:blocked:AB16b64a2b:f0 bia_undef::undef::f0 dst_bf16::blocked:ab:f0,,,mb16ic400oc120,0.03", True),
+    ("onednn_verbose,exec,cpu,inner_product,brgemm_bwd_w:avx512_core_amx_bf16,backward_weights,src_bf16::blocked:ab:f0 "
+     "wei_f32:p:blocked:AB16b64a:f0 bia_f32::blocked:a:f0 dst_bf16::blocked:ab:f0,,,mb16ic400oc120,0.04", True),
+    # A bf16 primitive that runs on f32 instructions or a reference kernel, and f32 data: not native bf16.
+    ("onednn_verbose,exec,cpu,convolution,gemm:jit,forward_training,src_bf16::blocked:abcd:f0 "
+     "wei_bf16::blocked:abcd:f0 bia_f32::blocked:a:f0 dst_bf16::blocked:abcd:f0,,alg:convolution_direct,"
+     "mb16_ic6oc16_ih14oh10kh5sh1dh0ph0_iw14ow10kw5sw1dw0pw0,0.30", False),
+    ("onednn_verbose,exec,cpu,convolution,ref:any,forward_training,src_bf16::blocked:acdb:f0 "
+     "wei_bf16::blocked:abcd:f0 bia_f32::blocked:a:f0 dst_bf16::blocked:acdb:f0,,alg:convolution_direct,"
+     "mb16_ic6oc16_ih14oh10kh5sh1dh0ph0_iw14ow10kw5sw1dw0pw0,2.1", False),
+    ("onednn_verbose,exec,cpu,convolution,brgconv:avx512_core,forward_training,src_f32::blocked:acdb:f0 "
+     "wei_f32:p:blocked:Acdb16a:f0 bia_f32::blocked:a:f0 dst_f32::blocked:acdb:f0,,alg:convolution_direct,"
+     "mb16_ic6oc16_ih14oh10kh5sh1dh0ph0_iw14ow10kw5sw1dw0pw0,0.05", False),
+    ("onednn_verbose,exec,cpu,matmul,brg:avx512_core_amx_bf16,undef,src_f32::blocked:ab:f0 wei_f32::blocked:ba:f0 "
+     "bia_f32::blocked:ab:f0_mask2 dst_f32::blocked:ab:f0,,,16x400:400x120:16x120,0.02", False),
+    ("onednn_verbose,exec,cpu,pooling,jit:avx512_core,forward_training,src_bf16::blocked:acdb:f0 "
+     "dst_bf16::blocked:acdb:f0 ws_u8::blocked:acdb:f0,,alg:pooling_max,mb16ic6_ih28oh14kh2sh2ph0_iw28ow14kw2sw2pw0,0.01",
+     False),
+]
+
+
+def self_test():
+    failures = 0
+    for line, native in RECORDED:
+        ((prim, impl, src), _), = executed(line).items()
+        got = bf16_kernel(impl, src)
+        print(f"{'ok  ' if got == native else 'FAIL'} {prim:14s} {impl:36s} {src:5s} native bf16: {got}")
+        failures += got != native
+    print("OK: every recorded line classified as recorded" if not failures else f"FAIL: {failures} line(s)")
+    return 1 if failures else 0
+
+
 def main():
+    if sys.argv[1:] == ["--self-test"]:
+        return self_test()
     p = argparse.ArgumentParser()
     p.add_argument("--expect", choices=["native", "emulated"], required=True)
     p.add_argument("--run-dir", required=True)
@@ -70,7 +140,7 @@ def main():
             errors.append(f"no {prim} was executed")
             continue
         if a.expect == "native":
-            bad = [r for r in rows if r[1] != "bf16" or "avx512_core_bf16" not in r[0]]
+            bad = [r for r in rows if not bf16_kernel(*r)]
             if bad:
                 errors.append(f"{prim} ran without a bf16 kernel: {bad}")
         else:
