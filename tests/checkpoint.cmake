@@ -1,7 +1,8 @@
 # Checkpoint and restart end to end (tests/support/resume_check.sh against uninterrupted runs):
 # bitwise resume mid-epoch at 2 ranks, 2 -> 1 and 2 -> 3 ranks within tolerance, a job killed
-# between two checkpoint files, refusal of an incompatible resume, stream mode; diverged replicas
-# caught by the checksum; run.resume = auto without run.dir; PyTorch loading a checkpoint.
+# between two checkpoint files, refusal of an incompatible resume, stream mode, the bf16 GEMM choice
+# kept across a resume; diverged replicas caught by the checksum; run.resume = auto without run.dir;
+# PyTorch loading a checkpoint.
 if(TARGET scaletrain)
   set(_st $<TARGET_FILE:scaletrain>)
   set(_rc ${CMAKE_CURRENT_SOURCE_DIR}/support/resume_check.sh ${_st} ${MPIEXEC_EXECUTABLE} ${_mpi_flags} --)
@@ -17,10 +18,12 @@ if(TARGET scaletrain)
   add_test(NAME checkpoint_crash_between_files_np2 COMMAND ${_rc} ${_ck}/crash crash 2)
   add_test(NAME checkpoint_resume_refused_np2 COMMAND ${_rc} ${_ck}/refuse refuse 2)
   add_test(NAME checkpoint_resume_stream_np2 COMMAND ${_rc} ${_ck}/stream stream 2 1)
+  add_test(NAME checkpoint_resume_keeps_bf16_gemm_choice_np2 COMMAND ${_rc} ${_ck}/bf16_gemm bf16_gemm 2 25)
+  set_tests_properties(checkpoint_resume_keeps_bf16_gemm_choice_np2 PROPERTIES SKIP_RETURN_CODE 77)
   set_tests_properties(checkpoint_resume_bitwise_np2 checkpoint_resume_bitwise_adamw_fp16_np2
                        checkpoint_resume_2_to_1_ranks checkpoint_resume_2_to_3_ranks
                        checkpoint_crash_between_files_np2 checkpoint_resume_refused_np2 checkpoint_resume_stream_np2
-                       PROPERTIES PROCESSORS 2 LABELS "checkpoint;mpi" TIMEOUT 300)
+                       checkpoint_resume_keeps_bf16_gemm_choice_np2 PROPERTIES PROCESSORS 2 LABELS "checkpoint;mpi" TIMEOUT 300)
 
   add_test(NAME checkpoint_diverged_replicas_named
            COMMAND ${_fail} "the parameters of rank(s) 1 differ from rank 0's" --

@@ -12,6 +12,8 @@
 
 #include "scaletrain/backend/activation.hpp"
 #include "scaletrain/backend/backend.hpp"
+#include "scaletrain/backend/bf16_gemm_tuning.hpp"
+#include "scaletrain/backend/cpu/bf16_gemm_shapes.hpp"
 #include "scaletrain/core/half.hpp"
 #include "support/test_harness.hpp"
 
@@ -259,16 +261,117 @@ TEST(CpuBf16Gemm, BiasGradientOfManyRowsOnThreeThreads) {
   check_weighted<InnerProductOp>(DType::bf16, make, 1001 * 9, 37 * 9, 37, 1001 * 37, "inner product of 1001 rows");
 }
 
-// A bf16 GEMM on f32 FMAs says so in the bf16 note (run.json's "compute" and the start-up line).
+// A bf16 GEMM on f32 FMAs says so in the bf16 note (run.json's "compute" and the start-up line); auto
+// starts on oneDNN's bf16 kernels until the trainer's timing sets a way.
 TEST(CpuBf16Gemm, NoteNamesTheChoice) {
   const PrecisionSupport on_f32 = make_cpu_backend(1, false, Bf16GemmCompute::f32)->precision_support(DType::bf16);
   const PrecisionSupport on_bf16 = make_cpu_backend(1, false, Bf16GemmCompute::bf16)->precision_support(DType::bf16);
+  const PrecisionSupport on_auto =
+      make_cpu_backend(1, false, Bf16GemmCompute::automatic)->precision_support(DType::bf16);
   if (!on_bf16.native) GTEST_SKIP() << "bf16 is emulated on this CPU: " << on_bf16.note;
-  EXPECT_NE(on_f32.note.find("GEMMs on f32 FMAs"), std::string::npos) << on_f32.note;
-  EXPECT_EQ(on_bf16.note.find("GEMMs on f32 FMAs"), std::string::npos) << on_bf16.note;
+  EXPECT_NE(on_f32.note.find("as f32 GEMMs"), std::string::npos) << on_f32.note;
+  EXPECT_EQ(on_bf16.note.find("as f32 GEMMs"), std::string::npos) << on_bf16.note;
+  EXPECT_EQ(on_auto.note, on_bf16.note);
   EXPECT_EQ(parse_bf16_gemm_compute("auto"), Bf16GemmCompute::automatic);
   EXPECT_NE(testing::error_of([] { (void)parse_bf16_gemm_compute("fast"); }).find("run.cpu_bf16_gemm = 'fast'"),
             std::string::npos);
+}
+
+// Where bf16 is native, the backend records every bf16 GEMM-shaped op it makes (inner products and
+// 1x1 convolutions, with or without their activation; not other convolutions), counts repeated
+// shapes, and times both ways at each; set_bf16_gemm changes how later ops compute, and the note.
+// Without native bf16 (or with oneDNN's primitives only) there is no choice: no tuning at all.
+TEST(CpuBf16Gemm, RecordsTheGemmShapesItMakesAndTimesBothWays) {
+  auto be = make_cpu_backend(1, false, Bf16GemmCompute::automatic);
+  Bf16GemmTuning* tuning = be->bf16_gemm_tuning();
+  EXPECT_EQ(make_cpu_backend(1, true, Bf16GemmCompute::automatic)->bf16_gemm_tuning(), nullptr);
+  if (!be->precision_support(DType::bf16).native) {
+    EXPECT_EQ(tuning, nullptr);
+    GTEST_SKIP() << "bf16 is emulated on this CPU: no choice to time";
+  }
+  ASSERT_NE(tuning, nullptr);
+  EXPECT_EQ(tuning->bf16_gemm(), Bf16GemmCompute::bf16);
+  InnerProductShape ip;
+  ip.batch = 16;
+  ip.in_features = 100;
+  ip.out_features = 30;
+  ip.dtype = DType::bf16;
+  ConvShape pointwise = testing::conv_shape(2, 6, 5, 12, 20, 1, 1, 0), three = testing::conv_shape(2, 6, 5, 12, 20, 3, 1, 1);
+  pointwise.dtype = three.dtype = DType::bf16;
+  InnerProductShape f32_ip = ip;
+  f32_ip.dtype = DType::f32;
+  for (int i = 0; i < 2; ++i) (void)be->make_inner_product(ip);
+  (void)be->make_inner_product(f32_ip);
+  (void)be->make_activated_conv(pointwise, Activation::relu, nullptr);
+  (void)be->make_conv(three);
+  const std::vector<Bf16GemmShapeTiming> t = tuning->time_bf16_gemm_shapes(3, 10.0);
+  ASSERT_EQ(t.size(), 2u);
+  EXPECT_EQ(t[0].shape, ip.to_string());
+  EXPECT_EQ(t[0].count, 2);
+  EXPECT_EQ(t[1].shape, pointwise.to_string());
+  EXPECT_EQ(t[1].count, 1);
+  for (const Bf16GemmShapeTiming& s : t) {
+    EXPECT_TRUE(std::isfinite(s.bf16_s) && s.bf16_s > 0) << s.shape << ": " << s.bf16_s;
+    EXPECT_TRUE(std::isfinite(s.f32_s) && s.f32_s > 0) << s.shape << ": " << s.f32_s;
+  }
+  tuning->set_bf16_gemm(Bf16GemmCompute::f32);
+  EXPECT_EQ(tuning->bf16_gemm(), Bf16GemmCompute::f32);
+  EXPECT_NE(be->precision_support(DType::bf16).note.find("as f32 GEMMs"), std::string::npos);
+  // Made the f32 way from now on: with its activation, a pointwise op is the composed one, and it is
+  // recorded once, not once per layer of the composition.
+  (void)be->make_activated_conv(pointwise, Activation::relu, nullptr);
+  EXPECT_EQ(tuning->time_bf16_gemm_shapes(1, 0.0).at(1).count, 2);
+  EXPECT_NE(testing::error_of([&] { tuning->set_bf16_gemm(Bf16GemmCompute::automatic); }).find("bf16 or f32"),
+            std::string::npos);
+  // The simulated device runs the host's operators: the host's tuning.
+  BackendOptions so;
+  so.kind = DeviceKind::sim;
+  so.threads = 1;
+  EXPECT_NE(make_backend(so)->bf16_gemm_tuning(), nullptr);
+}
+
+// The timing itself, on any CPU (both ways here are the backend's own bf16 ops, native or emulated): each
+// recorded shape once, with its count, each way's forward and backward passes run on operands of the
+// shape's sizes (a wrong size would read or write out of bounds), one warm-up call, then the rounds
+// until the budget is spent: always one, at most `rounds`.
+TEST(CpuBf16Gemm, ShapesTimeBothWaysOfEachRecordedShape) {
+  auto be = make_cpu_backend(1);
+  InnerProductShape ip;
+  ip.batch = 7;
+  ip.in_features = 33;
+  ip.out_features = 17;
+  ip.dtype = DType::bf16;
+  ConvShape pointwise = testing::conv_shape(2, 5, 3, 9, 11, 1, 1, 0);
+  pointwise.dtype = DType::bf16;
+  cpu::Bf16GemmShapes shapes;
+  EXPECT_TRUE(shapes.empty());
+  shapes.record(ip);
+  shapes.record(pointwise);
+  shapes.record(ip);
+  int made_f32 = 0, made_bf16 = 0;
+  const auto count = [&](bool on_f32) { ++(on_f32 ? made_f32 : made_bf16); };
+  const cpu::Bf16GemmFactories make{[&](const ConvShape& s, bool on_f32) {
+                                      count(on_f32);
+                                      return be->make_conv(s);
+                                    },
+                                    [&](const InnerProductShape& s, bool on_f32) {
+                                      count(on_f32);
+                                      return be->make_inner_product(s);
+                                    }};
+  for (const auto& [rounds, budget] : {std::pair{3, 10.0}, std::pair{3, 0.0}}) {
+    const std::vector<Bf16GemmShapeTiming> t = shapes.time(make, rounds, budget);
+    ASSERT_EQ(t.size(), 2u);
+    EXPECT_EQ(t[0].shape, ip.to_string());
+    EXPECT_EQ(t[0].count, 2);
+    EXPECT_EQ(t[1].shape, pointwise.to_string());
+    EXPECT_EQ(t[1].count, 1);
+    for (const Bf16GemmShapeTiming& s : t) {
+      EXPECT_TRUE(std::isfinite(s.bf16_s) && s.bf16_s > 0) << s.shape;
+      EXPECT_TRUE(std::isfinite(s.f32_s) && s.f32_s > 0) << s.shape;
+    }
+  }
+  EXPECT_EQ(made_f32, 4);  // one op per shape and way, per timing
+  EXPECT_EQ(made_bf16, 4);
 }
 
 INSTANTIATE_TEST_SUITE_P(Cpu, LowPrecisionOps,

@@ -219,8 +219,10 @@ TEST(ModelBuild, OneChannelConvolutionAbsorbsTheMaxPoolingAfterIt) {
 
 // In bf16 the composed ops (oneDNN's convolution or matmul with the activation as a post-op) take the
 // pooling over too: the activation's gradient formed at the pooled size. Three input channels, so that
-// the Conv2D is oneDNN's.
+// the Conv2D is oneDNN's. The cpu backend starts with the GEMMs on oneDNN's bf16 kernels on every CPU
+// with native bf16 (run.cpu_bf16_gemm = auto sets another way only in a training run).
 TEST(ModelBuild, Bf16ComposedConvolutionsAbsorbTheMaxPoolingAfterThem) {
+  if (!make_cpu_backend()->precision_support(DType::bf16).native) GTEST_SKIP() << "bf16 is emulated on this CPU";
   for (bool separable_layer : {false, true}) {
     SCOPED_TRACE(separable_layer ? "SeparableConv2D" : "Conv2D");
     auto model = [&](bool apart) {
@@ -232,6 +234,20 @@ TEST(ModelBuild, Bf16ComposedConvolutionsAbsorbTheMaxPoolingAfterThem) {
       auto adjacent = model(false), apart = model(true);
       expect_pooling_absorbed_alike(*adjacent, *apart, batch, 1, {9, 11, 3}, DType::bf16);
     }
+  }
+}
+
+// With the bf16 GEMMs as f32 GEMMs on widened operands (run.cpu_bf16_gemm = f32, or auto where that
+// timed faster), the separable convolution's pointwise half is the composed f32 op, which keeps the
+// pooling its own layer; the same model on a backend with the GEMMs on oneDNN's bf16 kernels absorbs it.
+TEST(ModelBuild, Bf16SeparableConvolutionAbsorbsThePoolingOnlyWithBf16Gemms) {
+  if (!make_cpu_backend()->precision_support(DType::bf16).native) GTEST_SKIP() << "bf16 is emulated on this CPU";
+  for (Bf16GemmCompute gemm : {Bf16GemmCompute::bf16, Bf16GemmCompute::f32}) {
+    SCOPED_TRACE("run.cpu_bf16_gemm = " + bf16_gemm_compute_name(gemm));
+    const std::unique_ptr<Backend> backend = make_cpu_backend(0, false, gemm);
+    auto m = separable_then_pool(false);
+    m->build(*backend, 3, DType::bf16);
+    EXPECT_EQ(static_cast<nn::Pool2D&>(*m->layers()[1]).absorbed(), gemm == Bf16GemmCompute::bf16);
   }
 }
 

@@ -215,6 +215,8 @@ int train_and_log(comm::Communicator& comm, const RunConfig& cfg, double init_st
   RunInfo info;
   info.operator_choices = trainer.backend().operator_choices();
   print_operator_choices(rank, info.operator_choices);
+  info.bf16_gemm = trainer.bf16_gemm_choice();
+  if (rank == 0 && info.bf16_gemm) std::printf("%s\n", bf16_gemm_line(*info.bf16_gemm).c_str());
   check_binding(comm, hosts, trainer.backend().num_threads(), info);
   RunLog log(rank == 0, cfg.run_dir, cfg, trainer.resumed_from());
   trainer.on_interval([&log](const IntervalTimings& t) { log.interval(t); });

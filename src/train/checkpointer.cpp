@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "scaletrain/backend/bf16_gemm_tuning.hpp"
 #include "scaletrain/core/error.hpp"
 #include "scaletrain/core/timer.hpp"
 #include "scaletrain/train/errors.hpp"
@@ -85,6 +86,8 @@ CheckpointState Checkpointer::snapshot(const TrainingState& state, const Trainin
   m.config_hash = config_hash(cfg_);
   m.identity = identity_;
   m.parameter_checksum = checksum;
+  const Bf16GemmTuning* tuning = state.backend.bf16_gemm_tuning();
+  if (tuning && state.model.compute_dtype() == DType::bf16) m.bf16_gemm = bf16_gemm_compute_name(tuning->bf16_gemm());
   return s;
 }
 
@@ -121,10 +124,7 @@ namespace {
 // Rank 0 resolves run.resume to a checkpoint directory ("" to start fresh) and tells everyone.
 std::string resolve_resume_path(const RunConfig& cfg, comm::Communicator& comm) {
   std::string path;
-  root_check(comm, [&] {
-    if (cfg.resume == "auto") path = CheckpointStore(cfg.run_dir, 1).latest();
-    else path = resolve_checkpoint_path(cfg.resume);
-  });
+  root_check(comm, [&] { path = resume_checkpoint_dir(cfg); });
   broadcast_string(comm, path, 0);
   return path;
 }
@@ -156,6 +156,17 @@ TrainingPosition start_position(const CheckpointMeta& saved, const RunConfig& cf
 }
 
 }  // namespace
+
+std::string resume_checkpoint_dir(const RunConfig& cfg) {
+  if (cfg.resume.empty()) return "";
+  if (cfg.resume == "auto") return CheckpointStore(cfg.run_dir, 1).latest();
+  return resolve_checkpoint_path(cfg.resume);
+}
+
+std::string resumed_bf16_gemm(const RunConfig& cfg) {
+  const std::string dir = resume_checkpoint_dir(cfg);
+  return dir.empty() ? "" : read_checkpoint_meta(dir).bf16_gemm;
+}
 
 std::optional<ResumeRecord> resume_from_checkpoint(const RunConfig& cfg, comm::Communicator& comm,
                                                    const TrainingState& state, const IdentityKeys& identity,

@@ -240,9 +240,9 @@ const std::vector<ConfigKey>& config_keys() {
              "cpu operators: oneDNN primitives only, no sgemm inner products, direct first-layer convolutions, fused "
              "separable convolutions or direct max pooling (comparisons)"),
       enum_key("run.cpu_bf16_gemm", &RunConfig::cpu_bf16_gemm, parse_bf16_gemm_compute, bf16_gemm_compute_name,
-               "cpu, train.precision bf16: dense and 1x1 convolution GEMMs on bf16 dot products (bf16), on f32 FMAs "
-               "over widened bf16 operands (f32), or auto: f32 where this core's vdpbf16ps measured slower than its "
-               "fp32 FMAs"),
+               "cpu, train.precision bf16: dense and 1x1 convolution GEMMs on oneDNN's bf16 kernels (bf16), as f32 "
+               "GEMMs on widened bf16 operands (f32), or auto: rank 0 times both at the model's shapes at start-up "
+               "and every rank takes the faster (a resumed run: its checkpoint's choice)"),
       key_of("run.sim_memory_mb", &RunConfig::sim_memory_mb, "sim device memory in MiB (0: unlimited)"),
       key_of("run.sim_delay_us", &RunConfig::sim_delay_us,
              "sim: random delay of up to this many microseconds before every op on every stream (tests)"),

@@ -198,7 +198,8 @@ void RunLog::finish(const RunInfo& info, const TrainResult& r) {
   j["operators"] = {{"deterministic", cfg_.deterministic},
                     {"allow_tf32", cfg_.allow_tf32},
                     {"cudnn_workspace_mb", cfg_.cudnn_workspace_mb},
-                    {"choices", info.operator_choices}};
+                    {"choices", info.operator_choices},
+                    {"cpu_bf16_gemm", info.bf16_gemm ? bf16_gemm_json(*info.bf16_gemm) : nlohmann::json(nullptr)}};
   for (const auto& [k, v] : build_versions()) j["versions"][k] = v;
   j["steps"] = r.steps;
   j["final_step"] = r.final_step;

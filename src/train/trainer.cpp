@@ -17,6 +17,7 @@
 #include <numeric>
 #include <vector>
 
+#include "scaletrain/backend/bf16_gemm_tuning.hpp"
 #include "scaletrain/backend/launch.hpp"
 #include "scaletrain/comm/gradient_buckets.hpp"
 #include "scaletrain/comm/gradient_transport.hpp"
@@ -67,6 +68,7 @@ struct Trainer::Impl {
   std::string data_path;
   std::unique_ptr<data::DataLoader> train_loader, eval_loader;
   std::unique_ptr<nn::Model> model;
+  std::optional<Bf16GemmChoice> bf16_gemm;  // run.cpu_bf16_gemm where the backend has the choice
   nn::SoftmaxCrossEntropy loss;
   std::unique_ptr<optim::Optimizer> optimizer;
   std::unique_ptr<optim::LrSchedule> schedule;
@@ -100,6 +102,8 @@ struct Trainer::Impl {
   void setup_device();
   void setup_data();
   void setup_model();
+  void build_model();
+  void choose_bf16_gemm();
   void setup_optimizer();
   void setup_input();
   void setup_checkpoints();
@@ -198,13 +202,33 @@ void Trainer::Impl::setup_model() {
   const data::DatasetInfo& info = train_loader->info();
   collective_check(comm, [&] {
     model = nn::make_zoo_model(cfg.model, info.sample_shape, static_cast<int64_t>(info.classes.size()));
-    model->build(*backend, local_batch, precision_dtype(cfg.precision));
+    build_model();
     loss.build(*backend, local_batch, static_cast<int64_t>(info.classes.size()));
   });
+  choose_bf16_gemm();
   model->init_parameters(cfg.seed);
   // Identical replicas: rank 0's weights everywhere.
   broadcast_tensor(comm, *backend, model->flat_parameters(), 0);
   model->refresh_compute_parameters();
+}
+
+void Trainer::Impl::build_model() { model->build(*backend, local_batch, precision_dtype(cfg.precision)); }
+
+// A bf16 model on a backend that can run its GEMM-shaped ops two ways: the choice every rank takes
+// (train/bf16_gemm_choice.hpp), and the model built again where it differs from the backend's start.
+// Only where every rank has the choice, so that no rank waits for a broadcast the others skip.
+void Trainer::Impl::choose_bf16_gemm() {
+  Bf16GemmTuning* tuning = model->compute_dtype() == DType::bf16 ? backend->bf16_gemm_tuning() : nullptr;
+  const int32_t mine = tuning ? 1 : 0;
+  std::vector<int32_t> all(static_cast<size_t>(comm.size()));
+  comm.allgather(&mine, sizeof mine, all.data());
+  if (std::find(all.begin(), all.end(), 0) != all.end()) return;
+  bf16_gemm = train::choose_bf16_gemm(
+      comm, cfg.cpu_bf16_gemm, [&] { return resumed_bf16_gemm(cfg); },
+      [&] { return tuning->time_bf16_gemm_shapes(kBf16GemmProbeRounds, kBf16GemmProbeBudgetS); });
+  if (bf16_gemm->compute == tuning->bf16_gemm()) return;
+  tuning->set_bf16_gemm(bf16_gemm->compute);
+  collective_check(comm, [&] { build_model(); });
 }
 
 void Trainer::Impl::setup_optimizer() {
@@ -519,6 +543,7 @@ TimeSpan Trainer::staging_time() const { return impl_->staging; }
 const std::string& Trainer::gpu_telemetry_line() const { return impl_->telemetry_line; }
 const std::optional<ResumeRecord>& Trainer::resumed_from() const { return impl_->resumed; }
 const BucketReport& Trainer::bucket_report() const { return impl_->bucket_tuner->report(); }
+const std::optional<Bf16GemmChoice>& Trainer::bf16_gemm_choice() const { return impl_->bf16_gemm; }
 
 namespace {
 

@@ -18,6 +18,10 @@
 #                          run.json; run.resume = auto then matches the uninterrupted run bitwise.
 #   external NP SIG        the same with a real `kill -SIG` from outside, to the last rank's process,
 #                          once the run is under way (1500 steps; the stop step is read back).
+#   bf16_gemm NP STOP      bf16 with run.cpu_bf16_gemm = auto: a fresh run times both ways and says so
+#                          (start-up line, run.json); for each way, a run stopped at STOP with it set,
+#                          resumed with auto, takes the checkpoint's way and matches the uninterrupted
+#                          run with that way bitwise (skipped, exit 77, where bf16 is emulated).
 # EXTRA="flags" (environment) adds flags to every run; LR=... sets the learning rate (0.01).
 # usage: resume_check.sh SCALETRAIN MPIRUN_PREFIX... -- OUTDIR MODE ARGS...
 set -euo pipefail
@@ -203,6 +207,37 @@ PY
     expect_line "$out/stopped.log" "scaletrain: stopped by SIG$sig (received by rank $((np - 1))) after step $at"
     run stopped "$np" --run.resume auto "${all[@]}"
     compare full stopped
+    ;;
+  bf16_gemm)
+    np=$1 stop=$2
+    common+=(--train.precision bf16)
+    run timed "$np" --train.max_steps 2 --run.cpu_bf16_gemm auto
+    if grep -q "bf16 emulated" "$out/timed.log"; then echo "skipped: bf16 is emulated on this CPU: no choice"; exit 77; fi
+    expect_line "$out/timed.log" "bf16 GEMMs: run.cpu_bf16_gemm = auto -> "
+    expect_line "$out/timed.log" " per step, forward and backward; "
+    grep -F "bf16 GEMMs:" "$out/timed.log"
+    /usr/bin/python3 - "$out/timed/run.json" "$out/timed.log" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))["operators"]["cpu_bf16_gemm"]
+line = next(l for l in open(sys.argv[2]) if l.startswith("bf16 GEMMs:"))
+ok = (c["source"] == "timed" and c["setting"] == "auto" and f"-> {c['compute']} (" in line and c["shapes"]
+      and c["bf16_ms"] > 0 and c["f32_ms"] > 0 and (c["compute"] == "f32") == (c["f32_ms"] < c["bf16_ms"]))
+print("run.json operators.cpu_bf16_gemm:", {k: v for k, v in c.items() if k != "shapes"}, len(c["shapes"]), "shapes")
+sys.exit(0 if ok else 1)
+PY
+    for way in f32 bf16; do
+      run "full_$way" "$np" "${all[@]}" --run.cpu_bf16_gemm "$way"
+      run "resumed_$way" "$np" --train.max_steps "$stop" --run.cpu_bf16_gemm "$way"
+      /usr/bin/python3 -c 'import h5py, sys; v = h5py.File(sys.argv[1])["/"].attrs["cpu_bf16_gemm"]
+v = v.decode() if isinstance(v, bytes) else v
+print("trainer.h5 cpu_bf16_gemm:", v); sys.exit(v != sys.argv[2])' \
+        "$out/resumed_$way/checkpoints/step-$stop/trainer.h5" "$way"
+      run "resumed_$way" "$np" --run.resume auto "${all[@]}" --run.cpu_bf16_gemm auto
+      expect_line "$out/resumed_$way.log" "bf16 GEMMs: run.cpu_bf16_gemm = auto -> $way (as the resumed checkpoint ran"
+      compare "full_$way" "resumed_$way"
+    done
+    # The two ways round differently, so that the comparisons above could fail.
+    if compare full_f32 full_bf16 > /dev/null; then echo "FAIL: the f32 and bf16 GEMM runs are identical"; exit 1; fi
     ;;
   *) echo "resume_check.sh: unknown mode $mode" >&2; exit 2 ;;
 esac

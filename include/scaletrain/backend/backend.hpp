@@ -24,10 +24,10 @@ DeviceKind parse_device_kind(const std::string& name);  // "cpu" | "sim" | "cuda
 std::string device_kind_name(DeviceKind k);
 
 // cpu, bf16 storage: how the GEMM-shaped operators (dense layers, 1x1 convolutions) compute.
-// bf16: oneDNN's bf16 kernels (AVX512-BF16 dot products, vdpbf16ps). f32: f32 FMAs on operands
+// bf16: oneDNN's bf16 kernels (AVX512-BF16 dot products or AMX tiles). f32: f32 GEMMs on operands
 // widened from bf16 (the same exact products, f32 accumulation; outputs rounded to bf16). automatic:
-// f32 where this core's measured vdpbf16ps FLOP rate is below its fp32 FMA rate (some Xeons run
-// vdpbf16ps at half the FMA rate), else bf16.
+// the backend starts with bf16, and the trainer times both at the model's shapes and sets the faster
+// (Backend::bf16_gemm_tuning, train/bf16_gemm_choice.hpp).
 enum class Bf16GemmCompute { automatic, bf16, f32 };
 Bf16GemmCompute parse_bf16_gemm_compute(const std::string& name);  // "auto" | "bf16" | "f32"; Error otherwise
 std::string bf16_gemm_compute_name(Bf16GemmCompute c);
@@ -63,6 +63,8 @@ struct PrecisionSupport {
   bool native = true;
   std::string note;
 };
+
+class Bf16GemmTuning;
 
 class Backend {
  public:
@@ -121,6 +123,10 @@ class Backend {
   // One line per operator algorithm this backend chose (cuda: the cuDNN algorithm or cuBLASLt heuristic
   // per shape, with its workspace and time); empty where there is no choice to report.
   virtual std::vector<std::string> operator_choices() const { return {}; }
+
+  // Where bf16 GEMM-shaped operators can run two ways, the backend's records and timings of them
+  // (backend/bf16_gemm_tuning.hpp); null where there is one way.
+  virtual Bf16GemmTuning* bf16_gemm_tuning() { return nullptr; }
 
   // Waits for all work queued on every stream of this backend.
   virtual void synchronize() = 0;

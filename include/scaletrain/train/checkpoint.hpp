@@ -7,8 +7,9 @@
 //                 model.h5.
 //   trainer.h5    attrs: the position (step, epoch, step_in_epoch, seed), the loss scaler (scale,
 //                 clean steps in a row, skipped steps), world_size, global_batch, data_mode,
-//                 git_commit, config (the resolved TOML) and config_hash, the identity keys and their values, and
-//                 the parameter checksum every rank agreed on.
+//                 git_commit, config (the resolved TOML) and config_hash, the identity keys and their values,
+//                 the parameter checksum every rank agreed on, and cpu_bf16_gemm (how the bf16 GEMM-shaped
+//                 operators computed, where there was a choice: train/bf16_gemm_choice.hpp).
 //
 // Every file carries the attr format_version. Reading checks every name and shape against the
 // model and fails naming the file and the dataset. Directory handling (temporary name, fsync,
@@ -47,6 +48,7 @@ struct CheckpointMeta {
   uint64_t config_hash = 0;  // config_hash() of the configuration, as run.json's
   std::vector<std::pair<std::string, std::string>> identity;  // key, value (train/resume.hpp)
   uint64_t parameter_checksum = 0;
+  std::string bf16_gemm;  // "bf16" | "f32"; "" where the run had no choice (not bf16, or one way)
 };
 
 // Host copies of the replicated state, in our flat layouts (Model::flat_parameters()).

@@ -86,6 +86,13 @@ class Checkpointer {
   bool diverged_once_ = false;  // run.inject_divergence_rank applies to the first checkpoint only
 };
 
+// Rank-local: the checkpoint directory run.resume names ("" without run.resume, or auto without a
+// checkpoint yet). Error naming the path where it is not a checkpoint.
+std::string resume_checkpoint_dir(const RunConfig& cfg);
+// Rank-local: how the checkpoint run.resume names ran its bf16 GEMM-shaped operators ("bf16", "f32", or
+// "" where there is no such checkpoint or it records no choice).
+std::string resumed_bf16_gemm(const RunConfig& cfg);
+
 // Collective. The checkpoint run.resume asks for, checked against this run and restored into
 // `state`; std::nullopt when the run starts fresh (no run.resume, or auto without a checkpoint).
 // `steps_per_epoch` places the start; rank 0 prints what happens.

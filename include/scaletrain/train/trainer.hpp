@@ -15,6 +15,7 @@
 #include "scaletrain/comm/communicator.hpp"
 #include "scaletrain/core/timer.hpp"
 #include "scaletrain/nn/model.hpp"
+#include "scaletrain/train/bf16_gemm_choice.hpp"
 #include "scaletrain/train/bucket_tuner.hpp"
 #include "scaletrain/train/checkpointer.hpp"
 #include "scaletrain/train/config.hpp"
@@ -138,6 +139,8 @@ class Trainer {
   const std::optional<ResumeRecord>& resumed_from() const;
   // comm.bucket_mb: the size in use, and for auto the probe, fit and prediction behind it.
   const BucketReport& bucket_report() const;
+  // run.cpu_bf16_gemm as resolved for a bf16 model where the backend has the choice; empty elsewhere.
+  const std::optional<Bf16GemmChoice>& bf16_gemm_choice() const;
 
  private:
   struct Impl;

@@ -1,18 +1,18 @@
 // The CPU backend: one oneDNN engine and stream, OpenMP threads set to the cores this process is
 // bound to (its affinity mask) unless a thread count is given, host memory as device memory,
 // inline streams, and the op factories (oneDNN primitives, or sgemm, bf16 matmul, direct loops and
-// the fused separable convolution where those are faster, unless onednn_only). bf16 runs on oneDNN's bf16 kernels where the CPU has
-// AVX512-BF16, except the GEMM-shaped ops where f32 FMAs measured faster (Bf16GemmCompute); f16,
-// and bf16 elsewhere, run emulated (f32 ops on low-precision storage).
+// the fused separable convolution where those are faster, unless onednn_only). bf16 runs on oneDNN's
+// bf16 kernels where the CPU has AVX512-BF16, the GEMM-shaped ops as f32 GEMMs where the trainer's
+// timing chose so (Bf16GemmTuning); f16, and bf16 elsewhere, run emulated (f32 ops on low-precision storage).
 #include <omp.h>
 
 #include <cstdlib>
-#include <mutex>
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "scaletrain/backend/backend.hpp"
+#include "scaletrain/backend/bf16_gemm_tuning.hpp"
+#include "scaletrain/backend/cpu/bf16_gemm_shapes.hpp"
 #include "scaletrain/backend/cpu/inline_stream.hpp"
-#include "scaletrain/backend/cpu/instruction_rates.hpp"
 #include "scaletrain/backend/cpu/onednn_ops.hpp"
 #include "scaletrain/core/check_dnnl.hpp"
 #include "scaletrain/core/cpu_mask.hpp"
@@ -48,10 +48,10 @@ std::string isa_name(dnnl::cpu_isa isa) {
   return "unknown";
 }
 
-class CpuBackend final : public Backend {
+class CpuBackend final : public Backend, public Bf16GemmTuning {
  public:
   CpuBackend(int threads, bool onednn_only, Bf16GemmCompute bf16_gemm)
-      : bf16_gemm_mode_(bf16_gemm), onednn_only_(onednn_only) {
+      : gemm_on_f32_(bf16_gemm == Bf16GemmCompute::f32), onednn_only_(onednn_only) {
     ST_CHECK(threads >= 0, "CPU backend: thread count must be >= 0 (0 = the affinity mask), got ", threads);
     threads_ = threads > 0 ? threads : CpuMask::of_this_process().count();
     // Before any primitive exists: oneDNN sizes its parallel work from omp_get_max_threads().
@@ -92,7 +92,8 @@ class CpuBackend final : public Backend {
       case DType::f32: return {true, "f32"};
       case DType::bf16:
         if (native_bf16_)
-          return {true, "bf16 on oneDNN's bf16 kernels (ISA " + isa_ + "), f32 accumulation" + bf16_gemm().note +
+          return {true, "bf16 on oneDNN's bf16 kernels (ISA " + isa_ + "), f32 accumulation" +
+                            (gemm_on_f32() ? "; dense and 1x1 convolution GEMMs as f32 GEMMs on widened bf16" : "") +
                             (onednn_only_ ? "" : "; one-channel first layers into at most 8 on f32 FMAs")};
         return {false, "bf16 emulated: f32 compute on bf16 storage (oneDNN's ISA here is " + isa_ +
                            ", without AVX512-BF16 instructions)"};
@@ -104,7 +105,8 @@ class CpuBackend final : public Backend {
   }
 
   std::unique_ptr<ConvOp> make_conv(const ConvShape& shape, Stream* = nullptr) override {
-    if (emulated(shape.dtype) || (gemm_on_f32(shape.dtype) && cpu::is_pointwise(shape)) || narrow_on_f32(shape))
+    if (gemm_choosable(shape.dtype) && cpu::is_pointwise(shape)) return make_gemm_conv(shape);
+    if (emulated(shape.dtype) || narrow_on_f32(shape))
       return cpu::make_emulated_conv(make_conv(as_f32(shape)), shape);
     if (cpu::is_pointwise(shape) && !onednn_only_) return cpu::make_pointwise_conv(ctx_, shape);
     if (cpu::prefers_few_taps(shape) && !onednn_only_) return cpu::make_few_taps_conv(shape);
@@ -114,10 +116,9 @@ class CpuBackend final : public Backend {
     return cpu::make_onednn_conv(ctx_, shape);
   }
   std::unique_ptr<InnerProductOp> make_inner_product(const InnerProductShape& shape, Stream* = nullptr) override {
-    if (emulated(shape.dtype) || gemm_on_f32(shape.dtype))
-      return cpu::make_emulated_inner_product(make_inner_product(as_f32(shape)), shape);
+    if (gemm_choosable(shape.dtype)) return make_gemm_inner_product(shape);
+    if (emulated(shape.dtype)) return cpu::make_emulated_inner_product(make_inner_product(as_f32(shape)), shape);
     if (onednn_only_) return cpu::make_onednn_inner_product(ctx_, shape);
-    if (shape.dtype == DType::bf16) return cpu::make_matmul_inner_product(ctx_, shape);
     return cpu::make_gemm_inner_product(shape);
   }
   // Activations applied while the output is in cache: f32 first layers on the few-taps and the
@@ -132,9 +133,11 @@ class CpuBackend final : public Backend {
       return cpu::make_narrow_rows_activated_conv(shape, activation);
     if (activation != Activation::none && shape.dtype == DType::bf16 && !emulated(shape.dtype) && !onednn_only_) {
       Stream& on = stream ? *stream : compute_stream();
-      if (cpu::is_pointwise(shape) && !gemm_on_f32(shape.dtype))
+      if (cpu::is_pointwise(shape) && !gemm_on_f32()) {
+        gemm_shapes_.record(shape);
         return compose_post_activated_conv(shape, activation, cpu::make_pointwise_conv(ctx_, shape, activation), on,
                                            pool_absorption());
+      }
       if (!cpu::is_pointwise(shape) && !narrow_on_f32(shape))
         return compose_post_activated_conv(shape, activation, cpu::make_onednn_conv(ctx_, shape, activation), on,
                                            pool_absorption());
@@ -160,6 +163,20 @@ class CpuBackend final : public Backend {
 
   void synchronize() override { ST_DNNL_CHECK(ctx_->stream.wait()); }
 
+  Bf16GemmTuning* bf16_gemm_tuning() override { return bf16_gemm_tuning_available() ? this : nullptr; }
+  Bf16GemmCompute bf16_gemm() const override { return gemm_on_f32_ ? Bf16GemmCompute::f32 : Bf16GemmCompute::bf16; }
+  void set_bf16_gemm(Bf16GemmCompute compute) override {
+    ST_CHECK(compute != Bf16GemmCompute::automatic, "set_bf16_gemm takes bf16 or f32, not auto");
+    gemm_on_f32_ = compute == Bf16GemmCompute::f32;
+  }
+  std::vector<Bf16GemmShapeTiming> time_bf16_gemm_shapes(int rounds, double budget_s) override {
+    const cpu::Bf16GemmFactories make{[this](const ConvShape& s, bool on_f32) { return make_gemm_conv(s, on_f32); },
+                                      [this](const InnerProductShape& s, bool on_f32) {
+                                        return make_gemm_inner_product(s, on_f32);
+                                      }};
+    return gemm_shapes_.time(make, rounds, budget_s);
+  }
+
  private:
   // bf16 convolutions composed with their activation take over a max pooling after them (the direct op),
   // forming the activation's gradient at the pooled size: a full-size pass of it saved (perf/README).
@@ -174,28 +191,27 @@ class CpuBackend final : public Backend {
   bool narrow_on_f32(const ConvShape& shape) const {
     return shape.dtype == DType::bf16 && cpu::prefers_narrow_rows(as_f32(shape)) && !onednn_only_;
   }
-  // Whether GEMM-shaped ops (inner products, pointwise convolutions) in this storage type run as f32
-  // GEMMs on widened operands although the type is native (bf16 where vdpbf16ps is the slower).
-  bool gemm_on_f32(DType t) const { return t == DType::bf16 && bf16_gemm().on_f32; }
-
-  // How native bf16 GEMMs compute, chosen on first use, so runs and tests that never ask about bf16
-  // pay nothing; automatic times ~3 ms of FMA and vdpbf16ps chains on this thread, best of 3 each.
-  struct Bf16GemmChoice {
-    bool on_f32 = false;
-    std::string note;  // appended to the bf16 precision note when on_f32
-  };
-  const Bf16GemmChoice& bf16_gemm() const {
-    std::call_once(bf16_gemm_once_, [&] { bf16_gemm_ = choose_bf16_gemm(); });
-    return bf16_gemm_;
+  // Whether GEMM-shaped ops (inner products, pointwise convolutions) of this storage type may run two
+  // ways (native bf16 on the fast paths), and whether they now run as f32 GEMMs on widened operands.
+  bool gemm_choosable(DType t) const { return t == DType::bf16 && bf16_gemm_tuning_available(); }
+  bool bf16_gemm_tuning_available() const { return native_bf16_ && !onednn_only_; }
+  bool gemm_on_f32() const { return gemm_on_f32_ && bf16_gemm_tuning_available(); }
+  // A bf16 GEMM-shaped op, recorded for time_bf16_gemm_shapes, made the way now set.
+  std::unique_ptr<ConvOp> make_gemm_conv(const ConvShape& shape) {
+    gemm_shapes_.record(shape);
+    return make_gemm_conv(shape, gemm_on_f32());
   }
-  Bf16GemmChoice choose_bf16_gemm() const {
-    if (!native_bf16_ || onednn_only_ || bf16_gemm_mode_ == Bf16GemmCompute::bf16) return {};
-    const std::string what = "; dense and 1x1 convolution GEMMs on f32 FMAs over widened bf16";
-    if (bf16_gemm_mode_ == Bf16GemmCompute::f32) return {true, what + " (set)"};
-    const double fma = cpu::fp32_fma_flops_per_s(200'000, 3), dot = cpu::bf16_dot_flops_per_s(150'000, 3);
-    if (dot >= fma) return {};
-    return {true, detail::concat(what, " (this core: ", static_cast<int>(dot / 1e9), " GFLOP/s vdpbf16ps < ",
-                                 static_cast<int>(fma / 1e9), " fp32 FMA)")};
+  std::unique_ptr<InnerProductOp> make_gemm_inner_product(const InnerProductShape& shape) {
+    gemm_shapes_.record(shape);
+    return make_gemm_inner_product(shape, gemm_on_f32());
+  }
+  // The two ways: oneDNN's bf16 matmul, or the f32 op on operands widened from bf16.
+  std::unique_ptr<ConvOp> make_gemm_conv(const ConvShape& shape, bool on_f32) {
+    return on_f32 ? cpu::make_emulated_conv(make_conv(as_f32(shape)), shape) : cpu::make_pointwise_conv(ctx_, shape);
+  }
+  std::unique_ptr<InnerProductOp> make_gemm_inner_product(const InnerProductShape& shape, bool on_f32) {
+    return on_f32 ? cpu::make_emulated_inner_product(make_inner_product(as_f32(shape)), shape)
+                  : cpu::make_matmul_inner_product(ctx_, shape);
   }
   template <class Shape>
   static Shape as_f32(Shape s) {
@@ -203,9 +219,8 @@ class CpuBackend final : public Backend {
     return s;
   }
   bool native_bf16_ = false;
-  Bf16GemmCompute bf16_gemm_mode_;
-  mutable std::once_flag bf16_gemm_once_;
-  mutable Bf16GemmChoice bf16_gemm_;
+  bool gemm_on_f32_ = false;      // Bf16GemmTuning: bf16 GEMM-shaped ops as f32 GEMMs
+  cpu::Bf16GemmShapes gemm_shapes_;  // the bf16 GEMM-shaped ops made, for time_bf16_gemm_shapes
   std::string isa_;
   // onednn_only (run.cpu_onednn_only) runs inner products, pointwise convolutions, first-layer
   // convolutions, separable convolutions and max pooling on oneDNN's primitives instead of sgemm on

@@ -179,6 +179,9 @@ class SimBackend final : public Backend {
     return std::make_unique<SimSeparableConvOp>(host_->make_separable_conv(shape), s ? *s : compute_);
   }
 
+  // The host backend's: the simulated device runs the host's operators.
+  Bf16GemmTuning* bf16_gemm_tuning() override { return host_->bf16_gemm_tuning(); }
+
   void synchronize() override {
     copy_.synchronize();
     comm_.synchronize();
