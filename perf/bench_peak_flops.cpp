@@ -1,6 +1,7 @@
 // bench_peak_flops: this machine's fp32 and bf16 peaks, measured: every thread (one per core it may run
-// on) runs independent chains of AVX-512 (or AVX2) fused multiply-adds, and of AVX512-BF16 dot products
-// (vdpbf16ps) where the CPU has them, from registers (the kernels: backend/cpu/instruction_rates.hpp).
+// on) runs independent chains of AVX-512 (or AVX2) fused multiply-adds, of AVX512-BF16 dot products
+// (vdpbf16ps), and of AMX bf16 tile products (tdpbf16ps), each where the CPU has them, from registers
+// (the kernels: backend/cpu/instruction_rates.hpp).
 // The figures the training benchmark divides by.
 // Prints a table, or one JSON object with --json.
 #include <pthread.h>
@@ -57,6 +58,19 @@ Peak measure(const std::vector<int>& cpus, Kernel kernel, double flops_per_threa
   return p;
 }
 
+// GFLOP/s as a JSON number, or null where the instructions are missing; and as a table cell.
+std::string json_gflops(bool have, double flops) {
+  char s[32] = "null";
+  if (have) std::snprintf(s, sizeof s, "%.1f", flops / 1e9);
+  return s;
+}
+std::string table_gflops(bool have, double flops) {
+  char s[32];
+  if (have) std::snprintf(s, sizeof s, "%16.1f", flops / 1e9);
+  else std::snprintf(s, sizeof s, "%16s", "unavailable");
+  return s;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -78,35 +92,36 @@ int main(int argc, char** argv) {
   const Peak bf16_peak = bf16 ? measure(cpus, [&] { return dpbf16_chains_avx512(bf16_iters); },
                                         static_cast<double>(bf16_iters) * kDpbf16FlopsPerIter)
                               : Peak{};
+  // AMX: 1/64 of the FMA rounds, as each round is four tile products of 16384 FLOPs.
+  const bool amx = have_amx_bf16();
+  const int64_t amx_iters = kIters / 64;
+  const Peak amx_peak =
+      amx ? measure(cpus, [&] { return amx_bf16_chains(amx_iters); }, static_cast<double>(amx_iters) * kAmxBf16FlopsPerIter)
+          : Peak{};
 
   if (json) {
-    char bf16_1[32] = "null", bf16_n[32] = "null";
-    if (bf16) {
-      std::snprintf(bf16_1, sizeof bf16_1, "%.1f", bf16_peak.one_core / 1e9);
-      std::snprintf(bf16_n, sizeof bf16_n, "%.1f", bf16_peak.all_cores / 1e9);
-    }
     std::printf(
         "{\"isa\": \"%s\", \"cores\": %zu, \"peak_gflops_1core\": %.1f, \"peak_gflops\": %.1f, "
-        "\"bf16_isa\": \"%s\", \"bf16_peak_gflops_1core\": %s, \"bf16_peak_gflops\": %s}\n",
-        isa.c_str(), cpus.size(), fp32.one_core / 1e9, fp32.all_cores / 1e9, bf16_isa.c_str(), bf16_1, bf16_n);
-  } else {
-    auto bf16_cell = [&](double v) {
-      char s[32];
-      if (bf16)
-        std::snprintf(s, sizeof s, "%16.1f", v / 1e9);
-      else
-        std::snprintf(s, sizeof s, "%16s", "unavailable");
-      return std::string(s);
-    };
-    std::printf("%-10s %6s %16s %16s\n", "isa", "cores", "fp32 GFLOP/s", "bf16 GFLOP/s");
-    std::printf("%-10s %6s %16s %16s\n", "", "", "(FMA)", "(vdpbf16ps)");
-    std::printf("%-10s %6d %16.1f %s\n", isa.c_str(), 1, fp32.one_core / 1e9, bf16_cell(bf16_peak.one_core).c_str());
-    std::printf("%-10s %6zu %16.1f %s\n", isa.c_str(), cpus.size(), fp32.all_cores / 1e9,
-                bf16_cell(bf16_peak.all_cores).c_str());
-    if (bf16)
-      std::printf("bf16: vdpbf16ps chains (AVX512-BF16), 64 FLOPs per instruction (16 lanes x 2 pairs x 2)\n");
-    else
-      std::printf("bf16: unavailable, this CPU (or OS) lacks AVX512-BF16 (avx512_bf16 in /proc/cpuinfo)\n");
+        "\"bf16_isa\": \"%s\", \"bf16_peak_gflops_1core\": %s, \"bf16_peak_gflops\": %s, "
+        "\"amx_bf16_peak_gflops_1core\": %s, \"amx_bf16_peak_gflops\": %s}\n",
+        isa.c_str(), cpus.size(), fp32.one_core / 1e9, fp32.all_cores / 1e9, bf16_isa.c_str(),
+        json_gflops(bf16, bf16_peak.one_core).c_str(), json_gflops(bf16, bf16_peak.all_cores).c_str(),
+        json_gflops(amx, amx_peak.one_core).c_str(), json_gflops(amx, amx_peak.all_cores).c_str());
+    return 0;
   }
+  std::printf("%-10s %6s %16s %16s %16s\n", "isa", "cores", "fp32 GFLOP/s", "bf16 GFLOP/s", "bf16 GFLOP/s");
+  std::printf("%-10s %6s %16s %16s %16s\n", "", "", "(FMA)", "(vdpbf16ps)", "(AMX tdpbf16ps)");
+  std::printf("%-10s %6d %16.1f %s %s\n", isa.c_str(), 1, fp32.one_core / 1e9,
+              table_gflops(bf16, bf16_peak.one_core).c_str(), table_gflops(amx, amx_peak.one_core).c_str());
+  std::printf("%-10s %6zu %16.1f %s %s\n", isa.c_str(), cpus.size(), fp32.all_cores / 1e9,
+              table_gflops(bf16, bf16_peak.all_cores).c_str(), table_gflops(amx, amx_peak.all_cores).c_str());
+  if (bf16)
+    std::printf("bf16: vdpbf16ps chains (AVX512-BF16), 64 FLOPs per instruction (16 lanes x 2 pairs x 2)\n");
+  else
+    std::printf("bf16: unavailable, this CPU (or OS) lacks AVX512-BF16 (avx512_bf16 in /proc/cpuinfo)\n");
+  if (amx)
+    std::printf("amx:  tdpbf16ps chains on 4 accumulator tiles, 16384 FLOPs per instruction (16x16x32 x 2)\n");
+  else
+    std::printf("amx:  unavailable, this CPU (or OS) lacks AMX-BF16 (amx_bf16, amx_tile in /proc/cpuinfo)\n");
   return 0;
 }

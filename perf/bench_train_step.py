@@ -16,7 +16,8 @@ DDP with gloo), 1x2 = 1 process x 2 threads. Precisions: fp32, and bf16 (scaletr
 The ratio column compares each scaletrain configuration with PyTorch's best configuration of the
 same precision. Training FLOPs are run.json's training_flops_per_sample: 3x the forward FLOPs the
 model summary counts, but 2x for the first layer with parameters, which computes no input gradient
-(neither does PyTorch's); % peak is against the fp32 peak for fp32 rows and against the bf16 (vdpbf16ps) peak for bf16 rows.
+(neither does PyTorch's); % peak is against the fp32 peak for fp32 rows and against the bf16 peak for bf16
+rows: the higher of the vdpbf16ps and the AMX tdpbf16ps peaks the CPU has.
 """
 import argparse
 import json
@@ -98,9 +99,19 @@ def peak_line(peak):
         return fp32 + "\nmeasured bf16 peak: not measured (this bench_peak_flops predates it: rebuild it)"
     if peak["bf16_peak_gflops"] is None:
         return fp32 + "\nmeasured bf16 peak: unavailable (the CPU lacks AVX512-BF16)"
-    return fp32 + (f"\nmeasured bf16 peak: {peak['bf16_peak_gflops']:.0f} GFLOP/s on {peak['cores']} cores "
+    line = fp32 + (f"\nmeasured bf16 peak: {peak['bf16_peak_gflops']:.0f} GFLOP/s on {peak['cores']} cores "
                    f"({peak['bf16_peak_gflops_1core']:.0f} on one; {peak.get('bf16_isa', 'avx512bf16')} "
                    "vdpbf16ps chains)")
+    if peak.get("amx_bf16_peak_gflops") is None:
+        return line + "\nmeasured AMX bf16 peak: unavailable (the CPU, or its OS, lacks AMX-BF16)"
+    return line + (f"\nmeasured AMX bf16 peak: {peak['amx_bf16_peak_gflops']:.0f} GFLOP/s on {peak['cores']} cores "
+                   f"({peak['amx_bf16_peak_gflops_1core']:.0f} on one; tdpbf16ps chains)")
+
+
+def bf16_peak_gflops(peak):
+    """The higher of the vdpbf16ps and AMX peaks; None where the CPU has neither."""
+    peaks = [v for v in (peak.get("bf16_peak_gflops"), peak.get("amx_bf16_peak_gflops")) if v is not None]
+    return max(peaks) if peaks else None
 
 
 def fraction(gflops, peak_gflops):
@@ -126,7 +137,7 @@ def main():
 
     peak = json.loads(subprocess.run([os.path.join(a.build, "perf/bench_peak_flops"), "--json"], check=True,
                                      capture_output=True, text=True).stdout)
-    peak_gflops = {"fp32": peak["peak_gflops"], "bf16": peak.get("bf16_peak_gflops")}  # None: no bf16 peak
+    peak_gflops = {"fp32": peak["peak_gflops"], "bf16": bf16_peak_gflops(peak)}  # None: no bf16 peak
     print(peak_line(peak) + "\n", flush=True)
     rows = []
     with tempfile.TemporaryDirectory(prefix="st-bench-") as work:
