@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The requeue and watchdog tests of tests/slurm.cmake, on a test cluster of scripts/slurm-test-cluster.sh:
-#   requeue_test.sh requeue DIR RUN_DIR STEPS scancel|time_limit -- SBATCH OPTIONS...
+#   requeue_test.sh requeue DIR RUN_DIR STEPS scancel|before_step|time_limit -- SBATCH OPTIONS...
 #       submits jobs/slurm/train_requeue.sbatch with these options into a fresh RUN_DIR (a LeNet run of STEPS steps,
 #       SCALETRAIN_CONFIG from the environment); with `scancel`, once metrics.jsonl shows progress, it stops the job by
-#       hand (scancel --batch --signal=USR1); with `time_limit` Slurm's --signal does. Passes when the job ends
+#       hand (scancel --batch --signal=USR1); with `time_limit` Slurm's --signal does; with `before_step` the batch
+#       shell gets SIGUSR1 as soon as it has made RUN_DIR, before it starts the job step. Passes when the job ends
 #       COMPLETED after at least one requeue, its output shows the stop (exit 75) and the requeue, and the run
 #       directory is whole: a checkpoint, run.json with final_step = STEPS, a resumed_from record in metrics.jsonl.
 #   requeue_test.sh watchdog DIR kill|stop LIMIT -- SRUN COMMAND...
@@ -37,6 +38,21 @@ steps_lasting() {
 per = max((t2 - t1) - (t1 - t0), 1e-3) / 500; print(max(3000, int(s / per)))" "$t0" "$t1" "$t2" "$seconds"
 }
 
+# signal_before_step JOB RUN_DIR: SIGUSR1 to the job's batch shell (on this node: `scontrol listpids`, local id 0 of
+# the batch step) once it has made the run directory, just before it logs its start and starts the job step: as
+# Slurm's --signal at a time-limit check that comes at the job's start.
+signal_before_step() {
+  local id=$1 run_dir=$2 pid="" deadline=$((SECONDS + START_WAIT_S))
+  until [ -d "$run_dir" ]; do
+    [ "$SECONDS" -lt "$deadline" ] || { scancel "$id"; fail "job $id made no $run_dir within $START_WAIT_S s"; }
+    sleep 0.01
+  done
+  pid=$(scontrol listpids "$id" 2>/dev/null | awk '$3 == "batch" && $4 == 0 {print $1}')
+  [ -n "$pid" ] || { scancel "$id"; fail "no batch shell of job $id in scontrol listpids"; }
+  kill -USR1 "$pid" || fail "kill -USR1 $pid (the batch shell of job $id) failed"
+  say "SIGUSR1 to the batch shell of job $id (pid $pid) as it starts, before the job step"
+}
+
 # requeue_job RUN_DIR STEPS MODE SBATCH OPTIONS...   (STEPS: a number, or auto:SECONDS for steps_lasting)
 requeue_job() {
   local run_dir=$1 steps=$2 mode=$3
@@ -62,6 +78,8 @@ requeue_job() {
     done
     say "training is under way after $((SECONDS - t0)) s: scancel --batch --signal=USR1 $id"
     scancel --batch --signal=USR1 "$id" || fail "scancel --batch --signal=USR1 $id failed"
+  elif [ "$mode" = before_step ]; then
+    signal_before_step "$id" "$run_dir"
   fi
   local record
   wait_for_job "$id"
