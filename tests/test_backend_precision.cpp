@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "scaletrain/backend/activation.hpp"
@@ -277,6 +278,17 @@ TEST(CpuBf16Gemm, NoteNamesTheChoice) {
             std::string::npos);
 }
 
+// The timings name the expected shapes with their counts, in order, each way with a positive time.
+void expect_timed(const std::vector<Bf16GemmShapeTiming>& t, const std::vector<std::pair<std::string, int>>& shapes) {
+  ASSERT_EQ(t.size(), shapes.size());
+  for (size_t i = 0; i < t.size(); ++i) {
+    EXPECT_EQ(t[i].shape, shapes[i].first);
+    EXPECT_EQ(t[i].count, shapes[i].second) << t[i].shape;
+    EXPECT_TRUE(std::isfinite(t[i].bf16_s) && t[i].bf16_s > 0) << t[i].shape << ": " << t[i].bf16_s;
+    EXPECT_TRUE(std::isfinite(t[i].f32_s) && t[i].f32_s > 0) << t[i].shape << ": " << t[i].f32_s;
+  }
+}
+
 // Where bf16 is native, the backend records every bf16 GEMM-shaped op it makes (inner products and
 // 1x1 convolutions, with or without their activation; not other convolutions), counts repeated
 // shapes, and times both ways at each; set_bf16_gemm changes how later ops compute, and the note.
@@ -291,11 +303,7 @@ TEST(CpuBf16Gemm, RecordsTheGemmShapesItMakesAndTimesBothWays) {
   }
   ASSERT_NE(tuning, nullptr);
   EXPECT_EQ(tuning->bf16_gemm(), Bf16GemmCompute::bf16);
-  InnerProductShape ip;
-  ip.batch = 16;
-  ip.in_features = 100;
-  ip.out_features = 30;
-  ip.dtype = DType::bf16;
+  const InnerProductShape ip{16, 100, 30, true, DType::bf16};
   ConvShape pointwise = testing::conv_shape(2, 6, 5, 12, 20, 1, 1, 0), three = testing::conv_shape(2, 6, 5, 12, 20, 3, 1, 1);
   pointwise.dtype = three.dtype = DType::bf16;
   InnerProductShape f32_ip = ip;
@@ -304,16 +312,7 @@ TEST(CpuBf16Gemm, RecordsTheGemmShapesItMakesAndTimesBothWays) {
   (void)be->make_inner_product(f32_ip);
   (void)be->make_activated_conv(pointwise, Activation::relu, nullptr);
   (void)be->make_conv(three);
-  const std::vector<Bf16GemmShapeTiming> t = tuning->time_bf16_gemm_shapes(3, 10.0);
-  ASSERT_EQ(t.size(), 2u);
-  EXPECT_EQ(t[0].shape, ip.to_string());
-  EXPECT_EQ(t[0].count, 2);
-  EXPECT_EQ(t[1].shape, pointwise.to_string());
-  EXPECT_EQ(t[1].count, 1);
-  for (const Bf16GemmShapeTiming& s : t) {
-    EXPECT_TRUE(std::isfinite(s.bf16_s) && s.bf16_s > 0) << s.shape << ": " << s.bf16_s;
-    EXPECT_TRUE(std::isfinite(s.f32_s) && s.f32_s > 0) << s.shape << ": " << s.f32_s;
-  }
+  expect_timed(tuning->time_bf16_gemm_shapes(3, 10.0), {{ip.to_string(), 2}, {pointwise.to_string(), 1}});
   tuning->set_bf16_gemm(Bf16GemmCompute::f32);
   EXPECT_EQ(tuning->bf16_gemm(), Bf16GemmCompute::f32);
   EXPECT_NE(be->precision_support(DType::bf16).note.find("as f32 GEMMs"), std::string::npos);
@@ -336,11 +335,7 @@ TEST(CpuBf16Gemm, RecordsTheGemmShapesItMakesAndTimesBothWays) {
 // until the budget is spent: always one, at most `rounds`.
 TEST(CpuBf16Gemm, ShapesTimeBothWaysOfEachRecordedShape) {
   auto be = make_cpu_backend(1);
-  InnerProductShape ip;
-  ip.batch = 7;
-  ip.in_features = 33;
-  ip.out_features = 17;
-  ip.dtype = DType::bf16;
+  const InnerProductShape ip{7, 33, 17, true, DType::bf16};
   ConvShape pointwise = testing::conv_shape(2, 5, 3, 9, 11, 1, 1, 0);
   pointwise.dtype = DType::bf16;
   cpu::Bf16GemmShapes shapes;
@@ -359,16 +354,7 @@ TEST(CpuBf16Gemm, ShapesTimeBothWaysOfEachRecordedShape) {
                                       return be->make_inner_product(s);
                                     }};
   for (const auto& [rounds, budget] : {std::pair{3, 10.0}, std::pair{3, 0.0}}) {
-    const std::vector<Bf16GemmShapeTiming> t = shapes.time(make, rounds, budget);
-    ASSERT_EQ(t.size(), 2u);
-    EXPECT_EQ(t[0].shape, ip.to_string());
-    EXPECT_EQ(t[0].count, 2);
-    EXPECT_EQ(t[1].shape, pointwise.to_string());
-    EXPECT_EQ(t[1].count, 1);
-    for (const Bf16GemmShapeTiming& s : t) {
-      EXPECT_TRUE(std::isfinite(s.bf16_s) && s.bf16_s > 0) << s.shape;
-      EXPECT_TRUE(std::isfinite(s.f32_s) && s.f32_s > 0) << s.shape;
-    }
+    expect_timed(shapes.time(make, rounds, budget), {{ip.to_string(), 2}, {pointwise.to_string(), 1}});
   }
   EXPECT_EQ(made_f32, 4);  // one op per shape and way, per timing
   EXPECT_EQ(made_bf16, 4);
