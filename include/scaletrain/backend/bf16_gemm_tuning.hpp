@@ -24,8 +24,9 @@ class Bf16GemmTuning {
   virtual Bf16GemmCompute bf16_gemm() const = 0;
   // bf16 or f32; ops made before the call keep their way.
   virtual void set_bf16_gemm(Bf16GemmCompute compute) = 0;
-  // Times both ways at every bf16 GEMM shape made so far, each op warmed up once, then up to `rounds`
-  // rounds alternating the two ways, stopping after the first round that ends past `budget_s`.
+  // Times both ways at every bf16 GEMM shape made so far, one shape at a time: each op warmed up once,
+  // then rounds alternating the two ways, at least one and at most `rounds`, further rounds only while
+  // the time spent stays within the shape's share of `budget_s`.
   virtual std::vector<Bf16GemmShapeTiming> time_bf16_gemm_shapes(int rounds, double budget_s) = 0;
 };
 

@@ -24,7 +24,6 @@ class Bf16GemmShapes {
   // One op of this shape was made (shapes made again count again).
   void record(const ConvShape& shape);
   void record(const InnerProductShape& shape);
-  bool empty() const { return entries_.empty(); }
   // Bf16GemmTuning::time_bf16_gemm_shapes, with the ops from `make`.
   std::vector<Bf16GemmShapeTiming> time(const Bf16GemmFactories& make, int rounds, double budget_s) const;
 
