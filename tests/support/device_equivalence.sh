@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # cpu against sim: trains the same short run on run.device = cpu and on the simulated device (and,
 # with --delays US, on the simulated device with random delays before every op on every stream) and
-# requires bitwise-identical per-step losses. With --expect-mismatch it instead requires that every
-# run completes and the sim run's losses differ: used with run.sim_ignore_events to show that a
-# missing wait is caught.
+# requires bitwise-identical per-step losses (in bf16 the sim run takes the bf16 GEMM way the cpu run
+# chose). With --expect-mismatch it instead requires that every run completes and the sim run's
+# losses differ: used with run.sim_ignore_events to show that a missing wait is caught.
 # usage: device_equivalence.sh SCALETRAIN MPIRUN_PREFIX... -- OUTDIR MODEL RANKS [--delays US]
 #                              [--expect-mismatch] [--precision fp32|bf16|fp16] [-- extra sim flags...]
 set -euo pipefail
@@ -38,6 +38,11 @@ run() {
     cat "$out/$name.log"; echo "FAIL: run $name exited non-zero"; exit 1; }
 }
 run cpu --run.device cpu
+# bf16 where the CPU can run its GEMMs two ways: the cpu run times them (run.cpu_bf16_gemm = auto) and the sim
+# run is given the way the cpu run's run.json records, as a user reproduces a run bit for bit.
+gemm=$(/usr/bin/python3 -c 'import json, sys; c = json.load(open(sys.argv[1]))["operators"].get("cpu_bf16_gemm")
+print(c["compute"] if c else "")' "$out/cpu/run.json")
+[ -z "$gemm" ] || { echo "cpu run: bf16 GEMMs $gemm; the sim run takes the same"; extra+=(--run.cpu_bf16_gemm "$gemm"); }
 run sim --run.device sim --run.sim_delay_us "$delays" "${extra[@]}"
 if [ "$expect" = match ]; then
   /usr/bin/python3 "$here/compare_losses.py" "$out/cpu/metrics.jsonl" "$out/sim/metrics.jsonl" --steps 50
