@@ -60,37 +60,34 @@ double time_passes(Op& op, GemmOperands& o) {
 }
 
 // Both ways of one shape, made and warmed up; `round` runs each once, in an order that alternates.
+template <class Op>
 class ShapeProbe {
  public:
   template <class Shape, class Make>
   ShapeProbe(const Shape& shape, const Make& make, Bf16GemmShapeTiming timing)
-      : operands_(operands_of(shape)), timing_(std::move(timing)) {
-    auto bf16_op = std::shared_ptr(make(shape, false));
-    auto f32_op = std::shared_ptr(make(shape, true));
-    run_bf16_ = [this, bf16_op] { return time_passes(*bf16_op, operands_); };
-    run_f32_ = [this, f32_op] { return time_passes(*f32_op, operands_); };
-    run_bf16_();
-    run_f32_();
+      : operands_(operands_of(shape)), bf16_(make(shape, false)), f32_(make(shape, true)), timing_(std::move(timing)) {
+    time_passes(*bf16_, operands_);
+    time_passes(*f32_, operands_);
     timing_.bf16_s = timing_.f32_s = std::numeric_limits<double>::infinity();
   }
-  ShapeProbe(const ShapeProbe&) = delete;
-  ShapeProbe& operator=(const ShapeProbe&) = delete;
 
   void round(int r) {
+    const auto bf16 = [&] { timing_.bf16_s = std::min(timing_.bf16_s, time_passes(*bf16_, operands_)); };
+    const auto f32 = [&] { timing_.f32_s = std::min(timing_.f32_s, time_passes(*f32_, operands_)); };
     if (r % 2 == 0) {
-      timing_.bf16_s = std::min(timing_.bf16_s, run_bf16_());
-      timing_.f32_s = std::min(timing_.f32_s, run_f32_());
+      bf16();
+      f32();
     } else {
-      timing_.f32_s = std::min(timing_.f32_s, run_f32_());
-      timing_.bf16_s = std::min(timing_.bf16_s, run_bf16_());
+      f32();
+      bf16();
     }
   }
   const Bf16GemmShapeTiming& timing() const { return timing_; }
 
  private:
   GemmOperands operands_;
+  std::unique_ptr<Op> bf16_, f32_;
   Bf16GemmShapeTiming timing_;
-  std::function<double()> run_bf16_, run_f32_;
 };
 
 }  // namespace
@@ -116,13 +113,15 @@ std::vector<Bf16GemmShapeTiming> Bf16GemmShapes::time(const Bf16GemmFactories& m
   std::vector<Bf16GemmShapeTiming> out;
   for (size_t i = 0; i < entries_.size(); ++i) {
     const Entry& e = entries_[i];
-    const Bf16GemmShapeTiming named{e.name, e.count, 0, 0};
-    std::unique_ptr<ShapeProbe> probe;
-    if (const auto* conv = std::get_if<ConvShape>(&e.shape)) probe = std::make_unique<ShapeProbe>(*conv, make.conv, named);
-    else probe = std::make_unique<ShapeProbe>(std::get<InnerProductShape>(e.shape), make.inner_product, named);
     const double share = budget_s * static_cast<double>(i + 1) / static_cast<double>(entries_.size());
-    for (int r = 0; r < std::max(rounds, 1) && (r == 0 || elapsed() <= share); ++r) probe->round(r);
-    out.push_back(probe->timing());
+    const auto time_shape = [&](const auto& shape, const auto& factory) {
+      using Op = typename decltype(factory(shape, false))::element_type;
+      ShapeProbe<Op> probe(shape, factory, Bf16GemmShapeTiming{e.name, e.count, 0, 0});
+      for (int r = 0; r < std::max(rounds, 1) && (r == 0 || elapsed() <= share); ++r) probe.round(r);
+      return probe.timing();
+    };
+    if (const auto* conv = std::get_if<ConvShape>(&e.shape)) out.push_back(time_shape(*conv, make.conv));
+    else out.push_back(time_shape(std::get<InnerProductShape>(e.shape), make.inner_product));
   }
   return out;
 }
