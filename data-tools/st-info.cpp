@@ -1,9 +1,11 @@
 // st-info: h5info-style inspection and validation of a scaletrain dataset: format, classes,
 // splits with shapes, dtypes, chunking and compression, channel statistics, a few labels.
-// Exit status 1 when the validator finds problems (each printed with how to fix it).
+// Exit status 1 when the validator finds problems (each printed with how to fix it). --add-stats
+// computes the training split's per-channel mean/std (one pass) and stores them in the file.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
+#include "scaletrain/data/channel_statistics.hpp"
 #include "scaletrain/data/dataset_file.hpp"
 
 using namespace scaletrain;
@@ -12,7 +14,11 @@ int main(int argc, char** argv) {
   CLI::App app{"Inspect and validate a scaletrain HDF5 dataset"};
   std::string path;
   int64_t show = 8;
+  bool add_stats = false;
   app.add_option("file", path, "the HDF5 dataset")->required();
+  app.add_flag("--add-stats", add_stats,
+               "compute the training split's per-channel mean/std (what the trainer normalizes with) and store them "
+               "in the file");
   app.add_option("--labels", show, "labels to show per split")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   try {
@@ -21,6 +27,11 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "st-info: %s is not a valid scaletrain dataset:\n", path.c_str());
       for (const auto& p : problems) std::fprintf(stderr, "  - %s\n", p.c_str());
       return 1;
+    }
+    if (add_stats) {
+      const data::ChannelStatistics stats = data::add_statistics_to_file(path);
+      std::printf("%s: stored the mean/std of %lld values per channel of split train\n", path.c_str(),
+                  static_cast<long long>(stats.count()));
     }
     data::DatasetFile f(path, {});
     std::printf("%s: scaletrain-dataset version %lld\n", path.c_str(), static_cast<long long>(data::kFormatVersion));
@@ -42,6 +53,9 @@ int main(int argc, char** argv) {
         std::printf("  mean/std per channel:");
         for (size_t c = 0; c < d.mean.size(); ++c) std::printf(" %.3f/%.3f", d.mean[c], d.std[c]);
         std::printf("\n");
+      } else if (split == "train") {
+        std::printf("  mean/std per channel: none: the trainer refuses this file unless data.normalize = none; "
+                    "st-info --add-stats %s adds them\n", path.c_str());
       }
       const int64_t n = std::min(show, d.num_samples);
       std::vector<int32_t> labels(static_cast<size_t>(n));

@@ -13,6 +13,7 @@
 #include <regex>
 
 #include "scaletrain/core/error.hpp"
+#include "scaletrain/data/channel_statistics.hpp"
 #include "scaletrain/data/dataset_file.hpp"
 #include "scaletrain/data/dataset_writer.hpp"
 #include "scaletrain/data/hdf5_handles.hpp"
@@ -195,6 +196,25 @@ TEST(ShardPlan, PermutationIsAPermutationAndDeterministic) {
   std::sort(s.begin(), s.end());
   for (int64_t i = 0; i < 1000; ++i) EXPECT_EQ(s[static_cast<size_t>(i)], i);
   EXPECT_EQ(data::epoch_permutation(5, 1, 0, false), (std::vector<int64_t>{0, 1, 2, 3, 4}));
+}
+
+// The statistics merged block by block equal one pass over everything (two-pass reference), also
+// for values around 1e8 whose spread is 0.5, where E[x^2] - E[x]^2 in double keeps no digit of it.
+TEST(ChannelStatistics, BlocksMergedEqualTheWholeAtALargeOffset) {
+  std::vector<double> v;
+  for (int i = 0; i < 3000; ++i) v.push_back(1e8 + 0.5 * std::sin(0.37 * i) + (i % 2 ? 0.0 : 100.0));
+  double mean[2] = {0, 0}, m2[2] = {0, 0};
+  for (size_t i = 0; i < v.size(); ++i) mean[i % 2] += v[i] / 1500.0;
+  for (size_t i = 0; i < v.size(); ++i) m2[i % 2] += (v[i] - mean[i % 2]) * (v[i] - mean[i % 2]);
+  data::ChannelStatistics merged(2);
+  for (size_t start = 0; start < v.size(); start += 14) merged.add(v.data() + start, std::min<int64_t>(14, static_cast<int64_t>(v.size() - start)));
+  ASSERT_EQ(merged.count(), 1500);
+  for (int c = 0; c < 2; ++c) {
+    EXPECT_FLOAT_EQ(merged.mean()[static_cast<size_t>(c)], static_cast<float>(mean[c]));
+    EXPECT_NEAR(merged.std()[static_cast<size_t>(c)], std::sqrt(m2[c] / 1500.0), 1e-6);
+  }
+  EXPECT_GT(merged.std()[0], 0.3f);
+  EXPECT_THROW(merged.add(v.data(), 3), Error) << "3 values are not whole samples of 2 channels";
 }
 
 }  // namespace
