@@ -144,7 +144,7 @@ int main(int argc, char** argv) {
     try {
       app.parse(argc, argv);
       data::quiet_hdf5_errors();
-      const std::string ckpt = train::resolve_checkpoint_path(dir);
+      const std::string ckpt = train::resolve_checkpoint_path(dir, "the DIR argument");
       if (*info) print_info(ckpt);
       else write_logits(ckpt, data_path, split, count, out);
     } catch (const CLI::ParseError& e) {

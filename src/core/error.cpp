@@ -1,4 +1,5 @@
-// Error construction: prefixes every message with rank, host, source file and line.
+// Error construction: prefixes every internal error's message with rank, host, source file and
+// line; a UserError is its message alone.
 #include "scaletrain/core/error.hpp"
 
 #include <unistd.h>
@@ -23,18 +24,29 @@ const std::string& error_host() {
   return host;
 }
 
-[[noreturn]] void throw_error(const char* file, int line, const char* library, const std::string& message) {
+namespace {
+// "src/train/config.cpp:74" from the compiler's path.
+std::string source_location(const char* file, int line) {
   const char* base = std::strstr(file, "/src/");
   if (!base) base = std::strstr(file, "/include/");
   if (!base) base = std::strstr(file, "/tests/");
   if (!base) base = std::strstr(file, "/data-tools/");
   if (!base) base = std::strstr(file, "/perf/");
   const char* shown = base ? base + 1 : file;
+  return std::string(shown) + ":" + std::to_string(line);
+}
+}  // namespace
+
+[[noreturn]] void throw_error(const char* file, int line, const char* library, const std::string& message) {
   const int rank = error_rank();
-  std::string where = std::string(shown) + ":" + std::to_string(line);
+  std::string where = source_location(file, line);
   std::string text = "[rank " + (rank < 0 ? std::string("?") : std::to_string(rank)) + " on " + error_host() + "] " +
                      where + ": " + library + ": " + message;
-  throw Error(std::move(text), library, std::move(where));
+  throw Error(std::move(text), message, library, std::move(where));
+}
+
+[[noreturn]] void throw_user_error(const char* file, int line, const std::string& message) {
+  throw UserError(message, source_location(file, line));
 }
 
 }  // namespace scaletrain

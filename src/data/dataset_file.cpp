@@ -176,7 +176,7 @@ DatasetFile::DatasetFile(const std::string& path, const std::vector<std::string>
   if (!problems.empty()) {
     std::string msg = "data set " + path + ": ";
     for (size_t i = 0; i < problems.size(); ++i) msg += (i ? "; " : "") + problems[i];
-    ST_FAIL(msg);
+    ST_USER_FAIL(msg);
   }
   std::lock_guard lock(hdf5_mutex());
   file_ = H5Handle(ST_HDF5_CHECK(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), "opening ", path), H5Fclose);
@@ -201,7 +201,7 @@ bool DatasetFile::has_split(const std::string& split) const {
 }
 
 DatasetInfo DatasetFile::info(const std::string& split) const {
-  ST_CHECK(has_split(split), "data set ", path_, ": missing split '", split, "' (the file has: ", join(splits()),
+  ST_USER_CHECK(has_split(split), "data set ", path_, ": missing split '", split, "' (the file has: ", join(splits()),
            ")");
   std::lock_guard lock(hdf5_mutex());
   DatasetInfo d;

@@ -76,7 +76,7 @@ std::unique_ptr<Model> make_zoo_model(const std::string& name, const Shape& inpu
   else {
     std::string valid;
     for (const auto& n : zoo_model_names()) valid += (valid.empty() ? "" : ", ") + n;
-    ST_FAIL("unknown model '", name, "' (the zoo has: ", valid, ")");
+    ST_USER_FAIL("unknown model '", name, "' (the zoo has: ", valid, ")");
   }
   m->configure(input_sample);
   return m;

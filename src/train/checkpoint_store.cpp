@@ -101,12 +101,12 @@ void CheckpointStore::publish(const std::string& checkpoint_dir) {
 
 std::string CheckpointStore::latest() const { return latest_checkpoint_in(root_); }
 
-std::string resolve_checkpoint_path(const std::string& path) {
-  ST_CHECK(fs::exists(path), "run.resume = ", path, ": no such file or directory");
+std::string resolve_checkpoint_path(const std::string& path, const std::string& what) {
+  ST_USER_CHECK(fs::exists(path), what, " ", path, ": no such file or directory");
   if (fs::exists(path + "/" + kCheckpointTrainerFile)) return path;
   if (fs::exists(path + "/checkpoints/latest")) return latest_checkpoint_in(path + "/checkpoints");
   if (fs::exists(path + "/latest")) return latest_checkpoint_in(path);
-  ST_FAIL("run.resume = ", path, " is neither a checkpoint directory (with ", kCheckpointTrainerFile,
+  ST_USER_FAIL(what, " ", path, " is neither a checkpoint directory (with ", kCheckpointTrainerFile,
           ") nor a run directory with checkpoints/latest");
 }
 

@@ -160,7 +160,7 @@ TrainingPosition start_position(const CheckpointMeta& saved, const RunConfig& cf
 std::string resume_checkpoint_dir(const RunConfig& cfg) {
   if (cfg.resume.empty()) return "";
   if (cfg.resume == "auto") return CheckpointStore(cfg.run_dir, 1).latest();
-  return resolve_checkpoint_path(cfg.resume);
+  return resolve_checkpoint_path(cfg.resume, "run.resume =");
 }
 
 std::string resumed_bf16_gemm(const RunConfig& cfg) {

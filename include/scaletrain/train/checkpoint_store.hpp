@@ -37,7 +37,8 @@ class CheckpointStore {
 std::string checkpoint_dir_name(int64_t step);  // "step-<N>"
 
 // What run.resume = <path> names: a checkpoint directory (it holds trainer.h5), or a run
-// directory or its checkpoints/ directory (their `latest`). Error naming the path otherwise.
-std::string resolve_checkpoint_path(const std::string& path);
+// directory or its checkpoints/ directory (their `latest`). A UserError naming `what` (the setting
+// or argument that gave the path: "run.resume =") and the path otherwise.
+std::string resolve_checkpoint_path(const std::string& path, const std::string& what);
 
 }  // namespace scaletrain::train
