@@ -15,7 +15,7 @@ configs=("lenet 256 300 25 50" "fmnist_sepcnn 128 40 10 10")
 rate() {  # binary, extra flags... -> samples/s of the run (warm-up excluded)
   local bin=$1; shift
   "${mpirun[@]}" "$bin" --data.synthetic_samples 16384 --train.evaluate false --train.epochs 100 \
-    --run.dir "$tmp" "$@" 2>&1 | sed -n 's/.*| mean \([0-9.]*\) samples\/s.*/\1/p' | tail -1
+    --run.dir "$(mktemp -d -p "$tmp")" "$@" 2>&1 | sed -n 's/.*| mean \([0-9.]*\) samples\/s.*/\1/p' | tail -1
 }
 best() { printf '%s\n' "$@" | sort -g | tail -1; }
 printf '%-14s %14s %14s %14s %10s %10s\n' model "old cpu" "new cpu" "new sim" "new/old" "sim/cpu"

@@ -15,7 +15,7 @@ import sys
 
 # Run-directory format versions this report reads (jobs/README.md, "Run directory format"). Fields it does
 # not know are ignored; a newer version is refused, since it may have removed or redefined a field.
-FORMAT_VERSIONS = (1, 2, 3)
+FORMAT_VERSIONS = (1, 2, 3, 4)
 PHASES = ["data_wait", "h2d", "input", "forward", "backward", "allreduce_exposed", "agree", "optimizer"]
 # Phases a metrics line may leave out, counted as 0 ms: `input` (the normalize/augment kernels) has its own
 # timer since version 2; before, `h2d` held it. `agree` (the inf/NaN check and the step's agreement across ranks)

@@ -42,7 +42,7 @@ if(TARGET scaletrain)
 
   # A short real run on synthetic data at 2 ranks: the loss must fall and rank 0 must report samples/s.
   add_test(NAME app_train_synthetic_2ranks
-           COMMAND ${_mpirun} -np 2 ${_st} --config ${PROJECT_SOURCE_DIR}/jobs/configs/lenet_synthetic.toml
+           COMMAND ${_fresh} ${CMAKE_CURRENT_BINARY_DIR}/synthetic_run ${_mpirun} -np 2 ${_st} --config ${PROJECT_SOURCE_DIR}/jobs/configs/lenet_synthetic.toml
                    --data.synthetic_samples 4096 --train.epochs 2 --run.dir ${CMAKE_CURRENT_BINARY_DIR}/synthetic_run)
   set_tests_properties(app_train_synthetic_2ranks PROPERTIES PROCESSORS 2 LABELS "app;mpi" TIMEOUT 300
     PASS_REGULAR_EXPRESSION "epoch 2 done.*eval loss [0-9.]+ acc (9[0-9]|100)\\.[0-9]+%.*summary: .* samples/s")
@@ -52,7 +52,7 @@ if(TARGET scaletrain)
   foreach(n 2 3)
     set(_tl ${CMAKE_CURRENT_BINARY_DIR}/timeline_np${n})
     add_test(NAME app_timeline_np${n}_run
-             COMMAND ${_mpirun} -np ${n} ${_st} --config ${PROJECT_SOURCE_DIR}/jobs/configs/lenet_synthetic.toml
+             COMMAND ${_fresh} ${_tl} ${_mpirun} -np ${n} ${_st} --config ${PROJECT_SOURCE_DIR}/jobs/configs/lenet_synthetic.toml
                      --data.synthetic_samples 2048 --train.batch 96 --train.epochs 100 --train.max_steps 20
                      --train.evaluate false --comm.bucket_mb 0.05 --run.timeline true --run.dir ${_tl})
     add_test(NAME app_timeline_np${n}_check
@@ -104,4 +104,63 @@ if(TARGET scaletrain)
   endforeach()
   set_tests_properties(app_bucket_auto_run PROPERTIES
     PASS_REGULAR_EXPRESSION "buckets: comm.bucket_mb = auto -> [^\n]*MB \\([0-9]+ buckets\\), predicted exposed")
+endif()
+
+# A newcomer's first hour: what the start-up, --help, --version and a mistake print; run.dir
+# protection; the figures of a short run; run.device = auto.
+if(TARGET scaletrain)
+  add_test(NAME app_version COMMAND ${_st} --version)
+  set_tests_properties(app_version PROPERTIES LABELS app PASS_REGULAR_EXPRESSION
+    "scaletrain +[0-9]+\\.[0-9]+\\.[0-9]+\ngit_commit +[0-9a-f]+[^\n]*\nmpi +Open MPI v4[^\n]*\nonednn +[0-9]+\\.[0-9]+\\.[0-9]+\nhdf5 +1\\.[0-9]+\\.[0-9]+\nkokkos +[0-9.]+\ncompiler +[^\n]+\ngpu +[^\n]+")
+  # --help: every zoo model, no testing keys (--help-all shows them).
+  add_test(NAME app_help_hides_testing_keys COMMAND ${_st} --help)
+  set_tests_properties(app_help_hides_testing_keys PROPERTIES LABELS app
+    PASS_REGULAR_EXPRESSION "--help-all.*zoo model: mlp, lenet, lenet_dropout, fmnist_sepcnn"
+    FAIL_REGULAR_EXPRESSION "testing\\.|sim_delay_us|inject_")
+  add_test(NAME app_help_all_shows_testing_keys COMMAND ${_st} --help-all)
+  set_tests_properties(app_help_all_shows_testing_keys PROPERTIES LABELS app
+    PASS_REGULAR_EXPRESSION "testing keys:.*--testing\\.inject_signal TEXT")
+  # --print-config leaves the testing section out unless a key of it is set.
+  add_test(NAME app_print_config_without_testing_section COMMAND ${_st} --print-config)
+  set_tests_properties(app_print_config_without_testing_section PROPERTIES LABELS app
+    PASS_REGULAR_EXPRESSION "\\[run\\]" FAIL_REGULAR_EXPRESSION "\\[testing\\]")
+  add_test(NAME app_print_config_with_a_testing_key COMMAND ${_st} --testing.inject_signal USR1 --print-config)
+  set_tests_properties(app_print_config_with_a_testing_key PROPERTIES LABELS app
+    PASS_REGULAR_EXPRESSION "\\[testing\\]\n(.*\n)*inject_signal = \"USR1\"")
+  # A user's mistake is one line: the key, the value and what was expected, no source file or rank.
+  add_test(NAME app_user_error_is_one_line COMMAND ${_fail}
+           "scaletrain: error: command line: configuration key 'train.batch' expects an integer, got 'abc'"
+           -- ${_mpirun} -q -np 2 ${_st} --train.batch abc)
+  set_tests_properties(app_user_error_is_one_line PROPERTIES PROCESSORS 2 LABELS "app;mpi"
+    FAIL_REGULAR_EXPRESSION "\\.cpp:[0-9]+|\\[rank |exited with non-zero status")
+  # The start-up: the rank table, run.device = auto resolved, precision, only the changed keys.
+  set(_quiet ${CMAKE_CURRENT_BINARY_DIR}/quiet_start)
+  add_test(NAME app_quiet_start
+           COMMAND ${_fresh} ${_quiet} ${CMAKE_CURRENT_SOURCE_DIR}/support/expect_output.sh 120
+                   --has "^run\\.device = auto -> cpu \\((this build has no CUDA backend|no GPU visible)\\)$"
+                   --has "^configuration: 3 key\\(s\\) differ from the defaults \\(all keys: ${_quiet}/config\\.toml\\):$"
+                   --has "^  train\\.max_steps = 5$" --has "^  run\\.dir = \"${_quiet}\"$"
+                   --lacks "^\\[[a-z]+\\]$" --lacks "^warmup_log_steps = "
+                   --has "mean samples/s not measured \\(every step was warm-up: train\\.warmup_log_steps = 5\\)"
+                   --has "all-reduce exposed [0-9.]+% of step time \\(the buckets' all-reduce times add up to [0-9.]+% of it: they overlap backward and each other\\)"
+                   -- ${_mpirun} -np 2 ${_st} --train.max_steps 5 --data.synthetic_samples 1024 --run.dir ${_quiet})
+  add_test(NAME app_quiet_start_files
+           COMMAND /usr/bin/python3 -c "
+import json, sys, tomllib
+d = sys.argv[1]
+cfg = tomllib.load(open(d + '/config.toml', 'rb'))
+run = json.load(open(d + '/run.json'))
+lines = [json.loads(l) for l in open(d + '/metrics.jsonl')]
+ok = (cfg['train']['max_steps'] == 5 and cfg['run']['device'] == 'cpu' and 'testing' not in cfg
+      and 'testing' not in run['config'] and run['version'] == 4
+      and all(l['epoch'] == 1 for l in lines if 'epoch' in l) and run['epochs'][0]['epoch'] == 1)
+print('config.toml', cfg['train'], 'run.json epochs', [e['epoch'] for e in run['epochs']], 'metrics epochs',
+      sorted({l['epoch'] for l in lines if 'epoch' in l}))
+sys.exit(0 if ok else 1)" ${_quiet})
+  set_tests_properties(app_quiet_start PROPERTIES PROCESSORS 2 LABELS "app;mpi" TIMEOUT 120 FIXTURES_SETUP app_quiet)
+  set_tests_properties(app_quiet_start_files PROPERTIES LABELS app FIXTURES_REQUIRED app_quiet)
+  add_test(NAME app_run_dir_refused_overwritten_resumed
+           COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/support/run_dir_check.sh ${_st} ${CMAKE_CURRENT_BINARY_DIR}/run_dir_guard
+                   ${_mpirun})
+  set_tests_properties(app_run_dir_refused_overwritten_resumed PROPERTIES PROCESSORS 2 LABELS "app;mpi" TIMEOUT 300)
 endif()

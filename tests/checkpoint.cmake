@@ -27,12 +27,12 @@ if(TARGET scaletrain)
 
   add_test(NAME checkpoint_diverged_replicas_named
            COMMAND ${_fail} "the parameters of rank(s) 1 differ from rank 0's" --
-                   ${_mpirun} -np 2 ${_st} --train.max_steps 3 --train.evaluate false --run.dir ${_ck}/diverged
-                   --run.inject_divergence_rank 1)
+                   ${_fresh} ${_ck}/diverged ${_mpirun} -np 2 ${_st} --train.max_steps 3 --train.evaluate false
+                   --run.dir ${_ck}/diverged --testing.inject_divergence_rank 1)
   # run.checkpoint_seconds: rank 0's clock decides for both ranks (a tiny interval: every step).
   add_test(NAME checkpoint_every_seconds_np2
-           COMMAND ${_mpirun} -np 2 ${_st} --train.max_steps 4 --train.evaluate false --run.dir ${_ck}/seconds
-                   --run.checkpoint_seconds 0.000001 --run.checkpoint_at_end false)
+           COMMAND ${_fresh} ${_ck}/seconds ${_mpirun} -np 2 ${_st} --train.max_steps 4 --train.evaluate false
+                   --run.dir ${_ck}/seconds --run.checkpoint_seconds 0.000001 --run.checkpoint_at_end false)
   set_tests_properties(checkpoint_every_seconds_np2 PROPERTIES PROCESSORS 2 LABELS "checkpoint;mpi" TIMEOUT 120
                        PASS_REGULAR_EXPRESSION "checkpoints/step-1 .*checkpoints/step-2 .*checkpoints/step-3 .*checkpoints/step-4 ")
   add_test(NAME checkpoint_resume_auto_needs_run_dir
@@ -52,6 +52,12 @@ if(TARGET scaletrain)
                            TIMEOUT 300 PASS_REGULAR_EXPRESSION "OK: with the columns of"
                            FIXTURES_SETUP checkpoint_${model})
     endforeach()
+    # A directory that is not a checkpoint: the message names the tool's own argument.
+    add_test(NAME checkpoint_info_names_its_argument
+             COMMAND ${_fail} "the DIR argument ${CMAKE_CURRENT_SOURCE_DIR} is neither a checkpoint directory" --
+                     $<TARGET_FILE:scaletrain-checkpoint> info ${CMAKE_CURRENT_SOURCE_DIR})
+    set_tests_properties(checkpoint_info_names_its_argument PROPERTIES LABELS checkpoint
+                         FAIL_REGULAR_EXPRESSION "run\\.resume")
     add_test(NAME checkpoint_info_prints_contents COMMAND $<TARGET_FILE:scaletrain-checkpoint> info ${_ck}/torch_lenet/run)
     set_tests_properties(checkpoint_info_prints_contents PROPERTIES FIXTURES_REQUIRED checkpoint_lenet
                          LABELS checkpoint PASS_REGULAR_EXPRESSION "position +step 20.*7\\.weight +\\[120, 400\\] +\\(columns HWC -> CHW\\).*momentum_buffer")

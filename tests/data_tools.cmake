@@ -117,3 +117,18 @@ add_test(NAME data_tools_cifar10_wrong_size
                  -- ${_cifar} --dir ${_dt}/cifar10_badsize -o ${_dt}/cifar10_badsize.h5)
 set_tests_properties(data_tools_cifar10_wrong_size PROPERTIES FIXTURES_REQUIRED dt_cifar_bins LABELS data_tools
   TIMEOUT 180)
+
+# --- data sets without mean/std ----------------------------------------------------------------
+# A file written with h5py from the documented format without the optional mean/std is refused by
+# the trainer with the fix, flagged by st-info, trained with --data.normalize none on purpose;
+# st-info --add-stats stores numpy's mean/std (also for values with a large offset); a file
+# without a test split names --train.eval_split val.
+if(TARGET scaletrain AND TARGET st-info)
+  list(JOIN _mpi_flags " " _dt_mpi_flags_text)
+  add_test(NAME data_tools_unnormalized_file_refused_until_add_stats
+           COMMAND ${_py} ${_sup}/check_unnormalized_data.py --scaletrain $<TARGET_FILE:scaletrain>
+                   --st-info $<TARGET_FILE:st-info> --mpirun "${MPIEXEC_EXECUTABLE} ${_dt_mpi_flags_text}"
+                   --out ${_dt}/unnormalized)
+  set_tests_properties(data_tools_unnormalized_file_refused_until_add_stats PROPERTIES PROCESSORS 2
+                       LABELS "data_tools;mpi" TIMEOUT 300)
+endif()

@@ -37,19 +37,19 @@ if(TARGET scaletrain)
   endforeach()
   add_test(NAME device_nccl_missing_bucket_wait_is_caught
            COMMAND ${_eq} ${_dev}/nccl_missing_bucket_wait lenet 2 --delays 200 --expect-mismatch
-                   -- --comm.backend nccl --run.sim_ignore_events "bucket ready" --run.checkpoint_at_end false)
+                   -- --comm.backend nccl --testing.sim_ignore_events "bucket ready" --run.checkpoint_at_end false)
   add_test(NAME device_sim_nccl_says_so
            COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/support/expect_output.sh 120
                    --has "transport nccl path simulated with MPI on the sim comm stream" --
-                   ${_mpirun} -np 2 ${_st} --run.device sim --comm.backend nccl --train.max_steps 2
-                   --data.synthetic_samples 1024 --train.evaluate false --run.dir ${_dev}/nccl_says_so)
+                   ${_fresh} ${_dev}/nccl_says_so ${_mpirun} -np 2 ${_st} --run.device sim --comm.backend nccl
+                   --train.max_steps 2 --data.synthetic_samples 1024 --train.evaluate false --run.dir ${_dev}/nccl_says_so)
   set_tests_properties(device_nccl_missing_bucket_wait_is_caught device_sim_nccl_says_so
                        PROPERTIES PROCESSORS 2 LABELS "device;mpi" TIMEOUT 300)
 
   # A wait removed: the batch's copy event, and (2 ranks) a bucket's gradients-ready event.
   add_test(NAME device_missing_copy_wait_is_caught
            COMMAND ${_eq} ${_dev}/missing_copy_wait lenet 1 --delays 200 --expect-mismatch
-                   -- --run.sim_ignore_events "batch copied")
+                   -- --testing.sim_ignore_events "batch copied")
   # The per-step losses catch the missing bucket wait (the end-of-run checkpoint is off, since its
   # replica checksum would stop the run first); the second test: that checksum catches it too, on the
   # NCCL path, where the reduced bucket lands in the device gradients while a late backward write
@@ -58,13 +58,14 @@ if(TARGET scaletrain)
   # losses catch but the replicas do not show.)
   add_test(NAME device_missing_bucket_wait_is_caught
            COMMAND ${_eq} ${_dev}/missing_bucket_wait lenet 2 --delays 200 --expect-mismatch
-                   -- --run.sim_ignore_events "bucket ready" --run.checkpoint_at_end false)
+                   -- --testing.sim_ignore_events "bucket ready" --run.checkpoint_at_end false)
   add_test(NAME device_missing_bucket_wait_diverges_the_replicas
            COMMAND ${_fail} "the replicas have silently diverged" --
-                   ${_mpirun} -np 2 ${_st} --run.device sim --run.sim_delay_us 200 --model.name lenet
+                   ${_fresh} ${_dev}/missing_bucket_wait_checksum
+                   ${_mpirun} -np 2 ${_st} --run.device sim --testing.sim_delay_us 200 --model.name lenet
                    --data.synthetic_samples 2048 --train.batch 32 --train.max_steps 50
                    --optimizer.lr 0.002 --train.evaluate false --comm.bucket_mb 0.05 --run.threads 1
-                   --run.sim_ignore_events "bucket ready" --comm.backend nccl
+                   --testing.sim_ignore_events "bucket ready" --comm.backend nccl
                    --run.dir ${_dev}/missing_bucket_wait_checksum)
   set_tests_properties(device_missing_copy_wait_is_caught device_missing_bucket_wait_is_caught
                        device_missing_bucket_wait_diverges_the_replicas
@@ -72,13 +73,13 @@ if(TARGET scaletrain)
 
   add_test(NAME device_sim_out_of_memory
            COMMAND ${_fail} "sim device out of memory: tensor '" --
-                   ${_mpirun} -np 2 ${_st} --run.device sim --run.sim_memory_mb 1 --train.max_steps 2
+                   ${_fresh} ${_dev}/oom ${_mpirun} -np 2 ${_st} --run.device sim --run.sim_memory_mb 1 --train.max_steps 2
                    --run.dir ${_dev}/oom)
   set_tests_properties(device_sim_out_of_memory PROPERTIES PROCESSORS 2 LABELS "device;mpi" TIMEOUT 120)
 
   set(_tl ${_dev}/timeline_sim)
   add_test(NAME device_sim_timeline_run
-           COMMAND ${_mpirun} -np 2 ${_st} --config ${PROJECT_SOURCE_DIR}/jobs/configs/lenet_synthetic.toml
+           COMMAND ${_fresh} ${_tl} ${_mpirun} -np 2 ${_st} --config ${PROJECT_SOURCE_DIR}/jobs/configs/lenet_synthetic.toml
                    --run.device sim --data.synthetic_samples 2048 --train.batch 96 --train.max_steps 20
                    --train.evaluate false --comm.bucket_mb 0.05 --run.timeline true --run.dir ${_tl})
   add_test(NAME device_sim_timeline_check
@@ -91,7 +92,7 @@ if(TARGET scaletrain)
   # The NCCL path's timeline: bucket times from events on the comm stream, the exposed wait on the device.
   set(_tl ${_dev}/timeline_sim_nccl)
   add_test(NAME device_sim_nccl_timeline_run
-           COMMAND ${_mpirun} -np 2 ${_st} --config ${PROJECT_SOURCE_DIR}/jobs/configs/lenet_synthetic.toml
+           COMMAND ${_fresh} ${_tl} ${_mpirun} -np 2 ${_st} --config ${PROJECT_SOURCE_DIR}/jobs/configs/lenet_synthetic.toml
                    --run.device sim --comm.backend nccl --data.synthetic_samples 2048 --train.batch 96
                    --train.max_steps 20 --train.evaluate false --comm.bucket_mb 0.05 --run.timeline true
                    --run.dir ${_tl})

@@ -177,7 +177,8 @@ if(TARGET scaletrain)
   # GPU each and 32 cores per node (what `sbatch --nodes=2 jobs/slurm/*_gpu.sbatch` gives): by default every rank
   # sees the node's GPUs (--gpu-bind=none, the rank takes the one at its local rank) and gets its own block of 8
   # cores (--cpu-bind=cores --distribution=block:block); SCALETRAIN_GPU_BIND=single asks Slurm for the GPU nearest
-  # each rank's cores instead; the CPU script has no GPU option; an unknown binding is refused. Nothing is run or
+  # each rank's cores instead; the GPU scripts' runs ask for --run.device cuda (a node without a GPU fails
+  # clearly), the CPU script's for cpu and no GPU option; an unknown binding is refused. Nothing is run or
   # written (srun is a stand-in that would fail).
   set(_dry_bin ${CMAKE_CURRENT_BINARY_DIR}/jobs_dry_run_bin)
   file(WRITE ${_dry_bin}/srun "#!/bin/sh\necho 'stand-in srun of tests/jobs.cmake: a dry run must not start it' >&2\nexit 1\n")
@@ -193,19 +194,19 @@ if(TARGET scaletrain)
            COMMAND ${_dry_run} ${_jobs_dir}/slurm/strong_scaling_gpu.sbatch ${_dry_sweep})
   set_tests_properties(jobs_slurm_gpu_strong_dry_run PROPERTIES
     ENVIRONMENT "${_dry_env};SLURM_GPUS_PER_TASK=1" ENVIRONMENT_MODIFICATION "${_dry_unset};SCALETRAIN_GPU_BIND=unset:"
-    PASS_REGULAR_EXPRESSION "dry run: [^\n]*/srun --nodes=1 --ntasks=4 --ntasks-per-node=4 ${_dry_step} --gpu-bind=none --distribution=block:block [^\n]*/scaletrain --config [^\n]* --run.dir [^\n]*/ranks-4 --train.batch 1024 [^\n]*\ndry run: [^\n]*/srun --nodes=2 --ntasks=8 --ntasks-per-node=4 ${_dry_step} --gpu-bind=none --distribution=block:block [^\n]*/ranks-8 --train.batch 1024 ")
+    PASS_REGULAR_EXPRESSION "dry run: [^\n]*/srun --nodes=1 --ntasks=4 --ntasks-per-node=4 ${_dry_step} --gpu-bind=none --distribution=block:block [^\n]*/scaletrain --config [^\n]* --run.dir [^\n]*/ranks-4 --train.batch 1024 [^\n]* --run.device cuda[^\n]*\ndry run: [^\n]*/srun --nodes=2 --ntasks=8 --ntasks-per-node=4 ${_dry_step} --gpu-bind=none --distribution=block:block [^\n]*/ranks-8 --train.batch 1024 [^\n]* --run.device cuda")
   add_test(NAME jobs_slurm_gpu_weak_dry_run_single
            COMMAND ${_dry_run} ${_jobs_dir}/slurm/weak_scaling_gpu.sbatch ${_dry_sweep})
   set_tests_properties(jobs_slurm_gpu_weak_dry_run_single PROPERTIES
     ENVIRONMENT "${_dry_env};SLURM_GPUS_PER_TASK=1;SCALETRAIN_GPU_BIND=single" ENVIRONMENT_MODIFICATION "${_dry_unset}"
-    PASS_REGULAR_EXPRESSION "dry run: [^\n]*/srun --nodes=1 --ntasks=4 --ntasks-per-node=4 ${_dry_step} --gpu-bind=single:1 [^\n]*/ranks-4 --train.batch 512 [^\n]*\ndry run: [^\n]*--nodes=2 --ntasks=8 [^\n]*--gpu-bind=single:1 [^\n]*/ranks-8 --train.batch 1024 "
+    PASS_REGULAR_EXPRESSION "dry run: [^\n]*/srun --nodes=1 --ntasks=4 --ntasks-per-node=4 ${_dry_step} --gpu-bind=single:1 [^\n]*/ranks-4 --train.batch 512 [^\n]* --run.device cuda[^\n]*\ndry run: [^\n]*--nodes=2 --ntasks=8 [^\n]*--gpu-bind=single:1 [^\n]*/ranks-8 --train.batch 1024 [^\n]* --run.device cuda"
     FAIL_REGULAR_EXPRESSION "distribution")
   add_test(NAME jobs_slurm_cpu_dry_run_no_gpu_options
            COMMAND ${_dry_run} ${_jobs_dir}/slurm/strong_scaling.sbatch ${_dry_sweep})
   set_tests_properties(jobs_slurm_cpu_dry_run_no_gpu_options PROPERTIES
     ENVIRONMENT "${_dry_env}" ENVIRONMENT_MODIFICATION "${_dry_unset};SLURM_GPUS_PER_TASK=unset:;SCALETRAIN_GPU_BIND=unset:"
-    PASS_REGULAR_EXPRESSION "dry run: [^\n]*/srun --nodes=2 --ntasks=8 --ntasks-per-node=4 --cpus-per-task=8 --cpu-bind=cores --kill-on-bad-exit=1 --mpi=pmix [^\n]*/scaletrain "
-    FAIL_REGULAR_EXPRESSION "--gpu|distribution")
+    PASS_REGULAR_EXPRESSION "dry run: [^\n]*/srun --nodes=2 --ntasks=8 --ntasks-per-node=4 --cpus-per-task=8 --cpu-bind=cores --kill-on-bad-exit=1 --mpi=pmix [^\n]*/scaletrain [^\n]* --run.device cpu"
+    FAIL_REGULAR_EXPRESSION "--gpu|distribution|--run.device cuda")
   add_test(NAME jobs_slurm_gpu_rejects_unknown_binding
            COMMAND bash ${PROJECT_SOURCE_DIR}/tests/expect_failure.sh 30
                    "SCALETRAIN_GPU_BIND 'closest' is not local-rank or single" --

@@ -2,7 +2,8 @@
 # under mpirun (the Slurm side, requeue and a rank killed under srun, is in tests/slurm.cmake):
 # - one rank alone gets SIGUSR1 or SIGTERM (sent by itself at a fixed step, or with kill from
 #   outside): every rank stops after the same step with a checkpoint and exit code 75, and
-#   run.resume = auto continues bitwise (tests/support/resume_check.sh);
+#   run.resume = auto continues bitwise (tests/support/resume_check.sh); Ctrl-C (SIGINT) on a
+#   process without a launcher does the same, and a second one ends it at once;
 # - a rank stopped with SIGSTOP: the watchdog ends the job in under 60 s with its message (also on
 #   the simulated device's NCCL path, whose abort goes through the gradient communicator);
 # - a learning rate far too large: the run stops with the inf/NaN message and a non-zero exit;
@@ -20,6 +21,10 @@ if(TARGET scaletrain)
   add_test(NAME signal_watchdog_stopped_rank_sim_nccl_np2
            COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/support/watchdog_check.sh ${_st} ${MPIEXEC_EXECUTABLE} ${_mpi_flags} --
                    ${_sig}/watchdog_sim_nccl 2 --run.device sim --comm.backend nccl)
+  # Ctrl-C on a process started without a launcher: a checkpoint and exit 75; twice: ends at once.
+  add_test(NAME signal_ctrl_c_without_launcher
+           COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/support/ctrl_c_check.sh ${_st} ${_sig}/ctrl_c)
+  set_tests_properties(signal_ctrl_c_without_launcher PROPERTIES LABELS signals TIMEOUT 300)
   set(_nan_run ${_mpirun} -np 2 ${_st} --train.max_steps 30 --train.evaluate false --optimizer.lr 1e30)
   add_test(NAME nonfinite_stops_with_message_np2
            COMMAND ${_fail} "the first layer with inf/NaN gradients, counting from the output, is dense_2" -- ${_nan_run})

@@ -1,8 +1,10 @@
 // Which GPU a rank takes (backend/device_selection.hpp), on the CPU: all devices visible -> the
 // local rank's; exactly one visible -> device 0; fewer than the host's ranks or none -> an error
-// that names CUDA_VISIBLE_DEVICES; and the check that finds two ranks of one host on one device.
+// that names CUDA_VISIBLE_DEVICES; the check that finds two ranks of one host on one device; and
+// what run.device = auto becomes.
 #include <gtest/gtest.h>
 
+#include "scaletrain/backend/backend.hpp"
 #include "scaletrain/backend/device_selection.hpp"
 #include "support/test_harness.hpp"
 
@@ -66,6 +68,23 @@ TEST(DeviceSelection, SharedDevicesNamesEveryLaterRankOnAUsedDevice) {
   ASSERT_EQ(clashes.size(), 2u);
   EXPECT_EQ(clashes[0], "ranks 0 and 1 on host n1 share device 0000:1b:00.0");
   EXPECT_EQ(clashes[1], "ranks 0 and 2 on host n1 share device 0000:1b:00.0");
+}
+
+// auto is cuda exactly where this build has CUDA and sees a GPU (here: never without one), with the
+// reason for the start-up line; an explicit device stays as it is.
+TEST(DeviceResolution, AutoIsCudaExactlyWhereAGpuIsVisible) {
+  EXPECT_EQ(parse_device_kind("auto"), DeviceKind::automatic);
+  EXPECT_EQ(device_kind_name(DeviceKind::automatic), "auto");
+  const DeviceResolution r = resolve_device_kind(DeviceKind::automatic);
+  EXPECT_EQ(r.kind, visible_gpu_count() > 0 ? DeviceKind::cuda : DeviceKind::cpu) << r.reason;
+  EXPECT_FALSE(r.reason.empty());
+  if (gpu_library_versions().empty()) {
+    EXPECT_EQ(r.reason, "this build has no CUDA backend");
+  }
+  for (DeviceKind k : {DeviceKind::cpu, DeviceKind::sim, DeviceKind::cuda}) {
+    EXPECT_EQ(resolve_device_kind(k).kind, k);
+    EXPECT_TRUE(resolve_device_kind(k).reason.empty());
+  }
 }
 
 }  // namespace

@@ -32,14 +32,16 @@ set_tests_properties(tsan_sim_buckets_np2 tsan_sim_device_buckets_np2 tsan_sim_d
 # reusing a slot is the same event). The control is the same run with the wait: no report at all. (A removed bucket wait is invisible to TSan: the
 # all-reduce reads the gradients inside uninstrumented libmpi; device_missing_bucket_wait_is_caught
 # catches it by the losses.)
-set(_tsan_run $<TARGET_FILE:scaletrain> --run.device sim --run.sim_delay_us 200 --train.max_steps 10
+set(_tsan_run $<TARGET_FILE:scaletrain> --run.device sim --testing.sim_delay_us 200 --train.max_steps 10
               --model.name lenet --train.batch 16 --data.synthetic_samples 1024 --train.evaluate false
               --run.threads 1)
 add_test(NAME tsan_missing_copy_wait_is_a_data_race
-         COMMAND ${_tsan_run} --run.sim_ignore_events "batch copied" --run.dir ${_tsan_dir}/missing_copy_wait)
+         COMMAND ${_fresh} ${_tsan_dir}/missing_copy_wait ${_tsan_run} --testing.sim_ignore_events "batch copied"
+                 --run.dir ${_tsan_dir}/missing_copy_wait)
 set_tests_properties(tsan_missing_copy_wait_is_a_data_race PROPERTIES
                      PASS_REGULAR_EXPRESSION "WARNING: ThreadSanitizer: data race")
-add_test(NAME tsan_copy_wait_is_race_free COMMAND ${_tsan_run} --run.dir ${_tsan_dir}/copy_wait)
+add_test(NAME tsan_copy_wait_is_race_free
+         COMMAND ${_fresh} ${_tsan_dir}/copy_wait ${_tsan_run} --run.dir ${_tsan_dir}/copy_wait)
 set_tests_properties(tsan_copy_wait_is_race_free PROPERTIES FAIL_REGULAR_EXPRESSION "ThreadSanitizer")
 
 set_tests_properties(tsan_sim_device tsan_sim_buckets_np2 tsan_sim_device_buckets_np2 tsan_sim_device_communicator_np2

@@ -73,6 +73,8 @@ ST_BENCH_RUN="$((bench_ranks < 2 ? 2 : bench_ranks)):1"
 local_launch_prefix() {
   local ranks=$1
   ST_LAUNCH=("${mpirun[@]}" -np "$ranks" --oversubscribe)
+  # Open MPI's -q: no multi-line "exited with non-zero status" text after scaletrain's own one-line error.
+  if [ "$(basename -- "${mpirun[0]}")" = mpirun ]; then ST_LAUNCH+=(-q); fi
   if [ "$ranks" -le "$cores" ]; then ST_LAUNCH+=(--bind-to core); else ST_LAUNCH+=(--bind-to none); fi
   if [ "$(id -u)" -eq 0 ]; then ST_LAUNCH+=(--allow-run-as-root); fi
 }

@@ -19,7 +19,7 @@ case "$model" in
   *) config=jobs/configs/lenet_fmnist.toml ;;
 esac
 run_dir=runs/fmnist-$model-$(date +%Y%m%d-%H%M%S)
-mpi_flags=(--bind-to core --oversubscribe)
+mpi_flags=(-q --bind-to core --oversubscribe)
 [ "$(id -u)" -eq 0 ] && mpi_flags+=(--allow-run-as-root)
 exec mpirun -np "$ranks" "${mpi_flags[@]}" "$build/src/apps/scaletrain" --config "$config" \
   --model.name "$model" --data.path "$data" --run.dir "$run_dir" "$@"

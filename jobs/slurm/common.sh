@@ -74,6 +74,10 @@ st_powers_of_two() {
   printf '%s\n' "$out"
 }
 
+# st_device: the run.device of the job's runs: cuda where the job asked for GPUs per task (a node without one
+# then fails with scaletrain's message instead of training on its CPUs), else cpu.
+st_device() { if [ "${ST_GPUS:-0}" -gt 0 ]; then echo cuda; else echo cpu; fi; }
+
 # st_is_srun WORD: whether the launcher's command is Slurm's srun.
 st_is_srun() { [ "$(basename -- "$1")" = srun ]; }
 
@@ -140,7 +144,8 @@ st_sweep() {
     [ -n "$ST_MODEL" ] && cmd+=(--model.name "$ST_MODEL")
     [ -n "$ST_DATA_PATH" ] && cmd+=(--data.path "$ST_DATA_PATH")
     cmd+=(--run.dir "$dir" --train.batch "$batch" --train.max_steps "$ST_STEPS" --train.epochs "$ST_EPOCHS"
-          --train.log_every "$ST_LOG_EVERY" --train.warmup_log_steps "$ST_WARMUP" --run.threads "$ST_THREADS")
+          --train.log_every "$ST_LOG_EVERY" --train.warmup_log_steps "$ST_WARMUP" --run.threads "$ST_THREADS"
+          --run.device "$(st_device)")
     cmd+=("${ST_ARGS[@]}")
     "$ST_LAUNCH_FN" "$ranks" "$nodes"
     if st_dry_run; then
@@ -338,6 +343,7 @@ st_slurm_launch_prefix() {
     fi
   else
     ST_LAUNCH+=(-np "$ranks")
+    if [ "$(basename -- "${ST_LAUNCHER[0]}")" = mpirun ]; then ST_LAUNCH+=(-q); fi
   fi
   return 0
 }

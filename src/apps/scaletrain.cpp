@@ -3,9 +3,11 @@
 // (naming rank, host, file and line) and end every rank: a configuration error through rank 0 and a
 // clean exit, anything else through MPI_Abort so no rank is left waiting. At start-up rank 0 warns
 // about ranks sharing cores; with run.mllog it writes MLPerf-HPC-style :::MLLOG lines.
-// Exit codes: 0 done; 75 stopped by SIGUSR1/SIGTERM after writing a checkpoint (resumable with
-// run.resume = auto); 128 + the signal when stopped without run.dir (nothing saved); 69 the hang
-// watchdog ended the job; 1 any error.
+// The start-up prints the rank table, the precision line and the keys that differ from their
+// defaults; the whole configuration goes to run.dir/config.toml (and --print-config).
+// Exit codes: 0 done; 75 stopped by SIGUSR1/SIGTERM/SIGINT after writing a checkpoint (resumable
+// with run.resume = auto); 128 + the signal when stopped without run.dir (nothing saved); 69 the
+// hang watchdog ended the job; 1 any error.
 #include <mpi.h>
 
 #include <CLI/CLI.hpp>
@@ -15,6 +17,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "scaletrain/comm/mpi_communicator.hpp"
 #include "scaletrain/core/mpi_environment.hpp"
@@ -28,6 +31,7 @@
 #include "scaletrain/train/mlperf_log.hpp"
 #include "scaletrain/train/synthetic_data.hpp"
 #include "scaletrain/train/errors.hpp"
+#include "scaletrain/train/run_dir_guard.hpp"
 #include "scaletrain/train/run_log.hpp"
 #include "scaletrain/train/stop_signals.hpp"
 #include "scaletrain/train/trainer.hpp"
@@ -41,8 +45,16 @@ struct CommandLine {
   std::string config_file;
   bool print_config = false;
   bool summary = false;
+  bool version = false;
   std::map<std::string, std::string> overrides;
 };
+
+// --help-all shows the testing section's keys too; --help hides them.
+bool asks_for_every_key(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i)
+    if (std::strcmp(argv[i], "--help-all") == 0) return true;
+  return false;
+}
 
 // Parses argv on every rank identically. Returns false when --help was printed.
 bool parse_command_line(int argc, char** argv, int rank, CommandLine& cl) {
@@ -50,7 +62,10 @@ bool parse_command_line(int argc, char** argv, int rank, CommandLine& cl) {
       "scaletrain: synchronous data-parallel training over MPI.\n"
       "Run one rank per core (CPU) or per GPU: mpirun -np N scaletrain --config job.toml\n"
       "Every configuration key can be set in the TOML file ([section] key = value) or here (--section.key value)."};
+  const bool every_key = asks_for_every_key(argc, argv);
   app.set_help_flag("-h,--help", "Print this help (every key with its default) and exit");
+  app.set_help_all_flag("--help-all", "Print this help with the testing section's keys too, and exit");
+  app.add_flag("--version", cl.version, "Print the version, git commit, compiler and library versions, and exit");
   app.add_option("-c,--config", cl.config_file, "TOML configuration file")->check(CLI::ExistingFile);
   app.add_flag("--print-config", cl.print_config, "Print the resolved configuration as TOML and exit");
   app.add_flag("--summary", cl.summary, "Print the model summary (layers, shapes, parameters, FLOPs) and exit");
@@ -59,7 +74,7 @@ bool parse_command_line(int argc, char** argv, int rank, CommandLine& cl) {
     auto* opt = app.add_option_function<std::string>(
         "--" + k.key, [&cl, key = k.key](const std::string& v) { cl.overrides[key] = v; },
         k.help + " (" + k.type + ", default: " + k.get(defaults) + ")");
-    opt->group(k.key.substr(0, k.key.find('.')) + " keys");
+    opt->group(is_testing_key(k) && !every_key ? "" : k.key.substr(0, k.key.find('.')) + " keys");
     opt->type_name(k.type == "bool"         ? "BOOL"
                    : k.type == "string"     ? "TEXT"
                    : k.type == "int"        ? "INT"
@@ -69,6 +84,9 @@ bool parse_command_line(int argc, char** argv, int rank, CommandLine& cl) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
+    if (rank == 0) std::printf("%s", app.help().c_str());
+    return false;
+  } catch (const CLI::CallForAllHelp&) {
     if (rank == 0) std::printf("%s", app.help().c_str());
     return false;
   } catch (const CLI::ExtrasError& e) {
@@ -88,14 +106,27 @@ bool parse_command_line(int argc, char** argv, int rank, CommandLine& cl) {
   return true;
 }
 
-RunConfig resolve_config(const CommandLine& cl) {
+// What the start-up says about the configuration: the keys the user set away from their defaults,
+// and what run.device = auto became on this rank and why.
+struct ConfigNotes {
+  std::vector<std::string> changed;
+  std::string device;
+};
+
+// The configuration file and the overrides, with run.device = auto resolved on this rank.
+RunConfig resolve_config(const CommandLine& cl, ConfigNotes& notes) {
   RunConfig cfg;
   try {
     if (!cl.config_file.empty()) apply_toml_file(cfg, cl.config_file);
     for (const auto& [k, v] : cl.overrides) set_config_value(cfg, k, v, "command line");
+    notes.changed = config_differences(cfg);
+    const DeviceResolution device = resolve_device_kind(cfg.device);
+    if (cfg.device == DeviceKind::automatic)
+      notes.device = "run.device = auto -> " + device_kind_name(device.kind) + " (" + device.reason + ")";
+    cfg.device = device.kind;
     validate_config(cfg);
   } catch (const Error& e) {
-    throw ConsistentError(e.what());
+    throw ConsistentError(e.message());  // the user's mistake: the message alone
   }
   return cfg;
 }
@@ -105,26 +136,64 @@ void check_same_config(comm::Communicator& comm, const RunConfig& cfg) {
   const uint64_t mine = config_hash(cfg);
   std::vector<uint64_t> all(static_cast<size_t>(comm.size()));
   comm.allgather(&mine, sizeof mine, all.data());
-  for (int r = 0; r < comm.size(); ++r)
+  const int32_t device = static_cast<int32_t>(cfg.device);
+  std::vector<int32_t> devices(static_cast<size_t>(comm.size()));
+  comm.allgather(&device, sizeof device, devices.data());
+  for (int r = 0; r < comm.size(); ++r) {
+    if (devices[static_cast<size_t>(r)] != devices[0])
+      throw ConsistentError("run.device differs between ranks: rank 0 runs on " +
+                            device_kind_name(static_cast<DeviceKind>(devices[0])) + ", rank " + std::to_string(r) +
+                            " on " + device_kind_name(static_cast<DeviceKind>(devices[static_cast<size_t>(r)])) +
+                            " (run.device = auto found GPUs on some nodes only): set run.device");
     if (all[static_cast<size_t>(r)] != all[0])
       throw ConsistentError("the configuration differs between ranks (rank " + std::to_string(r) +
                             " differs from rank 0): every rank must be started with the same --config and options");
+  }
+}
+
+// --version: what a bug report needs.
+void print_version() {
+  for (const auto& [name, version] : build_versions()) std::printf("%-11s %s\n", name.c_str(), version.c_str());
+  const std::string gpu = gpu_library_versions();
+  std::printf("%-11s %s\n", "gpu", gpu.empty() ? "none (a build without CUDA)" : gpu.c_str());
+}
+
+// The keys set away from their defaults, one per line; the rest is in run.dir/config.toml.
+void print_config_differences(const RunConfig& cfg, const std::vector<std::string>& changed) {
+  const std::string where = cfg.run_dir.empty() ? "--print-config" : cfg.run_dir + "/config.toml";
+  if (changed.empty()) {
+    std::printf("configuration: the defaults (all keys: %s)\n", where.c_str());
+    return;
+  }
+  std::printf("configuration: %zu key(s) differ from the defaults (all keys: %s):\n", changed.size(), where.c_str());
+  for (const std::string& line : changed) std::printf("  %s\n", line.c_str());
 }
 
 void print_header(comm::Communicator& comm, const RunConfig& cfg, const std::string& device, const PrecisionReport& p,
-                  const TransportReport& t, const std::string& telemetry) {
+                  const TransportReport& t, const std::string& telemetry, const ConfigNotes& notes) {
   const std::string table = rank_table(comm, device);
   if (comm.rank() != 0) return;
   std::printf("scaletrain | %d ranks | model %s | global batch %lld (%lld per rank) | data %s\n", comm.size(),
               cfg.model.c_str(), static_cast<long long>(cfg.batch), static_cast<long long>(cfg.batch / comm.size()),
               cfg.data_path.c_str());
   std::printf("%s", table.c_str());
+  if (!notes.device.empty()) std::printf("%s\n", notes.device.c_str());
   char scaling[64] = "off";
   if (p.loss_scaling) std::snprintf(scaling, sizeof scaling, "dynamic, initial scale %g", p.loss_scale_init);
   std::printf("precision: compute %s (%s) | gradients on the wire %s | loss scaling %s | transport %s\n",
               p.train.c_str(), p.compute.c_str(), p.comm.c_str(), scaling, t.description.c_str());
   if (!telemetry.empty()) std::printf("%s\n", telemetry.c_str());
-  std::printf("configuration:\n%s\n", config_to_toml(cfg).c_str());
+  print_config_differences(cfg, notes.changed);
+}
+
+// Rank 0 checks run.dir before anything is written to it (train/run_dir_guard.hpp); every rank
+// gets its verdict.
+void guard_run_dir(comm::Communicator& comm, const RunConfig& cfg) {
+  root_check(comm, [&] {
+    const std::string aside = prepare_run_dir(cfg);
+    if (!aside.empty())
+      std::printf("run.overwrite: the earlier run in %s was moved aside to %s\n", cfg.run_dir.c_str(), aside.c_str());
+  });
 }
 
 // Rank 0's operator algorithms (cuda: one line per cuDNN/cuBLASLt choice), after the header.
@@ -199,8 +268,9 @@ int report_stop(int rank, const TrainResult& r) {
 
 // A training run: the Trainer with its logs (progress, run directory, MLPerf log). Returns the exit
 // code.
-int train_and_log(comm::Communicator& comm, const RunConfig& cfg, double init_start) {
+int train_and_log(comm::Communicator& comm, const RunConfig& cfg, double init_start, const ConfigNotes& notes) {
   const int rank = comm.rank();
+  guard_run_dir(comm, cfg);
   const std::vector<std::string> hosts = comm::allgather_strings(comm, comm.host());
   MlperfLog mllog(rank == 0 && cfg.mllog, cfg.run_dir);
   log_init(mllog, cfg, hosts, init_start);
@@ -211,7 +281,7 @@ int train_and_log(comm::Communicator& comm, const RunConfig& cfg, double init_st
   mllog.stop("staging", trainer.staging_time().end);
   mllog.point("train_samples", trainer.steps_per_epoch() * cfg.batch, now_seconds());
   print_header(comm, cfg, trainer.device_description(), trainer.precision(), trainer.transport(),
-               trainer.gpu_telemetry_line());
+               trainer.gpu_telemetry_line(), notes);
   RunInfo info;
   info.operator_choices = trainer.backend().operator_choices();
   print_operator_choices(rank, info.operator_choices);
@@ -246,12 +316,37 @@ int train_and_log(comm::Communicator& comm, const RunConfig& cfg, double init_st
   return 0;
 }
 
+// One command: --help, --version, --print-config, --summary or a training run. Returns the exit code.
+int run_command(int argc, char** argv, int rank, double init_start) {
+  CommandLine cl;
+  if (!parse_command_line(argc, argv, rank, cl)) return 0;
+  if (cl.version) {
+    if (rank == 0) print_version();
+    return 0;
+  }
+  ConfigNotes notes;
+  const RunConfig cfg = resolve_config(cl, notes);
+  auto comm = comm::make_mpi_communicator(MPI_COMM_WORLD);
+  check_same_config(*comm, cfg);
+  if (cl.print_config) {
+    if (rank == 0) std::printf("%s", config_to_toml(cfg).c_str());
+    return 0;
+  }
+  if (cl.summary) {
+    const DatasetShape ds = dataset_shape(cfg);
+    auto model = nn::make_zoo_model(cfg.model, ds.sample_shape, ds.classes);
+    if (rank == 0) std::printf("%s", model->summary().c_str());
+    return 0;
+  }
+  return train_and_log(*comm, cfg, init_start, notes);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const double init_start = now_seconds();
   setlinebuf(stdout);
-  // First: from here on SIGUSR1/SIGTERM stop the run at a step boundary (one that comes during
+  // First: from here on SIGUSR1/SIGTERM/SIGINT stop the run at a step boundary (one that comes during
   // MPI's start-up stops it after the first step).
   install_stop_signal_handlers();
   set_mpi_environment_defaults();
@@ -264,24 +359,15 @@ int main(int argc, char** argv) {
   {
     kernels::KokkosScope kokkos;
     try {
-      CommandLine cl;
-      if (parse_command_line(argc, argv, rank, cl)) {
-        const RunConfig cfg = resolve_config(cl);
-        auto comm = comm::make_mpi_communicator(MPI_COMM_WORLD);
-        check_same_config(*comm, cfg);
-        if (cl.print_config) {
-          if (rank == 0) std::printf("%s", config_to_toml(cfg).c_str());
-        } else if (cl.summary) {
-          const DatasetShape ds = dataset_shape(cfg);
-          auto model = nn::make_zoo_model(cfg.model, ds.sample_shape, ds.classes);
-          if (rank == 0) std::printf("%s", model->summary().c_str());
-        } else {
-          rc = train_and_log(*comm, cfg, init_start);
-        }
-      }
+      rc = run_command(argc, argv, rank, init_start);
     } catch (const ConsistentError& e) {
       if (rank == 0) std::fprintf(stderr, "scaletrain: error: %s\n", e.what());
       rc = 1;
+    } catch (const UserError& e) {  // this rank's alone: name it
+      std::fprintf(stderr, "scaletrain: error: [rank %d on %s] %s\n", rank, error_host().c_str(), e.what());
+      std::fflush(stderr);
+      std::fflush(stdout);
+      MPI_Abort(MPI_COMM_WORLD, 1);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "scaletrain: error: %s\n", e.what());
       std::fflush(stderr);

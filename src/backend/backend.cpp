@@ -11,14 +11,16 @@
 namespace scaletrain {
 
 DeviceKind parse_device_kind(const std::string& name) {
+  if (name == "auto") return DeviceKind::automatic;
   if (name == "cpu") return DeviceKind::cpu;
   if (name == "sim") return DeviceKind::sim;
   if (name == "cuda") return DeviceKind::cuda;
-  ST_FAIL("run.device = '", name, "' is not one of cpu, sim, cuda");
+  ST_FAIL("run.device = '", name, "' is not one of auto, cpu, sim, cuda");
 }
 
 std::string device_kind_name(DeviceKind k) {
   switch (k) {
+    case DeviceKind::automatic: return "auto";
     case DeviceKind::cpu: return "cpu";
     case DeviceKind::sim: return "sim";
     case DeviceKind::cuda: return "cuda";
@@ -42,8 +44,24 @@ std::string bf16_gemm_compute_name(Bf16GemmCompute c) {
   return "?";
 }
 
+DeviceResolution resolve_device_kind(DeviceKind requested) {
+  if (requested != DeviceKind::automatic) return {requested, ""};
+#if SCALETRAIN_HAVE_CUDA
+  const int gpus = visible_gpu_count();
+  if (gpus > 0) return {DeviceKind::cuda, std::to_string(gpus) + (gpus == 1 ? " GPU" : " GPUs") + " visible"};
+  return {DeviceKind::cpu, "no GPU visible"};
+#else
+  return {DeviceKind::cpu, "this build has no CUDA backend"};
+#endif
+}
+
 std::unique_ptr<Backend> make_backend(const BackendOptions& o) {
   switch (o.kind) {
+    case DeviceKind::automatic: {
+      BackendOptions resolved = o;
+      resolved.kind = resolve_device_kind(o.kind).kind;
+      return make_backend(resolved);
+    }
     case DeviceKind::cpu: return make_cpu_backend(o.threads, o.onednn_only, o.bf16_gemm);
     case DeviceKind::sim: return make_sim_backend(o);
     case DeviceKind::cuda: return make_cuda_backend(o);
@@ -53,9 +71,13 @@ std::unique_ptr<Backend> make_backend(const BackendOptions& o) {
 
 #if !SCALETRAIN_HAVE_CUDA
 std::unique_ptr<Backend> make_cuda_backend(const BackendOptions&) {
-  ST_FAIL("run.device = 'cuda': this build has no CUDA backend (configure with the cuda preset, or "
-          "-DSCALETRAIN_ENABLE_CUDA=ON); use cpu or sim");
+  ST_USER_FAIL("run.device = 'cuda': this build has no CUDA backend (configure with the cuda preset, or "
+               "-DSCALETRAIN_ENABLE_CUDA=ON); use cpu or sim");
 }
+
+int visible_gpu_count() { return 0; }
+
+std::string gpu_library_versions() { return ""; }
 #endif
 
 Tensor Backend::zeros(Shape shape, DType dtype, std::string name) {

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "scaletrain/core/error.hpp"
+#include "scaletrain/nn/zoo.hpp"
 
 namespace scaletrain::train {
 namespace {
@@ -44,7 +45,7 @@ ConfigKey key_of(std::string key, T RunConfig::*field, std::string help) {
       else if (v == "false" || v == "0" || v == "no" || v == "off")
         c.*field = false;
       else
-        ST_FAIL("configuration key '", name, "' expects true or false, got '", v, "'");
+        ST_USER_FAIL("configuration key '", name, "' expects true or false, got '", v, "'");
     };
   } else if constexpr (std::is_same_v<T, double>) {
     k.type = "float";
@@ -57,7 +58,7 @@ ConfigKey key_of(std::string key, T RunConfig::*field, std::string help) {
       } catch (...) {
         used = 0;
       }
-      ST_CHECK(used == v.size() && !v.empty(), "configuration key '", name, "' expects a number, got '", v, "'");
+      ST_USER_CHECK(used == v.size() && !v.empty(), "configuration key '", name, "' expects a number, got '", v, "'");
       c.*field = d;
     };
   } else {
@@ -71,7 +72,7 @@ ConfigKey key_of(std::string key, T RunConfig::*field, std::string help) {
       } catch (...) {
         used = 0;
       }
-      ST_CHECK(used == v.size() && !v.empty(), "configuration key '", name, "' expects an integer, got '", v, "'");
+      ST_USER_CHECK(used == v.size() && !v.empty(), "configuration key '", name, "' expects an integer, got '", v, "'");
       c.*field = static_cast<T>(d);
     };
   }
@@ -114,6 +115,12 @@ ConfigKey bucket_size_key(std::string key, std::string help) {
   return k;
 }
 
+std::string zoo_names() {
+  std::string names;
+  for (const std::string& n : nn::zoo_model_names()) names += (names.empty() ? "" : ", ") + n;
+  return names;
+}
+
 size_t edit_distance(const std::string& a, const std::string& b) {
   std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
   for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
@@ -131,7 +138,7 @@ std::string toml_value_text(const toml::node& n, const std::string& key, const s
   if (auto i = n.as_integer()) return std::to_string(i->get());
   if (auto f = n.as_floating_point()) return format_double(f->get());
   if (auto b = n.as_boolean()) return b->get() ? "true" : "false";
-  ST_FAIL(origin, ": key '", key, "' must be a string, number or boolean");
+  ST_USER_FAIL(origin, ": key '", key, "' must be a string, number or boolean");
 }
 
 void walk(RunConfig& cfg, const toml::table& t, const std::string& prefix, const std::string& origin) {
@@ -149,7 +156,7 @@ void walk(RunConfig& cfg, const toml::table& t, const std::string& prefix, const
 
 const std::vector<ConfigKey>& config_keys() {
   static const std::vector<ConfigKey> keys = {
-      key_of("model.name", &RunConfig::model, "zoo model: mlp, lenet, fmnist_sepcnn"),
+      key_of("model.name", &RunConfig::model, "zoo model: " + zoo_names()),
       key_of("data.path", &RunConfig::data_path, "HDF5 dataset (data-tools format v1), or \"synthetic\""),
       enum_key("data.mode", &RunConfig::data_mode, data::parse_loader_mode, data::loader_mode_name,
                "stage (read the data into memory) or stream (chunked reads)"),
@@ -160,6 +167,9 @@ const std::vector<ConfigKey>& config_keys() {
       key_of("data.augment_flip", &RunConfig::augment_flip, "random horizontal flips when augmenting"),
       key_of("data.drop_remainder", &RunConfig::drop_remainder,
              "drop the samples that do not fill a global batch (else pad by wrapping around)"),
+      key_of("data.normalize", &RunConfig::normalize,
+             "file: normalize every channel by the file's training-split mean/std (a file without them is refused: "
+             "st-info --add-stats FILE adds them); none: train on the raw values"),
       key_of("train.epochs", &RunConfig::epochs, "passes over the training split"),
       key_of("train.batch", &RunConfig::batch, "global batch size (per-rank batch x ranks); must divide by the ranks"),
       key_of("train.seed", &RunConfig::seed, "seed of initialization, shuffling, dropout and augmentation"),
@@ -222,14 +232,19 @@ const std::vector<ConfigKey>& config_keys() {
                "gradient transport: auto (nccl on run.device = cuda, mpi elsewhere), nccl (NCCL on the device's comm "
                "stream; on sim, the NCCL path simulated with MPI on the comm stream) or mpi (host MPI; device "
                "gradients are staged through pinned host buffers)"),
-      key_of("run.dir", &RunConfig::run_dir, "run directory for metrics.jsonl and run.json (empty: none)"),
+      key_of("run.dir", &RunConfig::run_dir,
+             "run directory for config.toml, metrics.jsonl, run.json and checkpoints (empty: none); one holding "
+             "another run's files is refused unless run.resume continues it or run.overwrite is set"),
+      key_of("run.overwrite", &RunConfig::overwrite,
+             "start afresh in a run.dir that holds another run's files, moving them aside to <run.dir>.<time>"),
       key_of("run.timeline", &RunConfig::timeline,
              "write run.dir/timeline.json: every rank's phases and all-reduces (chrome://tracing, Perfetto)"),
       key_of("run.mllog", &RunConfig::mllog,
              "rank 0 writes MLPerf-HPC-style :::MLLOG lines to stdout and run.dir/mllog.log"),
       key_of("run.threads", &RunConfig::threads, "compute threads per rank (0: the cores the rank is bound to)"),
       enum_key("run.device", &RunConfig::device, parse_device_kind, device_kind_name,
-               "compute device: cpu (oneDNN), sim (a simulated GPU: device memory, stream threads, events), cuda "
+               "compute device: auto (cuda where the build has it and a GPU is visible, else cpu; said at start-up), "
+               "cpu (oneDNN), sim (a simulated GPU: device memory, stream threads, events), cuda "
                "(cuDNN, cuBLASLt, NCCL; a build with SCALETRAIN_ENABLE_CUDA)"),
       key_of("run.deterministic", &RunConfig::deterministic,
              "cuda: deterministic cuDNN and cuBLASLt algorithms only (no atomics in backward-filter, no split-K with "
@@ -244,22 +259,10 @@ const std::vector<ConfigKey>& config_keys() {
                "GEMMs on widened bf16 operands (f32), or auto: rank 0 times both at the model's shapes at start-up "
                "and every rank takes the faster (a resumed run: its checkpoint's choice)"),
       key_of("run.sim_memory_mb", &RunConfig::sim_memory_mb, "sim device memory in MiB (0: unlimited)"),
-      key_of("run.sim_delay_us", &RunConfig::sim_delay_us,
-             "sim: random delay of up to this many microseconds before every op on every stream (tests)"),
-      key_of("run.sim_ignore_events", &RunConfig::sim_ignore_events,
-             "sim, tests only: events whose label contains this never make anyone wait (shows a test catches it)"),
-      key_of("run.inject_overflow_rank", &RunConfig::inject_overflow_rank,
-             "tests only: this rank reports inf/NaN gradients at run.inject_overflow_step (-1: off)"),
-      key_of("run.inject_overflow_step", &RunConfig::inject_overflow_step,
-             "tests only: the step at which run.inject_overflow_rank reports inf/NaN gradients"),
       key_of("run.watchdog_s", &RunConfig::watchdog_s,
              "a rank in one phase of one step longer than this many seconds ends the job with MPI_Abort (0: off)"),
       key_of("run.watchdog_long_s", &RunConfig::watchdog_long_s,
              "the watchdog's allowance for the start-up and first step, evaluations and checkpoint writes"),
-      key_of("run.inject_signal", &RunConfig::inject_signal,
-             "tests only: run.inject_signal_rank sends itself this signal (USR1 or TERM) before run.inject_signal_step"),
-      key_of("run.inject_signal_rank", &RunConfig::inject_signal_rank, "tests only: see run.inject_signal (-1: off)"),
-      key_of("run.inject_signal_step", &RunConfig::inject_signal_step, "tests only: see run.inject_signal"),
       key_of("run.checkpoint_steps", &RunConfig::checkpoint_steps,
              "write a checkpoint to run.dir/checkpoints every N steps (0: off)"),
       key_of("run.checkpoint_seconds", &RunConfig::checkpoint_seconds,
@@ -271,10 +274,22 @@ const std::vector<ConfigKey>& config_keys() {
              "auto: continue from run.dir's latest checkpoint (fresh when none); or a checkpoint or run directory"),
       key_of("run.resume_force", &RunConfig::resume_force,
              "resume although forceable identity keys differ from the checkpoint's"),
-      key_of("run.inject_checkpoint_crash_step", &RunConfig::inject_checkpoint_crash_step,
-             "tests only: exit while writing the checkpoint of this step, between two files (-1: off)"),
-      key_of("run.inject_divergence_rank", &RunConfig::inject_divergence_rank,
-             "tests only: this rank perturbs one weight before the first checkpoint (-1: off)"),
+      key_of("testing.sim_delay_us", &RunConfig::sim_delay_us,
+             "sim: random delay of up to this many microseconds before every op on every stream"),
+      key_of("testing.sim_ignore_events", &RunConfig::sim_ignore_events,
+             "sim, events whose label contains this never make anyone wait (shows a test catches it)"),
+      key_of("testing.inject_overflow_rank", &RunConfig::inject_overflow_rank,
+             "this rank reports inf/NaN gradients at testing.inject_overflow_step (-1: off)"),
+      key_of("testing.inject_overflow_step", &RunConfig::inject_overflow_step,
+             "the step at which testing.inject_overflow_rank reports inf/NaN gradients"),
+      key_of("testing.inject_signal", &RunConfig::inject_signal,
+             "testing.inject_signal_rank sends itself this signal (USR1, TERM or INT) before testing.inject_signal_step"),
+      key_of("testing.inject_signal_rank", &RunConfig::inject_signal_rank, "see testing.inject_signal (-1: off)"),
+      key_of("testing.inject_signal_step", &RunConfig::inject_signal_step, "see testing.inject_signal"),
+      key_of("testing.inject_checkpoint_crash_step", &RunConfig::inject_checkpoint_crash_step,
+             "exit while writing the checkpoint of this step, between two files (-1: off)"),
+      key_of("testing.inject_divergence_rank", &RunConfig::inject_divergence_rank,
+             "this rank perturbs one weight before the first checkpoint (-1: off)"),
   };
   return keys;
 }
@@ -302,12 +317,12 @@ std::string nearest_config_key(const std::string& key) {
 
 void set_config_value(RunConfig& cfg, const std::string& key, const std::string& value, const std::string& origin) {
   const ConfigKey* k = find_config_key(key);
-  ST_CHECK(k != nullptr, origin, ": unknown configuration key '", key, "' (did you mean '", nearest_config_key(key),
+  ST_USER_CHECK(k != nullptr, origin, ": unknown configuration key '", key, "' (did you mean '", nearest_config_key(key),
            "'? --help lists every key)");
   try {
     k->set(cfg, value);
   } catch (const Error& e) {
-    ST_FAIL(origin, ": ", e.what());
+    ST_USER_FAIL(origin, ": ", e.message());
   }
 }
 
@@ -316,7 +331,7 @@ void apply_toml_string(RunConfig& cfg, const std::string& text, const std::strin
   try {
     t = toml::parse(text, origin);
   } catch (const toml::parse_error& e) {
-    ST_FAIL(origin, ":", e.source().begin.line, ":", e.source().begin.column, ": TOML syntax error: ", e.description());
+    ST_USER_FAIL(origin, ":", e.source().begin.line, ":", e.source().begin.column, ": TOML syntax error: ", e.description());
   }
   walk(cfg, t, "", origin);
 }
@@ -326,44 +341,47 @@ void apply_toml_file(RunConfig& cfg, const std::string& path) {
   try {
     t = toml::parse_file(path);
   } catch (const toml::parse_error& e) {
-    ST_FAIL(path, ":", e.source().begin.line, ":", e.source().begin.column, ": ", e.description());
+    ST_USER_FAIL(path, ":", e.source().begin.line, ":", e.source().begin.column, ": ", e.description());
   }
   walk(cfg, t, "", path);
 }
 
 void validate_config(const RunConfig& c) {
-  ST_CHECK(c.batch > 0, "train.batch must be positive, got ", c.batch);
-  ST_CHECK(c.epochs > 0, "train.epochs must be positive, got ", c.epochs);
-  ST_CHECK(c.log_every > 0, "train.log_every must be positive, got ", c.log_every);
-  ST_CHECK(c.max_steps >= 0, "train.max_steps must be >= 0, got ", c.max_steps);
-  ST_CHECK(c.prefetch >= 1, "data.prefetch must be >= 1, got ", c.prefetch);
-  ST_CHECK(c.synthetic_samples > 0, "data.synthetic_samples must be positive, got ", c.synthetic_samples);
-  ST_CHECK(c.lr > 0, "optimizer.lr must be positive, got ", c.lr);
-  ST_CHECK(c.schedule != optim::LrScheduleKind::step || c.step_epochs > 0,
+  ST_USER_CHECK(c.batch > 0, "train.batch must be positive, got ", c.batch);
+  ST_USER_CHECK(c.epochs > 0, "train.epochs must be positive, got ", c.epochs);
+  ST_USER_CHECK(c.log_every > 0, "train.log_every must be positive, got ", c.log_every);
+  ST_USER_CHECK(c.max_steps >= 0, "train.max_steps must be >= 0, got ", c.max_steps);
+  ST_USER_CHECK(c.prefetch >= 1, "data.prefetch must be >= 1, got ", c.prefetch);
+  ST_USER_CHECK(c.synthetic_samples > 0, "data.synthetic_samples must be positive, got ", c.synthetic_samples);
+  ST_USER_CHECK(c.lr > 0, "optimizer.lr must be positive, got ", c.lr);
+  ST_USER_CHECK(c.schedule != optim::LrScheduleKind::step || c.step_epochs > 0,
            "optimizer.schedule = step needs optimizer.step_epochs > 0");
-  ST_CHECK(c.reference_batch > 0, "optimizer.reference_batch must be positive");
-  ST_CHECK(c.bucket_mb.automatic || c.bucket_mb.fixed_mb > 0, "comm.bucket_mb must be auto or positive, got ",
+  ST_USER_CHECK(c.reference_batch > 0, "optimizer.reference_batch must be positive");
+  ST_USER_CHECK(c.bucket_mb.automatic || c.bucket_mb.fixed_mb > 0, "comm.bucket_mb must be auto or positive, got ",
            c.bucket_mb.fixed_mb);
   (void)comm::resolve_comm_backend(c.comm_backend, c.device);  // throws for nccl on cpu
-  ST_CHECK(c.threads >= 0, "run.threads must be >= 0");
-  ST_CHECK(c.cudnn_workspace_mb >= 0, "run.cudnn_workspace_mb must be >= 0, got ", c.cudnn_workspace_mb);
-  ST_CHECK(c.sim_memory_mb >= 0, "run.sim_memory_mb must be >= 0, got ", c.sim_memory_mb);
-  ST_CHECK(c.sim_delay_us >= 0, "run.sim_delay_us must be >= 0, got ", c.sim_delay_us);
-  ST_CHECK(!c.timeline || !c.run_dir.empty(), "run.timeline = true needs run.dir");
-  ST_CHECK(c.target_accuracy >= 0 && c.target_accuracy <= 1, "train.target_accuracy must be in [0, 1] (0: none), got ",
+  ST_USER_CHECK(c.threads >= 0, "run.threads must be >= 0");
+  ST_USER_CHECK(c.cudnn_workspace_mb >= 0, "run.cudnn_workspace_mb must be >= 0, got ", c.cudnn_workspace_mb);
+  ST_USER_CHECK(c.sim_memory_mb >= 0, "run.sim_memory_mb must be >= 0, got ", c.sim_memory_mb);
+  ST_USER_CHECK(c.sim_delay_us >= 0, "testing.sim_delay_us must be >= 0, got ", c.sim_delay_us);
+  ST_USER_CHECK(!c.timeline || !c.run_dir.empty(), "run.timeline = true needs run.dir");
+  ST_USER_CHECK(c.target_accuracy >= 0 && c.target_accuracy <= 1, "train.target_accuracy must be in [0, 1] (0: none), got ",
            c.target_accuracy);
-  ST_CHECK(c.target_accuracy == 0 || c.evaluate, "train.target_accuracy needs train.evaluate = true");
-  ST_CHECK(c.watchdog_s >= 0, "run.watchdog_s must be >= 0 (0: off), got ", c.watchdog_s);
-  ST_CHECK(c.watchdog_long_s >= c.watchdog_s, "run.watchdog_long_s must be >= run.watchdog_s (", c.watchdog_s,
+  ST_USER_CHECK(c.target_accuracy == 0 || c.evaluate, "train.target_accuracy needs train.evaluate = true");
+  ST_USER_CHECK(c.watchdog_s >= 0, "run.watchdog_s must be >= 0 (0: off), got ", c.watchdog_s);
+  ST_USER_CHECK(c.watchdog_long_s >= c.watchdog_s, "run.watchdog_long_s must be >= run.watchdog_s (", c.watchdog_s,
            "), got ", c.watchdog_long_s);
-  ST_CHECK(c.inject_signal.empty() || c.inject_signal == "USR1" || c.inject_signal == "TERM",
-           "run.inject_signal must be USR1, TERM or empty, got '", c.inject_signal, "'");
-  ST_CHECK(c.checkpoint_steps >= 0, "run.checkpoint_steps must be >= 0, got ", c.checkpoint_steps);
-  ST_CHECK(c.checkpoint_seconds >= 0, "run.checkpoint_seconds must be >= 0, got ", c.checkpoint_seconds);
-  ST_CHECK(c.checkpoint_keep >= 1, "run.checkpoint_keep must be >= 1, got ", c.checkpoint_keep);
-  ST_CHECK((c.checkpoint_steps == 0 && c.checkpoint_seconds == 0) || !c.run_dir.empty(),
+  ST_USER_CHECK(c.inject_signal.empty() || c.inject_signal == "USR1" || c.inject_signal == "TERM" ||
+                    c.inject_signal == "INT",
+                "testing.inject_signal must be USR1, TERM, INT or empty, got '", c.inject_signal, "'");
+  ST_USER_CHECK(c.normalize == "file" || c.normalize == "none", "data.normalize must be file or none, got '",
+                c.normalize, "'");
+  ST_USER_CHECK(c.checkpoint_steps >= 0, "run.checkpoint_steps must be >= 0, got ", c.checkpoint_steps);
+  ST_USER_CHECK(c.checkpoint_seconds >= 0, "run.checkpoint_seconds must be >= 0, got ", c.checkpoint_seconds);
+  ST_USER_CHECK(c.checkpoint_keep >= 1, "run.checkpoint_keep must be >= 1, got ", c.checkpoint_keep);
+  ST_USER_CHECK((c.checkpoint_steps == 0 && c.checkpoint_seconds == 0) || !c.run_dir.empty(),
            "run.checkpoint_steps and run.checkpoint_seconds write to run.dir/checkpoints: set run.dir");
-  ST_CHECK(c.resume != "auto" || !c.run_dir.empty(),
+  ST_USER_CHECK(c.resume != "auto" || !c.run_dir.empty(),
            "run.resume = auto continues from run.dir/checkpoints/latest, but run.dir is not set: set run.dir, or "
            "name a checkpoint directory");
 }
@@ -384,10 +402,25 @@ BackendOptions backend_options(const RunConfig& c) {
   return o;
 }
 
+bool is_testing_key(const ConfigKey& k) { return k.key.rfind("testing.", 0) == 0; }
+
+bool has_default_value(const ConfigKey& k, const RunConfig& cfg) {
+  static const RunConfig defaults;
+  return k.get(cfg) == k.get(defaults);
+}
+
+std::vector<std::string> config_differences(const RunConfig& cfg) {
+  std::vector<std::string> out;
+  for (const auto& k : config_keys())
+    if (!has_default_value(k, cfg)) out.push_back(k.key + " = " + k.get(cfg));
+  return out;
+}
+
 std::string config_to_toml(const RunConfig& cfg) {
   std::ostringstream os;
   std::string section;
   for (const auto& k : config_keys()) {
+    if (is_testing_key(k) && has_default_value(k, cfg)) continue;
     const std::string sec = k.key.substr(0, k.key.find('.'));
     if (sec != section) {
       os << (section.empty() ? "" : "\n") << "[" << sec << "]\n";

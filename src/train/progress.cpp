@@ -45,7 +45,8 @@ ProgressPrinter::ProgressPrinter(bool enabled, const RunConfig& cfg, int64_t ste
       epochs_(cfg.epochs),
       steps_per_epoch_(steps_per_epoch),
       planned_(planned_steps),
-      evaluate_(cfg.evaluate) {}
+      evaluate_(cfg.evaluate),
+      warmup_steps_(cfg.warmup_log_steps) {}
 
 void ProgressPrinter::interval(int64_t epoch, int64_t step_in_epoch, int64_t step, double loss, double accuracy,
                                double lr, double samples_per_second, double ms_per_step, double elapsed) {
@@ -84,12 +85,17 @@ void ProgressPrinter::epoch_end(const EpochReport& r) {
 
 void ProgressPrinter::finish(const TrainResult& r) {
   if (!enabled_) return;
-  std::printf("\nsummary: %lld steps in %s | mean %.0f samples/s (warm-up excluded)", static_cast<long long>(r.steps),
-              duration(r.seconds).c_str(), r.mean_samples_per_second);
+  std::printf("\nsummary: %lld steps in %s", static_cast<long long>(r.steps), duration(r.seconds).c_str());
+  if (r.mean_samples_per_second > 0)
+    std::printf(" | mean %.0f samples/s (warm-up excluded)", r.mean_samples_per_second);
+  else
+    std::printf(" | mean samples/s not measured (every step was warm-up: train.warmup_log_steps = %lld)",
+                static_cast<long long>(warmup_steps_));
   if (evaluate_ && !r.epochs.empty())
     std::printf(" | final eval accuracy %.2f%% loss %.4f", 100 * r.final_eval_accuracy, r.final_eval_loss);
-  std::printf(" | all-reduce exposed %.1f%% of step time (total %.1f%%)", 100 * r.exposed_allreduce_share,
-              100 * r.allreduce_total_share);
+  std::printf(" | all-reduce exposed %.1f%% of step time (the buckets' all-reduce times add up to %.1f%% of it: "
+              "they overlap backward and each other)",
+              100 * r.exposed_allreduce_share, 100 * r.allreduce_total_share);
   if (r.skipped_steps > 0) std::printf(" | %lld step(s) skipped for inf/NaN", static_cast<long long>(r.skipped_steps));
   std::printf("\n");
   std::fflush(stdout);

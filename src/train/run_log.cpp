@@ -28,6 +28,7 @@ namespace {
 nlohmann::json config_json(const RunConfig& cfg) {
   nlohmann::json j;
   for (const auto& k : config_keys()) {
+    if (is_testing_key(k) && has_default_value(k, cfg)) continue;
     const std::string sec = k.key.substr(0, k.key.find('.'));
     const std::string name = k.key.substr(sec.size() + 1);
     const std::string v = k.get(cfg);
@@ -80,8 +81,18 @@ nlohmann::json gpu_json(int rank, const GpuSample& g) {
   }
   return j;
 }
+// The run's whole configuration, as --print-config prints it (the start-up shows only what differs
+// from the defaults).
+void write_config_file(const std::string& path, const RunConfig& cfg) {
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  ST_USER_CHECK(f != nullptr, "cannot write ", path, ": ", std::strerror(errno));
+  const std::string text = config_to_toml(cfg);
+  const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  ST_USER_CHECK(std::fclose(f) == 0 && ok, "cannot write ", path, ": ", std::strerror(errno));
+}
+
 nlohmann::json position_json(const TrainingPosition& p) {
-  return {{"step", p.step}, {"epoch", p.epoch}, {"step_in_epoch", p.step_in_epoch}};
+  return {{"step", p.step}, {"epoch", p.epoch + 1}, {"step_in_epoch", p.step_in_epoch}};
 }
 nlohmann::json resume_json(const ResumeRecord& r) {
   return {{"version", kRunDirFormatVersion}, {"record", "resumed_from"}, {"path", r.path},
@@ -96,7 +107,8 @@ RunLog::RunLog(bool enabled, const std::string& run_dir, const RunConfig& cfg,
   if (!enabled || run_dir.empty()) return;
   std::error_code ec;
   std::filesystem::create_directories(run_dir, ec);
-  ST_CHECK(!ec, "cannot create run directory ", run_dir, ": ", ec.message());
+  ST_USER_CHECK(!ec, "cannot create run directory ", run_dir, ": ", ec.message());
+  write_config_file(run_dir + "/config.toml", cfg);
   const std::string path = run_dir + "/metrics.jsonl";
   file_ = std::fopen(path.c_str(), resumed ? "a" : "w");
   ST_CHECK(file_ != nullptr, "cannot write ", path, ": ", std::strerror(errno));
@@ -123,7 +135,7 @@ void RunLog::stopped(const TrainResult& r) {
 
 void RunLog::evaluation(const EpochReport& e, double run_seconds) {
   if (!file_) return;
-  write_line({{"version", kRunDirFormatVersion}, {"record", "evaluation"}, {"epoch", e.epoch},
+  write_line({{"version", kRunDirFormatVersion}, {"record", "evaluation"}, {"epoch", e.epoch + 1},
               {"eval_accuracy", e.eval_accuracy}, {"eval_loss", e.eval_loss}, {"eval_samples", e.eval_samples},
               {"run_seconds", run_seconds}, {"reached_target", e.reached_target}});
 }
@@ -139,7 +151,7 @@ void RunLog::interval(const IntervalTimings& t) {
     for (int p = 0; p < kPhaseCount; ++p) phase_totals_[static_cast<size_t>(p)] += t.mean[p];
   nlohmann::json j;
   j["version"] = kRunDirFormatVersion;
-  j["epoch"] = t.epoch;
+  j["epoch"] = t.epoch + 1;
   j["first_step"] = t.first_step;
   j["steps"] = t.steps;
   j["warmup"] = t.warmup;
@@ -209,7 +221,7 @@ void RunLog::finish(const RunInfo& info, const TrainResult& r) {
   j["final_eval_loss"] = r.final_eval_loss;
   j["target_accuracy"] = cfg_.target_accuracy > 0 ? nlohmann::json(cfg_.target_accuracy) : nlohmann::json(nullptr);
   j["time_to_accuracy_s"] = info.time_to_accuracy_s ? nlohmann::json(*info.time_to_accuracy_s) : nlohmann::json(nullptr);
-  j["target_epoch"] = r.target_epoch >= 0 ? nlohmann::json(r.target_epoch) : nlohmann::json(nullptr);
+  j["target_epoch"] = r.target_epoch >= 0 ? nlohmann::json(r.target_epoch + 1) : nlohmann::json(nullptr);
   j["binding"] = {{"cpu_masks", info.cpu_masks}, {"warnings", info.binding_warnings}};
   double step_total = phase_totals_[static_cast<size_t>(Phase::step)];
   nlohmann::json share;
@@ -221,7 +233,7 @@ void RunLog::finish(const RunInfo& info, const TrainResult& r) {
   j["metrics_write_seconds"] = write_seconds_;
   nlohmann::json epochs = nlohmann::json::array();
   for (const auto& e : r.epochs)
-    epochs.push_back({{"epoch", e.epoch},
+    epochs.push_back({{"epoch", e.epoch + 1},
                       {"steps", e.steps},
                       {"seconds", e.seconds},
                       {"samples_per_s", e.samples_per_second},

@@ -1,5 +1,8 @@
-// The stop-signal handlers: one lock-free atomic, set once (the only thing a handler may do safely).
+// The stop-signal handlers: one lock-free atomic, set once; Ctrl-C also restores SIGINT's default
+// action and says so on rank 0.
 #include "scaletrain/train/stop_signals.hpp"
+
+#include <unistd.h>
 
 #include <atomic>
 #include <csignal>
@@ -13,9 +16,17 @@ namespace {
 std::atomic<int> g_stop_signal{0};
 static_assert(std::atomic<int>::is_always_lock_free, "a signal handler may only touch lock-free atomics");
 
+constexpr char kCtrlCNotice[] =
+    "\nscaletrain: Ctrl-C: stopping after this step (with a checkpoint where run.dir is set); Ctrl-C again ends at "
+    "once\n";
+
+// Only async-signal-safe calls: an atomic, signal() and write().
 extern "C" void on_stop_signal(int signal) {
   int none = 0;
   g_stop_signal.compare_exchange_strong(none, signal);
+  if (signal != SIGINT) return;
+  std::signal(SIGINT, SIG_DFL);  // a second Ctrl-C ends the process at once
+  if (error_rank() <= 0) (void)!write(STDERR_FILENO, kCtrlCNotice, sizeof kCtrlCNotice - 1);
 }
 
 }  // namespace
@@ -26,7 +37,7 @@ void install_stop_signal_handlers() {
   sa.sa_handler = on_stop_signal;
   sa.sa_flags = SA_RESTART;
   sigemptyset(&sa.sa_mask);
-  for (int s : {SIGUSR1, SIGTERM})
+  for (int s : {SIGUSR1, SIGTERM, SIGINT})
     ST_CHECK(sigaction(s, &sa, nullptr) == 0, "sigaction(", signal_name(s), ") failed: ", std::strerror(errno));
 }
 

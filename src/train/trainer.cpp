@@ -21,6 +21,7 @@
 #include "scaletrain/backend/launch.hpp"
 #include "scaletrain/comm/gradient_buckets.hpp"
 #include "scaletrain/comm/gradient_transport.hpp"
+#include "scaletrain/data/dataset_file.hpp"
 #include "scaletrain/data/loader.hpp"
 #include "scaletrain/kernels/normalize.hpp"
 #include "scaletrain/nn/softmax_cross_entropy.hpp"
@@ -96,11 +97,14 @@ struct Trainer::Impl {
   int64_t first_step = -1;                  // of this run (the watchdog's long allowance)
   StepFlags stop;                           // the agreed stop signal, once one has arrived
 
-  Impl(RunConfig c, comm::Communicator& cm) : cfg(std::move(c)), comm(cm), abort_comm(&cm) {}
+  Impl(RunConfig c, comm::Communicator& cm) : cfg(std::move(c)), comm(cm), abort_comm(&cm) {
+    cfg.device = resolve_device_kind(cfg.device).kind;  // the app resolves auto first; library users get the same
+  }
 
   void setup();
   void setup_device();
   void setup_data();
+  void check_eval_split();
   void setup_model();
   void build_model();
   void choose_bf16_gemm();
@@ -193,9 +197,30 @@ void Trainer::Impl::setup_data() {
     throw ConsistentError("data set " + data_path + " has " + std::to_string(info.num_samples) +
                           " training samples, fewer than one global batch of " + std::to_string(cfg.batch) +
                           ": lower train.batch or use more data");
+  if (cfg.normalize == "file" && info.mean.empty())
+    throw ConsistentError("data set " + data_path +
+                          " stores no mean/std of its training samples, so they would train unnormalized: add them with "
+                          "`st-info --add-stats " + data_path + "`, or set data.normalize = none to train on the raw values");
   if (!cfg.evaluate) return;
+  check_eval_split();
   const data::LoaderOptions eo = eval_loader_options(lo, cfg);
   collective_check(comm, [&] { eval_loader = std::make_unique<data::DataLoader>(eo, comm.rank(), world); });
+}
+
+// A missing evaluation split fails with the fix (st-pack-folder writes train and val, no test).
+void Trainer::Impl::check_eval_split() {
+  const std::vector<std::string> splits = data::DatasetFile(data_path, {}).splits();
+  if (std::find(splits.begin(), splits.end(), cfg.eval_split) != splits.end()) return;
+  std::string have;
+  for (const std::string& s : splits) have += (have.empty() ? "" : ", ") + s;
+  std::string fix = "--train.evaluate false";
+  for (const char* other : {"val", "test"})
+    if (std::find(splits.begin(), splits.end(), other) != splits.end()) {
+      fix = "--train.eval_split " + std::string(other) + " (or " + fix + ")";
+      break;
+    }
+  throw ConsistentError("data set " + data_path + " has no '" + cfg.eval_split + "' split to evaluate on (it has: " +
+                        have + "): set " + fix);
 }
 
 void Trainer::Impl::setup_model() {
@@ -291,7 +316,8 @@ void Trainer::Impl::setup_input() {
   in.augmented = backend->empty(batch_shape, DType::u8, "input.augmented");
   const int64_t channels = info.sample_shape.back();
   Tensor host_mean({channels}, DType::f32, "input.mean"), host_inv_std({channels}, DType::f32, "input.inv_std");
-  const bool have = static_cast<int64_t>(info.mean.size()) == channels && static_cast<int64_t>(info.std.size()) == channels;
+  const bool have = cfg.normalize == "file" && static_cast<int64_t>(info.mean.size()) == channels &&
+                    static_cast<int64_t>(info.std.size()) == channels;
   for (int64_t c = 0; c < channels; ++c) {
     host_mean.data<float>()[c] = have ? info.mean[static_cast<size_t>(c)] : 0.0f;
     const float sd = have ? info.std[static_cast<size_t>(c)] : 1.0f;
@@ -387,7 +413,7 @@ void Trainer::Impl::wait_for_gradients() {
 
 // The step's one agreement across ranks. This rank's part: inf/NaN in its unscaled, reduced
 // gradients (the same on every rank, agreed all the same: the decision to skip must be identical
-// everywhere or the replicas diverge; run.inject_overflow_* shows it in the tests) and in its loss,
+// everywhere or the replicas diverge; testing.inject_overflow_* shows it in the tests) and in its loss,
 // a stop signal it received, and rank 0's checkpoint clock.
 StepFlags Trainer::Impl::agree_on_step(int64_t step) {
   optim::NonFiniteCounts bad;
@@ -439,10 +465,10 @@ void Trainer::Impl::apply_update(const StepFlags& flags, int64_t step) {
   model->refresh_compute_parameters();
 }
 
-// Tests (run.inject_signal): this rank sends itself the signal before `step`.
+// Tests (testing.inject_signal): this rank sends itself the signal before `step`.
 void Trainer::Impl::inject_signal(int64_t step) {
   if (cfg.inject_signal.empty() || comm.rank() != cfg.inject_signal_rank || step != cfg.inject_signal_step) return;
-  std::raise(cfg.inject_signal == "TERM" ? SIGTERM : SIGUSR1);
+  std::raise(cfg.inject_signal == "TERM" ? SIGTERM : cfg.inject_signal == "INT" ? SIGINT : SIGUSR1);
 }
 
 void Trainer::Impl::record_bucket_events(int64_t step) {

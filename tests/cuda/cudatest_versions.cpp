@@ -46,7 +46,9 @@ TEST(CudaLibraries, StartupLineNamesEveryVersion) {
                            std::to_string(NCCL_PATCH);
   const std::string runtime = std::to_string(CUDART_VERSION / 1000) + "." + std::to_string(CUDART_VERSION % 1000 / 10);
   EXPECT_EQ(line.rfind("CUDA runtime " + runtime + " / driver ", 0), 0u) << line;
-  EXPECT_NE(line.find(", cuDNN " + cudnn + ", NCCL " + nccl), std::string::npos) << line;
+  const std::string cublas = std::to_string(CUBLAS_VER_MAJOR) + "." + std::to_string(CUBLAS_VER_MINOR) + "." +
+                             std::to_string(CUBLAS_VER_PATCH);
+  EXPECT_NE(line.find(", cuDNN " + cudnn + ", NCCL " + nccl + ", cuBLAS " + cublas), std::string::npos) << line;
 }
 
 }  // namespace

@@ -101,12 +101,12 @@ def check_time_to_accuracy(run, evals, events, expect, stopped):
         fail(f"run.json time_to_accuracy_s {tta} / target_epoch {run['target_epoch']}; metrics.jsonl's first "
              f"evaluation at or above {target}: epoch {hit['epoch']} at {hit['run_seconds']} s")
     run_start = events[first(events, "run_start")]["time_ms"]
-    eval_ms = events[first(events, "eval_accuracy", hit["epoch"] + 1)]["time_ms"]
+    eval_ms = events[first(events, "eval_accuracy", hit["epoch"])]["time_ms"]
     if abs((eval_ms - run_start) / 1e3 - tta) > 0.003:
         fail(f"MLLOG: eval_accuracy - run_start = {(eval_ms - run_start) / 1e3} s, run.json says {tta} s")
     if status != "success":
         fail(f"run_stop status {status}, expected success")
-    if stopped and len(evals) != hit["epoch"] + 1:
+    if stopped and len(evals) != hit["epoch"]:
         fail(f"the run went on after reaching the target in epoch {hit['epoch']}: {len(evals)} evaluations")
     return f"epoch {hit['epoch']} after {tta:.3f} s"
 
@@ -132,10 +132,10 @@ def main():
     for key, want in [("global_batch_size", run["global_batch"]), ("number_of_ranks", run["world_size"])]:
         if events[first(events, key)]["value"] != want:
             fail(f"{key} = {events[first(events, key)]['value']}, run.json says {want}")
-    if [e["epoch"] + 1 for e in evals] != epochs:
+    if [e["epoch"] for e in evals] != epochs:
         fail(f"metrics.jsonl evaluations of epochs {[e['epoch'] for e in evals]}, MLLOG epochs {epochs}")
     for e in evals:
-        logged = events[first(events, "eval_accuracy", e["epoch"] + 1)]["value"]
+        logged = events[first(events, "eval_accuracy", e["epoch"])]["value"]
         if logged != e["eval_accuracy"]:
             fail(f"epoch {e['epoch']}: MLLOG eval_accuracy {logged}, metrics.jsonl {e['eval_accuracy']}")
     what = check_time_to_accuracy(run, evals, events, a.expect_target, a.stopped_at_target)

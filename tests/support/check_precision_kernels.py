@@ -13,6 +13,7 @@ import collections
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -123,6 +124,7 @@ def main():
             print("skipped: ONEDNN_MAX_CPU_ISA=AVX512_CORE needs an AVX-512 CPU")
             return 77
         env["ONEDNN_MAX_CPU_ISA"] = "AVX512_CORE"
+    shutil.rmtree(a.run_dir, ignore_errors=True)  # a run.dir holding an earlier run's files is refused
     out = subprocess.run(cmd + ["--run.dir", a.run_dir], env=env, capture_output=True, text=True)
     if out.returncode != 0:
         print(out.stdout[-4000:], out.stderr[-4000:])

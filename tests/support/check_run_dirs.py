@@ -12,7 +12,7 @@ import json
 import os
 import sys
 
-FORMAT_VERSION = 3  # the run-directory format version scaletrain writes (jobs/README.md)
+FORMAT_VERSION = 4  # the run-directory format version scaletrain writes (jobs/README.md)
 PHASES = ["data_wait", "h2d", "forward", "backward", "allreduce_exposed", "optimizer"]
 OPTIONAL_PHASES = ["input", "agree"]  # counted when a line has them (input: split from h2d; agree: the step's agreement)
 PLOTS = ["throughput.png", "efficiency.png", "phases.png", "rank_step_time.png"]

@@ -3,7 +3,7 @@
 # with --delays US, on the simulated device with random delays before every op on every stream) and
 # requires bitwise-identical per-step losses (in bf16 the sim run takes the bf16 GEMM way the cpu run
 # chose). With --expect-mismatch it instead requires that every run completes and the sim run's
-# losses differ: used with run.sim_ignore_events to show that a missing wait is caught.
+# losses differ: used with testing.sim_ignore_events to show that a missing wait is caught.
 # usage: device_equivalence.sh SCALETRAIN MPIRUN_PREFIX... -- OUTDIR MODEL RANKS [--delays US]
 #                              [--expect-mismatch] [--precision fp32|bf16|fp16] [-- extra sim flags...]
 set -euo pipefail
@@ -43,7 +43,7 @@ run cpu --run.device cpu
 gemm=$(/usr/bin/python3 -c 'import json, sys; c = json.load(open(sys.argv[1]))["operators"].get("cpu_bf16_gemm")
 print(c["compute"] if c else "")' "$out/cpu/run.json")
 [ -z "$gemm" ] || { echo "cpu run: bf16 GEMMs $gemm; the sim run takes the same"; extra+=(--run.cpu_bf16_gemm "$gemm"); }
-run sim --run.device sim --run.sim_delay_us "$delays" "${extra[@]}"
+run sim --run.device sim --testing.sim_delay_us "$delays" "${extra[@]}"
 if [ "$expect" = match ]; then
   /usr/bin/python3 "$here/compare_losses.py" "$out/cpu/metrics.jsonl" "$out/sim/metrics.jsonl" --steps 50
 else

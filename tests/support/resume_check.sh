@@ -136,7 +136,7 @@ PY
     np=$1
     run full "$np" "${all[@]}"
     if "${mpirun[@]}" -np "$np" "$st" "${common[@]}" "${all[@]}" --model.name lenet_dropout --train.batch 24 --run.dir "$out/crashed" --run.checkpoint_steps 10 \
-        --run.inject_checkpoint_crash_step 30 > "$out/crashed.log" 2>&1; then
+        --testing.inject_checkpoint_crash_step 30 > "$out/crashed.log" 2>&1; then
       cat "$out/crashed.log"; echo "FAIL: the run with a crash injected at step 30 exited 0"; exit 1
     fi
     [ "$(cat "$out/crashed/checkpoints/latest")" = step-20 ] || {
@@ -180,8 +180,8 @@ PY
     np=$1 sig=$2 stop=$3
     after=$((stop + 1))
     run full "$np" "${all[@]}"
-    stopped_run stopped "$np" "${all[@]}" --run.inject_signal "$sig" --run.inject_signal_rank $((np - 1)) \
-      --run.inject_signal_step "$stop"
+    stopped_run stopped "$np" "${all[@]}" --testing.inject_signal "$sig" --testing.inject_signal_rank $((np - 1)) \
+      --testing.inject_signal_step "$stop"
     check_stopped stopped "$after"
     expect_line "$out/stopped.log" "scaletrain: stopped by SIG$sig (received by rank $((np - 1))) after step $after: checkpoint $out/stopped/checkpoints/step-$after written; exit code 75"
     run stopped "$np" --run.resume auto "${all[@]}"

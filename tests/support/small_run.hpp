@@ -19,6 +19,7 @@ inline train::RunConfig small_run_config() {
   c.momentum = 0.9;
   c.bucket_mb = comm::BucketSizeSetting::fixed(0.004);  // ~4 KB buckets: lenet's 61,706 parameters in many buckets
   c.threads = 1;
+  c.device = DeviceKind::cpu;  // not auto: these tests choose their device themselves
   // These tests run a 1-rank reference trainer on every rank beside the N-rank one, in one shared
   // run directory: concurrent end-of-run checkpoints there would race (checkpoints are tested in
   // tests/checkpoint.cmake).

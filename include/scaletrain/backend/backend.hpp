@@ -19,9 +19,23 @@
 
 namespace scaletrain {
 
-enum class DeviceKind { cpu, sim, cuda };
-DeviceKind parse_device_kind(const std::string& name);  // "cpu" | "sim" | "cuda"; Error otherwise
+// automatic (run.device = auto): cuda where the build has it and a GPU is visible, else cpu.
+enum class DeviceKind { automatic, cpu, sim, cuda };
+DeviceKind parse_device_kind(const std::string& name);  // "auto" | "cpu" | "sim" | "cuda"; Error otherwise
 std::string device_kind_name(DeviceKind k);
+
+// What run.device = auto becomes on this process, and why ("2 GPUs visible", "no GPU visible",
+// "this build has no CUDA backend"). Any other kind comes back as it is, with an empty reason.
+struct DeviceResolution {
+  DeviceKind kind;
+  std::string reason;
+};
+DeviceResolution resolve_device_kind(DeviceKind requested);
+// GPUs this process can use: 0 in a build without CUDA, or where the driver sees none.
+int visible_gpu_count();
+// The GPU libraries of a cuda build ("CUDA runtime 13.0 / driver none, cuDNN 9.19.0, NCCL 2.28.3,
+// cuBLAS 13.1.0"); "" in a build without CUDA.
+std::string gpu_library_versions();
 
 // cpu, bf16 storage: how the GEMM-shaped operators (dense layers, 1x1 convolutions) compute.
 // bf16: oneDNN's bf16 kernels (AVX512-BF16 dot products or AMX tiles). f32: f32 GEMMs on operands

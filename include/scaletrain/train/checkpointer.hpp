@@ -83,7 +83,7 @@ class Checkpointer {
   std::optional<CheckpointStore> store_;
   double last_time_;  // rank 0's clock at the start or the last checkpoint
   int64_t last_saved_step_ = -1;
-  bool diverged_once_ = false;  // run.inject_divergence_rank applies to the first checkpoint only
+  bool diverged_once_ = false;  // testing.inject_divergence_rank applies to the first checkpoint only
 };
 
 // Rank-local: the checkpoint directory run.resume names ("" without run.resume, or auto without a

@@ -32,6 +32,9 @@ struct RunConfig {
   int64_t augment_pad = 2;
   bool augment_flip = true;
   bool drop_remainder = true;
+  // "file": samples are normalized per channel by the file's train-split mean/std (a file without
+  // them is refused); "none": the raw values, on purpose.
+  std::string normalize = "file";
   // [train]
   int64_t epochs = 2;
   int64_t batch = 128;  // global batch: per-rank batch x ranks
@@ -85,10 +88,13 @@ struct RunConfig {
   comm::CommBackend comm_backend = comm::CommBackend::auto_;
   // [run]
   std::string run_dir = "";  // empty: no files written
+  // A run.dir holding another run's files is refused unless run.resume continues it or this moves
+  // them aside to <run.dir>.<time> (train/run_dir_guard.hpp).
+  bool overwrite = false;
   bool timeline = false;     // write <run_dir>/timeline.json (Chrome trace)
   bool mllog = false;        // rank 0 writes MLPerf-style :::MLLOG lines (stdout, <run_dir>/mllog.log)
   int64_t threads = 0;       // compute threads per rank; 0: the cores this rank is bound to
-  DeviceKind device = DeviceKind::cpu;
+  DeviceKind device = DeviceKind::automatic;  // auto: cuda where the build has it and a GPU is visible
   // cuda operator selection (BackendOptions): deterministic algorithms only (the default while the
   // speed difference is unmeasured), and the workspace one operator's algorithm may use.
   bool deterministic = true;
@@ -96,21 +102,11 @@ struct RunConfig {
   bool cpu_onednn_only = false;  // oneDNN primitives for every cpu operator (no sgemm/direct paths)
   Bf16GemmCompute cpu_bf16_gemm = Bf16GemmCompute::automatic;  // cpu bf16 dense/1x1 GEMMs: auto, bf16, f32
   int64_t sim_memory_mb = 0;     // sim device capacity (0: unlimited)
-  int64_t sim_delay_us = 0;      // sim: random delay of up to this before every op on every stream
-  std::string sim_ignore_events;  // sim, tests only: events whose label contains this never wait
-  // Tests only: this rank's local inf/NaN-gradient flag is set at this step (-1: off), to show that
-  // every rank skips (or stops at) the step together.
-  int64_t inject_overflow_rank = -1;
-  int64_t inject_overflow_step = -1;
   // Hang watchdog (train/watchdog.hpp): a rank in one phase of one step longer than watchdog_s ends
   // the job with MPI_Abort; the start-up and first step, evaluations and checkpoint writes get
   // watchdog_long_s. 0: off.
   double watchdog_s = 300;
   double watchdog_long_s = 1800;
-  // Tests only: this rank sends itself SIGUSR1 or SIGTERM ("USR1", "TERM"; "": off) before this step.
-  std::string inject_signal;
-  int64_t inject_signal_rank = -1;
-  int64_t inject_signal_step = -1;
   // Checkpoints in run.dir/checkpoints (train/checkpoint_store.hpp): every N steps, every S seconds
   // (rank 0's clock decides for all), and at the end of the run; the newest `keep` are kept.
   int64_t checkpoint_steps = 0;
@@ -120,8 +116,20 @@ struct RunConfig {
   // "" (start fresh), "auto" (run.dir's latest checkpoint, or fresh when there is none) or a path.
   std::string resume;
   bool resume_force = false;  // resume although forceable identity keys differ (train/resume.hpp)
-  // Tests only: the checkpoint of this step exits the process after its first file (-1: off), and
-  // this rank perturbs one weight before the first checkpoint (-1: off).
+  // [testing]: keys that exist for the tests (hidden from --help, left out of run.json and
+  // config.toml at their defaults; never identity keys).
+  int64_t sim_delay_us = 0;      // sim: random delay of up to this before every op on every stream
+  std::string sim_ignore_events;  // sim: events whose label contains this never wait
+  // This rank's local inf/NaN-gradient flag is set at this step (-1: off), to show that every rank
+  // skips (or stops at) the step together.
+  int64_t inject_overflow_rank = -1;
+  int64_t inject_overflow_step = -1;
+  // This rank sends itself SIGUSR1, SIGTERM or SIGINT ("USR1", "TERM", "INT"; "": off) before this step.
+  std::string inject_signal;
+  int64_t inject_signal_rank = -1;
+  int64_t inject_signal_step = -1;
+  // The checkpoint of this step exits the process after its first file (-1: off), and this rank
+  // perturbs one weight before the first checkpoint (-1: off).
   int64_t inject_checkpoint_crash_step = -1;
   int64_t inject_divergence_rank = -1;
 };
@@ -130,7 +138,7 @@ struct RunConfig {
 BackendOptions backend_options(const RunConfig& cfg);
 
 struct ConfigKey {
-  std::string key;   // "train.batch"
+  std::string key;   // "train.batch"; the testing section's keys start with "testing."
   std::string type;  // "int", "float", "bool", "string", "auto|float" (get: "\"auto\"" or a number)
   std::string help;
   std::function<std::string(const RunConfig&)> get;
@@ -150,7 +158,15 @@ void set_config_value(RunConfig& cfg, const std::string& key, const std::string&
 // Cross-key checks (positive batch, known optimizer, ...) that do not need the world size.
 void validate_config(const RunConfig& cfg);
 
-// The resolved configuration as TOML text (what --print-config prints), and its 64-bit hash.
+// Whether a key belongs to the tests' section (hidden from --help, left out at its default).
+bool is_testing_key(const ConfigKey& k);
+// Whether the key's value in cfg is its default.
+bool has_default_value(const ConfigKey& k, const RunConfig& cfg);
+// "section.key = value" for every key whose value differs from its default, in registry order.
+std::vector<std::string> config_differences(const RunConfig& cfg);
+
+// The resolved configuration as TOML text (what --print-config prints and run.dir/config.toml
+// holds; testing keys only where set), and its 64-bit hash.
 std::string config_to_toml(const RunConfig& cfg);
 uint64_t config_hash(const RunConfig& cfg);
 

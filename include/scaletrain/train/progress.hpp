@@ -23,6 +23,7 @@ class ProgressPrinter {
   bool tty_;
   int64_t epochs_, steps_per_epoch_, planned_;
   bool evaluate_;
+  int64_t warmup_steps_;
 };
 
 }  // namespace scaletrain::train

@@ -1,4 +1,5 @@
-// RunLog: the timing logs of a run directory, written by rank 0 only. metrics.jsonl gets one JSON
+// RunLog: the timing logs of a run directory, written by rank 0 only. config.toml gets the whole
+// configuration at the start; metrics.jsonl gets one JSON
 // line per logging interval (phase times reduced over ranks; each rank's GPU telemetry where NVML
 // reads it); run.json, at the end, describes the whole run (configuration, world, versions,
 // throughput, phase shares). Format: jobs/README.md.
@@ -18,11 +19,12 @@ namespace scaletrain::train {
 
 // Format version of the run directory, written as `version` in run.json and in every metrics.jsonl
 // line. New fields are added without changing it; a field removed or renamed, or a meaning changed,
-// bumps it (jobs/README.md, "Run directory format"; perf/scaling_report.py reads versions 1 and 2).
+// bumps it (jobs/README.md, "Run directory format"; perf/scaling_report.py reads versions 1 to 4).
 // Version 3: metrics.jsonl may hold record lines (a `record` key: "checkpoint", "resumed_from",
 // "evaluation") between the interval lines, which are unchanged; a resumed run appends to the
-// earlier run's file.
-inline constexpr int kRunDirFormatVersion = 3;
+// earlier run's file. Version 4: every `epoch` (and run.json's target_epoch) counts from 1, as the
+// progress lines and the MLPerf log's epoch_num do.
+inline constexpr int kRunDirFormatVersion = 4;
 
 struct RunInfo {
   int world_size = 1;

@@ -149,6 +149,10 @@ std::unique_ptr<Backend> make_cuda_backend(const BackendOptions& options) {
   return std::make_unique<CudaBackend>(options);
 }
 
+int visible_gpu_count() { return cuda::visible_device_count(); }
+
+std::string gpu_library_versions() { return cuda::library_versions(); }
+
 AllocatorStats cuda::allocator_stats(Backend& backend) {
   auto* b = dynamic_cast<CudaBackend*>(&backend);
   ST_CHECK(b != nullptr, "allocator statistics: backend '", backend.description(), "' is not a CUDA backend");

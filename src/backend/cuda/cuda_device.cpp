@@ -48,8 +48,10 @@ std::string library_versions() {
   ST_CUDA_CHECK(cudaDriverGetVersion(&driver));
   ST_NCCL_CHECK(ncclGetVersion(&nccl));
   const long cudnn = static_cast<long>(cudnnGetVersion());
+  const long cublas = static_cast<long>(cublasLtGetVersion());
   return "CUDA runtime " + cuda_version(runtime) + " / driver " + (driver ? cuda_version(driver) : "none") +
-         ", cuDNN " + three_part_version(cudnn) + ", NCCL " + three_part_version(nccl);
+         ", cuDNN " + three_part_version(cudnn) + ", NCCL " + three_part_version(nccl) + ", cuBLAS " +
+         three_part_version(cublas);
 }
 
 std::string describe_device(int device) {

@@ -109,7 +109,7 @@ class SimBackend final : public Backend {
         copy_("copy", stream_options(o, host_->num_threads(), 2)),
         comm_("comm", stream_options(o, 1, 3)) {
     ST_CHECK(o.sim_memory_bytes >= 0, "run.sim_memory_mb must be >= 0");
-    ST_CHECK(o.sim_max_delay_us >= 0, "run.sim_delay_us must be >= 0");
+    ST_CHECK(o.sim_max_delay_us >= 0, "testing.sim_delay_us must be >= 0");
     memory_->capacity = o.sim_memory_bytes;
   }
   ~SimBackend() override {
