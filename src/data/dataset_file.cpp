@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "scaletrain/core/check_hdf5.hpp"
+#include "scaletrain/core/join.hpp"
 
 namespace scaletrain::data {
 namespace {
@@ -42,11 +43,7 @@ std::vector<hsize_t> dims_of(hid_t dset) {
   return d;
 }
 
-std::string join(const std::vector<std::string>& v) {
-  std::string s;
-  for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
-  return s.empty() ? "(none)" : s;
-}
+std::string listed(const std::vector<std::string>& v) { return v.empty() ? "(none)" : join(v); }
 
 // Validation of an open file; appends problems, never throws for file content.
 void check_file(hid_t f, const std::vector<std::string>& required, std::vector<std::string>& problems) {
@@ -84,7 +81,7 @@ void check_file(hid_t f, const std::vector<std::string>& required, std::vector<s
     if (link_exists(f, s)) present.push_back(s);
   for (const auto& r : required)
     if (std::find(present.begin(), present.end(), r) == present.end())
-      problems.push_back("missing split '" + r + "' (the file has: " + join(present) +
+      problems.push_back("missing split '" + r + "' (the file has: " + listed(present) +
                          "); pack it with the tool's split options");
   for (const auto& s : present) {
     const std::string sp = "/" + s + "/samples", lp = "/" + s + "/labels";
@@ -201,7 +198,7 @@ bool DatasetFile::has_split(const std::string& split) const {
 }
 
 DatasetInfo DatasetFile::info(const std::string& split) const {
-  ST_USER_CHECK(has_split(split), "data set ", path_, ": missing split '", split, "' (the file has: ", join(splits()),
+  ST_USER_CHECK(has_split(split), "data set ", path_, ": missing split '", split, "' (the file has: ", listed(splits()),
            ")");
   std::lock_guard lock(hdf5_mutex());
   DatasetInfo d;

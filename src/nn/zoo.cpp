@@ -1,6 +1,7 @@
 // Model zoo definitions.
 #include "scaletrain/nn/zoo.hpp"
 
+#include "scaletrain/core/join.hpp"
 #include "scaletrain/nn/conv2d.hpp"
 #include "scaletrain/nn/dense.hpp"
 #include "scaletrain/nn/elementwise_layers.hpp"
@@ -73,11 +74,8 @@ std::unique_ptr<Model> make_zoo_model(const std::string& name, const Shape& inpu
   else if (name == "lenet") build_lenet(*m, num_classes);
   else if (name == "lenet_dropout") build_lenet_dropout(*m, num_classes);
   else if (name == "fmnist_sepcnn") build_fmnist_sepcnn(*m, num_classes);
-  else {
-    std::string valid;
-    for (const auto& n : zoo_model_names()) valid += (valid.empty() ? "" : ", ") + n;
-    ST_USER_FAIL("unknown model '", name, "' (the zoo has: ", valid, ")");
-  }
+  else
+    ST_USER_FAIL("unknown model '", name, "' (the zoo has: ", join(zoo_model_names()), ")");
   m->configure(input_sample);
   return m;
 }

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "scaletrain/core/error.hpp"
+#include "scaletrain/core/join.hpp"
 #include "scaletrain/nn/zoo.hpp"
 
 namespace scaletrain::train {
@@ -115,12 +116,6 @@ ConfigKey bucket_size_key(std::string key, std::string help) {
   return k;
 }
 
-std::string zoo_names() {
-  std::string names;
-  for (const std::string& n : nn::zoo_model_names()) names += (names.empty() ? "" : ", ") + n;
-  return names;
-}
-
 size_t edit_distance(const std::string& a, const std::string& b) {
   std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
   for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
@@ -156,7 +151,7 @@ void walk(RunConfig& cfg, const toml::table& t, const std::string& prefix, const
 
 const std::vector<ConfigKey>& config_keys() {
   static const std::vector<ConfigKey> keys = {
-      key_of("model.name", &RunConfig::model, "zoo model: " + zoo_names()),
+      key_of("model.name", &RunConfig::model, "zoo model: " + join(nn::zoo_model_names())),
       key_of("data.path", &RunConfig::data_path, "HDF5 dataset (data-tools format v1), or \"synthetic\""),
       enum_key("data.mode", &RunConfig::data_mode, data::parse_loader_mode, data::loader_mode_name,
                "stage (read the data into memory) or stream (chunked reads)"),

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "scaletrain/core/error.hpp"
+#include "scaletrain/core/join.hpp"
 
 namespace scaletrain::train {
 namespace fs = std::filesystem;
@@ -28,12 +29,6 @@ std::string aside_name(const std::string& dir) {
   return name;
 }
 
-std::string joined(const std::vector<std::string>& names) {
-  std::string s;
-  for (const std::string& n : names) s += (s.empty() ? "" : ", ") + n;
-  return s;
-}
-
 }  // namespace
 
 std::vector<std::string> earlier_run_files(const std::string& dir) {
@@ -48,7 +43,7 @@ std::string prepare_run_dir(const RunConfig& cfg) {
   if (cfg.run_dir.empty() || !cfg.resume.empty()) return "";
   const std::vector<std::string> found = earlier_run_files(cfg.run_dir);
   if (found.empty()) return "";
-  ST_USER_CHECK(cfg.overwrite, "run.dir ", cfg.run_dir, " holds another run's files (", joined(found),
+  ST_USER_CHECK(cfg.overwrite, "run.dir ", cfg.run_dir, " holds another run's files (", join(found),
                 "): continue that run with --run.resume auto, or start afresh with --run.overwrite true (moves "
                 "the directory aside to ", cfg.run_dir, ".<time>), or choose another --run.dir");
   const std::string aside = aside_name(cfg.run_dir);

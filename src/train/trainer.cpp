@@ -27,6 +27,7 @@
 #include "scaletrain/nn/softmax_cross_entropy.hpp"
 #include "scaletrain/nn/zoo.hpp"
 #include "scaletrain/core/dispatch.hpp"
+#include "scaletrain/core/join.hpp"
 #include "scaletrain/optim/loss_scaler.hpp"
 #include "scaletrain/optim/lr_schedule.hpp"
 #include "scaletrain/optim/optimizer.hpp"
@@ -211,8 +212,6 @@ void Trainer::Impl::setup_data() {
 void Trainer::Impl::check_eval_split() {
   const std::vector<std::string> splits = data::DatasetFile(data_path, {}).splits();
   if (std::find(splits.begin(), splits.end(), cfg.eval_split) != splits.end()) return;
-  std::string have;
-  for (const std::string& s : splits) have += (have.empty() ? "" : ", ") + s;
   std::string fix = "--train.evaluate false";
   for (const char* other : {"val", "test"})
     if (std::find(splits.begin(), splits.end(), other) != splits.end()) {
@@ -220,7 +219,7 @@ void Trainer::Impl::check_eval_split() {
       break;
     }
   throw ConsistentError("data set " + data_path + " has no '" + cfg.eval_split + "' split to evaluate on (it has: " +
-                        have + "): set " + fix);
+                        join(splits) + "): set " + fix);
 }
 
 void Trainer::Impl::setup_model() {
