@@ -116,6 +116,11 @@ ConfigKey bucket_size_key(std::string key, std::string help) {
   return k;
 }
 
+bool has_default_value(const ConfigKey& k, const RunConfig& cfg) {
+  static const RunConfig defaults;
+  return k.get(cfg) == k.get(defaults);
+}
+
 size_t edit_distance(const std::string& a, const std::string& b) {
   std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
   for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
@@ -399,10 +404,7 @@ BackendOptions backend_options(const RunConfig& c) {
 
 bool is_testing_key(const ConfigKey& k) { return k.key.rfind("testing.", 0) == 0; }
 
-bool has_default_value(const ConfigKey& k, const RunConfig& cfg) {
-  static const RunConfig defaults;
-  return k.get(cfg) == k.get(defaults);
-}
+bool is_left_out(const ConfigKey& k, const RunConfig& cfg) { return is_testing_key(k) && has_default_value(k, cfg); }
 
 std::vector<std::string> config_differences(const RunConfig& cfg) {
   std::vector<std::string> out;
@@ -415,7 +417,7 @@ std::string config_to_toml(const RunConfig& cfg) {
   std::ostringstream os;
   std::string section;
   for (const auto& k : config_keys()) {
-    if (is_testing_key(k) && has_default_value(k, cfg)) continue;
+    if (is_left_out(k, cfg)) continue;
     const std::string sec = k.key.substr(0, k.key.find('.'));
     if (sec != section) {
       os << (section.empty() ? "" : "\n") << "[" << sec << "]\n";

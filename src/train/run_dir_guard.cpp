@@ -3,6 +3,7 @@
 
 #include <ctime>
 #include <filesystem>
+#include <vector>
 
 #include "scaletrain/core/error.hpp"
 #include "scaletrain/core/join.hpp"
@@ -29,8 +30,7 @@ std::string aside_name(const std::string& dir) {
   return name;
 }
 
-}  // namespace
-
+// The names in `dir` that a run writes (empty when the directory is missing or holds none).
 std::vector<std::string> earlier_run_files(const std::string& dir) {
   std::vector<std::string> found;
   std::error_code ec;
@@ -38,6 +38,8 @@ std::vector<std::string> earlier_run_files(const std::string& dir) {
     if (fs::exists(fs::path(dir) / name, ec)) found.push_back(name);
   return found;
 }
+
+}  // namespace
 
 std::string prepare_run_dir(const RunConfig& cfg) {
   if (cfg.run_dir.empty() || !cfg.resume.empty()) return "";

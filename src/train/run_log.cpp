@@ -28,7 +28,7 @@ namespace {
 nlohmann::json config_json(const RunConfig& cfg) {
   nlohmann::json j;
   for (const auto& k : config_keys()) {
-    if (is_testing_key(k) && has_default_value(k, cfg)) continue;
+    if (is_left_out(k, cfg)) continue;
     const std::string sec = k.key.substr(0, k.key.find('.'));
     const std::string name = k.key.substr(sec.size() + 1);
     const std::string v = k.get(cfg);

@@ -158,10 +158,10 @@ void set_config_value(RunConfig& cfg, const std::string& key, const std::string&
 // Cross-key checks (positive batch, known optimizer, ...) that do not need the world size.
 void validate_config(const RunConfig& cfg);
 
-// Whether a key belongs to the tests' section (hidden from --help, left out at its default).
+// Whether a key belongs to the tests' section (hidden from --help).
 bool is_testing_key(const ConfigKey& k);
-// Whether the key's value in cfg is its default.
-bool has_default_value(const ConfigKey& k, const RunConfig& cfg);
+// Whether --print-config, config.toml and run.json leave the key out: a testing key at its default.
+bool is_left_out(const ConfigKey& k, const RunConfig& cfg);
 // "section.key = value" for every key whose value differs from its default, in registry order.
 std::vector<std::string> config_differences(const RunConfig& cfg);
 

@@ -4,14 +4,10 @@
 // to <run.dir>.<time> first (an old checkpoint left beside new ones could be resumed by mistake).
 #pragma once
 #include <string>
-#include <vector>
 
 #include "scaletrain/train/config.hpp"
 
 namespace scaletrain::train {
-
-// The names in `dir` that a run writes (empty when the directory is missing or holds none).
-std::vector<std::string> earlier_run_files(const std::string& dir);
 
 // Rank 0, before anything is written into run.dir. Returns where an earlier run was moved aside
 // (run.overwrite), or "" when nothing was moved; throws UserError when run.dir holds another run's

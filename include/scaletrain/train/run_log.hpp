@@ -1,8 +1,8 @@
 // RunLog: the timing logs of a run directory, written by rank 0 only. config.toml gets the whole
-// configuration at the start; metrics.jsonl gets one JSON
-// line per logging interval (phase times reduced over ranks; each rank's GPU telemetry where NVML
-// reads it); run.json, at the end, describes the whole run (configuration, world, versions,
-// throughput, phase shares). Format: jobs/README.md.
+// configuration at the start; metrics.jsonl gets one JSON line per logging interval (phase times
+// reduced over ranks; each rank's GPU telemetry where NVML reads it); run.json, at the end,
+// describes the whole run (configuration, world, versions, throughput, phase shares). Format:
+// jobs/README.md.
 #pragma once
 #include <cstdio>
 #include <optional>
