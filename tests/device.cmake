@@ -35,6 +35,17 @@ if(TARGET scaletrain)
     set_tests_properties(device_cpu_vs_sim_nccl_lenet_np${np} device_cpu_vs_sim_nccl_delays_lenet_np${np}
                          PROPERTIES PROCESSORS ${np} LABELS "device;mpi" TIMEOUT 300)
   endforeach()
+  # scaletrain-bench-allreduce on device buffers (the GPU kit's NCCL and staged-MPI checks, here on
+  # sim): every size's result checked (#wrong), exit non-zero on any wrong value.
+  if(TARGET scaletrain-bench-allreduce)
+    foreach(transport nccl mpi)
+      add_test(NAME device_bench_allreduce_${transport}_np2
+               COMMAND ${MPIEXEC_EXECUTABLE} -np 2 ${_mpi_flags} $<TARGET_FILE:scaletrain-bench-allreduce>
+                       -b 4 -e 4M -n 3 -w 1 -d bf16 --device sim --backend ${transport})
+      set_tests_properties(device_bench_allreduce_${transport}_np2 PROPERTIES PROCESSORS 2 LABELS "device;mpi"
+                           TIMEOUT 120)
+    endforeach()
+  endif()
   add_test(NAME device_nccl_missing_bucket_wait_is_caught
            COMMAND ${_eq} ${_dev}/nccl_missing_bucket_wait lenet 2 --delays 200 --expect-mismatch
                    -- --comm.backend nccl --testing.sim_ignore_events "bucket ready" --run.checkpoint_at_end false)

@@ -1,6 +1,9 @@
 // scaletrain-bench-allreduce: nccl-tests-style all-reduce benchmark over scaletrain's own
 // Communicator (sizes doubling from --min-bytes to --max-bytes, time reduced across ranks, algbw,
 // busbw, #wrong, alpha-beta fit, JSON) and, with --overlap, the GradientBuckets overlap benchmark.
+// --device sim|cuda puts the buffer in device memory: --backend nccl reduces it with the device
+// communicator (NCCL on cuda, which calls ncclAllReduce even at one rank), --backend mpi stages it
+// through pinned host memory around MPI_Allreduce, as the trainer's comm.backend = mpi does.
 #include <mpi.h>
 #include <unistd.h>
 
@@ -13,8 +16,10 @@
 #include <string>
 #include <vector>
 
+#include "scaletrain/backend/backend.hpp"
 #include "scaletrain/comm/allreduce_probe.hpp"
 #include "scaletrain/comm/gradient_buckets.hpp"
+#include "scaletrain/comm/gradient_transport.hpp"
 #include "scaletrain/comm/mpi_communicator.hpp"
 #include "scaletrain/core/mpi_environment.hpp"
 #include "scaletrain/core/error.hpp"
@@ -41,6 +46,69 @@ struct Options {
   double compute_ms = 100;
   double bucket_mb = 25;
   int steps = 10;
+  std::string device = "cpu";
+  std::string backend = "mpi";
+};
+
+// Where the buffer lives and what reduces it. device == nullptr: host memory, the host communicator.
+// Otherwise a device buffer reduced by `device_comm` (nccl) or staged through pinned host memory
+// around the host communicator (mpi).
+struct Transport {
+  comm::Communicator& host;
+  Backend* device = nullptr;
+  comm::Communicator* device_comm = nullptr;
+  std::string name() const {
+    if (!device) return host.name();
+    if (device_comm) return device_comm->name() + " on " + device->description();
+    return host.name() + " staged through pinned host memory, " + device->description();
+  }
+};
+
+// One message size's buffer: `values` on the host (filled and checked there), and where the
+// transport needs one, its device copy.
+class BenchBuffer {
+ public:
+  BenchBuffer(const Transport& t, int64_t bytes) : t_(t) {
+    if (!t.device) {
+      host_ = Tensor({bytes}, DType::u8, "bench.buffer");
+      return;
+    }
+    host_ = t.device->pinned({bytes}, DType::u8, "bench.buffer (pinned host)");
+    device_ = t.device->empty({bytes}, DType::u8, "bench.buffer (device)");
+  }
+  void* values() { return host_.raw(); }
+  // After the host values were written: the device copy gets them.
+  void upload() {
+    if (t_.device) copy(device_, host_);
+  }
+  // Before the host values are read: they get the device copy's.
+  void download() {
+    if (t_.device) copy(host_, device_);
+  }
+  void allreduce(int64_t count, DType dtype, comm::ReduceOp op, bool async) {
+    if (t_.device && !t_.device_comm) {  // staged: device -> pinned host, MPI, pinned host -> device
+      copy(host_, device_);
+      reduce(t_.host, host_.raw(), count, dtype, op, async);
+      copy(device_, host_);
+      return;
+    }
+    reduce(t_.device_comm ? *t_.device_comm : t_.host, t_.device ? device_.device_raw() : host_.raw(), count, dtype,
+           op, async);
+  }
+
+ private:
+  void copy(const Tensor& dst, const Tensor& src) {
+    t_.device->copy_async(t_.device->compute_stream(), dst, src);
+    t_.device->compute_stream().synchronize();
+  }
+  static void reduce(comm::Communicator& c, void* buf, int64_t count, DType t, comm::ReduceOp op, bool async) {
+    if (async)
+      c.allreduce_async(buf, count, t, op)->wait();
+    else
+      c.allreduce(buf, count, t, op);
+  }
+  const Transport& t_;
+  Tensor host_, device_;
 };
 
 // "8", "1K", "64M", "256MB", "1G": binary multiples.
@@ -126,30 +194,27 @@ struct Row {
   int64_t wrong;
 };
 
-void run_one(comm::Communicator& c, void* buf, int64_t count, DType t, comm::ReduceOp op, bool async) {
-  if (async)
-    c.allreduce_async(buf, count, t, op)->wait();
-  else
-    c.allreduce(buf, count, t, op);
-}
-
-std::vector<Row> sweep(comm::Communicator& c, const Options& o, DType t, comm::ReduceOp op, int64_t min_b, int64_t max_b) {
+std::vector<Row> sweep(const Transport& tr, const Options& o, DType t, comm::ReduceOp op, int64_t min_b, int64_t max_b) {
+  comm::Communicator& c = tr.host;
   const int n = c.size();
   const int64_t esize = static_cast<int64_t>(dtype_size(t));
-  std::vector<unsigned char> buffer(static_cast<size_t>(std::max(max_b, esize)));
-  void* buf = buffer.data();
   std::vector<Row> rows;
   for (int64_t bytes = min_b; bytes <= max_b; bytes *= 2) {
     const int64_t count = std::max<int64_t>(1, bytes / esize);
+    BenchBuffer buffer(tr, count * esize);
+    void* buf = buffer.values();
     for (int64_t i = 0; i < count; ++i) store(buf, t, i, input_value(c.rank(), i));
-    for (int w = 0; w < o.warmup; ++w) run_one(c, buf, count, t, op, o.async);
+    buffer.upload();
+    for (int w = 0; w < o.warmup; ++w) buffer.allreduce(count, t, op, o.async);
     c.barrier();
     const double t0 = now_seconds();
-    for (int it = 0; it < o.iters; ++it) run_one(c, buf, count, t, op, o.async);
+    for (int it = 0; it < o.iters; ++it) buffer.allreduce(count, t, op, o.async);
     const double secs = max_over_ranks(c, (now_seconds() - t0) / o.iters);
     // Correctness: a fresh all-reduce of known rank-dependent data.
     for (int64_t i = 0; i < count; ++i) store(buf, t, i, input_value(c.rank(), i));
-    run_one(c, buf, count, t, op, o.async);
+    buffer.upload();
+    buffer.allreduce(count, t, op, o.async);
+    buffer.download();
     double mine_wrong = 0;
     for (int64_t i = 0; i < count; ++i)
       if (load(buf, t, i) != rounded(t, expected_value(n, i, op))) mine_wrong += 1;
@@ -264,6 +329,34 @@ json overlap_benchmark(comm::Communicator& c, const Options& o) {
   return out;
 }
 
+// The device backend and device communicator --device and --backend ask for (none for cpu).
+class DeviceBuffers {
+ public:
+  DeviceBuffers(comm::Communicator& host, const Options& o) : host_(host) {
+    const DeviceKind kind = parse_device_kind(o.device);
+    ST_CHECK(kind != DeviceKind::automatic, "--device = auto: name the device (cpu, sim or cuda)");
+    const comm::CommBackend transport = comm::parse_comm_backend(o.backend);
+    ST_CHECK(transport != comm::CommBackend::auto_, "--backend = auto: name the transport (nccl or mpi)");
+    if (kind == DeviceKind::cpu) {
+      ST_CHECK(transport == comm::CommBackend::mpi, "--backend nccl needs device buffers (--device sim or cuda)");
+      return;
+    }
+    BackendOptions bo;
+    bo.kind = kind;
+    bo.threads = 1;
+    bo.local_rank = host.local_rank();
+    bo.local_size = host.local_size();
+    backend_ = make_backend(bo);
+    device_comm_ = comm::make_gradient_communicator(host, *backend_, transport);
+  }
+  Transport transport() const { return Transport{host_, backend_.get(), device_comm_.get()}; }
+
+ private:
+  comm::Communicator& host_;
+  std::unique_ptr<Backend> backend_;
+  std::unique_ptr<comm::Communicator> device_comm_;
+};
+
 int run(int argc, char** argv, comm::Communicator& c) {
   Options o;
   CLI::App app{"scaletrain-bench-allreduce: all-reduce latency and bandwidth over scaletrain's communicator "
@@ -282,6 +375,11 @@ int run(int argc, char** argv, comm::Communicator& c) {
   app.add_option("--compute-ms", o.compute_ms, "Overlap: emulated backward compute per step (ms)")->capture_default_str();
   app.add_option("--bucket-mb", o.bucket_mb, "Overlap: bucket size (MB)")->capture_default_str();
   app.add_option("--steps", o.steps, "Overlap: timed steps per mode")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--device", o.device, "Where the buffer lives: cpu (host memory), sim or cuda (device memory)")
+      ->capture_default_str();
+  app.add_option("--backend", o.backend,
+                 "Device buffers: nccl (the device communicator) or mpi (staged through pinned host memory)")
+      ->capture_default_str();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -296,21 +394,25 @@ int run(int argc, char** argv, comm::Communicator& c) {
   ST_CHECK(min_b <= max_b, "--min-bytes (", min_b, ") is larger than --max-bytes (", max_b, ")");
 
   const int n = c.size();
+  DeviceBuffers dev(c, o);
+  const Transport tr = dev.transport();
+  ST_CHECK(!o.overlap || !tr.device, "--overlap runs on host buffers only (leave --device at cpu)");
   if (c.rank() == 0) {
-    std::printf("# scaletrain-bench-allreduce: %d ranks, communicator %s, %s, %d warm-up + %d timed iterations\n", n,
-                c.name().c_str(), o.async ? "allreduce_async+wait" : "allreduce", o.warmup, o.iters);
+    std::printf("# scaletrain-bench-allreduce: %d ranks, %s, %s, %d warm-up + %d timed iterations\n", n,
+                tr.name().c_str(), o.async ? "allreduce_async+wait" : "allreduce", o.warmup, o.iters);
     std::printf("# time: slowest rank's mean; algbw = size/time; busbw = algbw * 2(n-1)/n\n");
     std::printf("#%11s %12s %6s %6s %10s %8s %8s %6s\n", "size", "count", "type", "redop", "time", "algbw", "busbw", "#wrong");
     std::printf("#%11s %12s %6s %6s %10s %8s %8s %6s\n", "(B)", "(elements)", "", "", "(us)", "(GB/s)", "(GB/s)", "");
   }
-  const std::vector<Row> rows = sweep(c, o, t, op, min_b, max_b);
+  const std::vector<Row> rows = sweep(tr, o, t, op, min_b, max_b);
   int64_t wrong = 0;
   double busbw_sum = 0;
   for (const Row& r : rows) {
     wrong += r.wrong;
     busbw_sum += r.busbw;
   }
-  json doc = {{"benchmark", "allreduce"}, {"communicator", c.name()}, {"ranks", n}, {"dtype", o.dtype},
+  json doc = {{"benchmark", "allreduce"}, {"communicator", tr.name()}, {"device", o.device},
+              {"backend", tr.device ? o.backend : "mpi"}, {"ranks", n}, {"dtype", o.dtype},
               {"op", o.op}, {"mode", o.async ? "async" : "blocking"}, {"iters", o.iters}, {"warmup", o.warmup}};
   doc["rows"] = json::array();
   for (const Row& r : rows)
