@@ -1,6 +1,7 @@
 # The CUDA backend's tests, registered in the cuda build only (SCALETRAIN_ENABLE_CUDA):
-#   tests/cuda/cudatest_*.cpp  one binary each. The GPU tests (labels cuda, gpu) skip every test
-#       when cudaGetDeviceCount finds no device, and CTest reports them Skipped, not Passed.
+#   tests/cuda/cudatest_*.cpp  one binary (scaletrain_cudatests), one test per file (its suites). The GPU
+#       tests (labels cuda, gpu) skip every test when cudaGetDeviceCount finds no device, and CTest
+#       reports them Skipped, not Passed.
 #       cudatest_versions and cudatest_startup need no GPU: they run everywhere (label cuda).
 #   cuda_elf_sm80_sm90         scaletrain carries SASS for sm_80 and sm_90 (cuobjdump --list-elf).
 #   cuda_ldd_resolves          ldd -r resolves every symbol of scaletrain and of every libcudnn*.so.9.
@@ -8,16 +9,28 @@
 #       (support/cuda_vs_cpu_losses.sh; labels cuda, gpu: Skipped without a device).
 # cuda_test_targets builds all of them (the cuda-ci build preset).
 if(SCALETRAIN_ENABLE_CUDA)
-  set(_cuda_test_targets "")
+  # One binary holds every suite (the GPU kit packs it); each source file stays one CTest test, which
+  # runs that file's suites through --gtest_filter.
   file(GLOB _cuda_test_srcs CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/cuda/cudatest_*.cpp)
+  add_executable(scaletrain_cudatests ${_cuda_test_srcs})
+  target_link_libraries(scaletrain_cudatests PRIVATE scaletrain_nn scaletrain_data scaletrain_backend
+                                                     scaletrain_test_main scaletrain_warnings)
+  target_include_directories(scaletrain_cudatests PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+  set(_cuda_test_targets scaletrain_cudatests)
   foreach(src IN LISTS _cuda_test_srcs)
     get_filename_component(name ${src} NAME_WE)
-    add_executable(${name} ${src})
-    target_link_libraries(${name} PRIVATE scaletrain_nn scaletrain_data scaletrain_backend scaletrain_test_main
-                                          scaletrain_warnings)
-    target_include_directories(${name} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
-    add_test(NAME ${name} COMMAND ${name})
-    list(APPEND _cuda_test_targets ${name})
+    file(STRINGS ${src} _test_lines REGEX "^(TEST|TEST_F|TYPED_TEST|TEST_P)\\([A-Za-z0-9_]+,")
+    set(_suites "")
+    foreach(line IN LISTS _test_lines)
+      string(REGEX REPLACE "^[A-Z_]+\\(([A-Za-z0-9_]+),.*$" "\\1" suite "${line}")
+      # Typed suites run as Suite/0.Test, value-parameterized ones as Prefix/Suite.Test/0.
+      list(APPEND _suites "${suite}.*" "${suite}/*" "*/${suite}.*")
+    endforeach()
+    list(REMOVE_DUPLICATES _suites)
+    list(JOIN _suites ":" _filter)
+    add_test(NAME ${name} COMMAND scaletrain_cudatests --gtest_filter=${_filter})
+    # A filter that matches nothing would pass without running anything.
+    set_tests_properties(${name} PROPERTIES FAIL_REGULAR_EXPRESSION "Running 0 tests from")
     if(name MATCHES "^cudatest_(versions|startup)$")
       set_tests_properties(${name} PROPERTIES LABELS cuda TIMEOUT 60)
     else()
