@@ -8,6 +8,9 @@
 # PyTorch's Linear layers call the system BLAS: Debian's torch is built with BLAS_INFO=generic, so
 # without OpenBLAS (libopenblas0-openmp, installed by scripts/install-deps.sh) they run on the
 # reference BLAS, up to 30x slower; the script refuses to run in that state.
+# --device cuda (the GPU kit's speed call, scripts/gpu-kit/speed.sh) times one process on the GPU with
+# cudnn.benchmark, in NCHW and channels_last, eager and (--compile) under torch.compile; --dtype fp32
+# (TF32 off), tf32 (TF32 on in cuDNN and cuBLAS) or bf16 (autocast("cuda", dtype=torch.bfloat16)).
 """Run with Debian's interpreter: /usr/bin/python3 perf/pytorch_anchor.py [--json] [--models ...]
 
 Prints one JSON line per (model, config) with --json, else a small table. Configs:
@@ -32,8 +35,8 @@ import torch.multiprocessing as mp
 import torch.nn as nn
 
 # Parameter counts of scaletrain's zoo (and Keras' summary for fmnist_sepcnn).
-EXPECTED_PARAMS = {"mlp": 235_146, "lenet": 61_706, "fmnist_sepcnn": 2_887_306}
-DEFAULT_BATCH = {"mlp": 256, "lenet": 256, "fmnist_sepcnn": 128}
+EXPECTED_PARAMS = {"mlp": 235_146, "lenet": 61_706, "lenet_dropout": 61_706, "fmnist_sepcnn": 2_887_306}
+DEFAULT_BATCH = {"mlp": 256, "lenet": 256, "lenet_dropout": 256, "fmnist_sepcnn": 128}
 
 
 def separable(cin, cout):
@@ -45,10 +48,12 @@ def make_model(name, classes=10):
     if name == "mlp":
         return nn.Sequential(nn.Flatten(), nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 128), nn.ReLU(),
                              nn.Linear(128, classes))
-    if name == "lenet":
+    if name in ("lenet", "lenet_dropout"):
+        # lenet_dropout: Dropout(0.25) before each of the last two Linear layers.
+        drop = [nn.Dropout(0.25)] if name == "lenet_dropout" else []
         return nn.Sequential(nn.Conv2d(1, 6, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
                              nn.Conv2d(6, 16, 5), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
-                             nn.Linear(400, 120), nn.ReLU(), nn.Linear(120, 84), nn.ReLU(),
+                             nn.Linear(400, 120), nn.ReLU(), *drop, nn.Linear(120, 84), nn.ReLU(), *drop,
                              nn.Linear(84, classes))
     if name == "fmnist_sepcnn":
         return nn.Sequential(nn.Conv2d(1, 128, 3, padding=1), nn.SELU(),
@@ -71,42 +76,48 @@ def check_parameter_counts(models):
                              f"scaletrain's zoo has {EXPECTED_PARAMS[name]:,}: the models differ")
 
 
-DTYPES = ["fp32", "bf16"]
+DTYPES = ["fp32", "tf32", "bf16"]  # tf32: --device cuda only
 
 
-def precision_scope(dtype):
+def precision_scope(dtype, device="cpu"):
     # PyTorch 1.13's CPU autocast accepts only bfloat16 (and warns, then raises, on float32): fp32 runs
     # outside any autocast region.
-    return torch.autocast("cpu", dtype=torch.bfloat16) if dtype == "bf16" else contextlib.nullcontext()
+    return torch.autocast(device, dtype=torch.bfloat16) if dtype == "bf16" else contextlib.nullcontext()
 
 
-def time_training(model, optimizer, x, y, warmup, seconds, dtype, sync=None):
+def time_training(model, optimizer, x, y, warmup, seconds, dtype, sync=None, device="cpu"):
     """Times training steps after `warmup` untimed ones; the step count comes from the warm-up
     speed (agreed across ranks through `sync`, which takes a float and returns the max). With dtype
-    "bf16" the forward and the loss run under CPU autocast to bfloat16; backward runs outside it,
-    as PyTorch recommends (its ops follow the dtypes autocast chose for the forward)."""
+    "bf16" the forward and the loss run under autocast to bfloat16; backward runs outside it,
+    as PyTorch recommends (its ops follow the dtypes autocast chose for the forward). On cuda the
+    device is synchronized before every clock reading."""
     loss_fn = nn.CrossEntropyLoss()
+    fence = torch.cuda.synchronize if device == "cuda" else (lambda: None)
 
     def step():
         optimizer.zero_grad(set_to_none=True)
-        with precision_scope(dtype):
+        with precision_scope(dtype, device):
             loss = loss_fn(model(x), y)
         loss.backward()
         optimizer.step()
 
-    step()  # first step allocates; not part of the warm-up estimate
+    step()  # first step allocates (and compiles); not part of the warm-up estimate
+    fence()
     t0 = time.perf_counter()
     for _ in range(warmup):
         step()
+    fence()
     per_step = (time.perf_counter() - t0) / max(warmup, 1)
     if sync:
         per_step = sync(per_step)
     steps = max(3, int(seconds / max(per_step, 1e-6)))
     if sync:
         sync(0.0)  # barrier: start together
+    fence()
     t0 = time.perf_counter()
     for _ in range(steps):
         step()
+    fence()
     elapsed = time.perf_counter() - t0
     if sync:
         elapsed = sync(elapsed)
@@ -150,6 +161,27 @@ def run_single(name, batch, threads, warmup, seconds, channels_last, dtype):
     steps, elapsed = time_training(model, opt, x, y, warmup, seconds, dtype)
     return result_line(name, f"1x{threads}" + ("-cl" if channels_last else ""), dtype, batch, steps, elapsed,
                        threads, 1)
+
+
+def run_cuda(name, batch, warmup, seconds, channels_last, dtype, compiled):
+    """One process on the GPU: cudnn.benchmark on, TF32 on only for dtype "tf32"."""
+    torch.backends.cudnn.benchmark = True
+    torch.backends.cuda.matmul.allow_tf32 = dtype == "tf32"
+    torch.backends.cudnn.allow_tf32 = dtype == "tf32"
+    torch.manual_seed(1)
+    x, y = synthetic_batch(batch, 10, 2)
+    model, x = in_format(make_model(name).cuda(), x.cuda(), channels_last)
+    y = y.cuda()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    if compiled:
+        model = torch.compile(model)
+    t0 = time.perf_counter()
+    steps, elapsed = time_training(model, opt, x, y, warmup, seconds, dtype, device="cuda")
+    config = "cuda-" + ("compile-" if compiled else "") + ("cl" if channels_last else "nchw")
+    line = result_line(name, config, dtype, batch, steps, elapsed, 1, 1)
+    line["gpu"] = torch.cuda.get_device_name()
+    line["setup_s"] = time.perf_counter() - t0 - elapsed  # compilation and warm-up
+    return line
 
 
 def ddp_worker(rank, world, port, name, batch, warmup, seconds, channels_last, dtype, queue):
@@ -200,6 +232,8 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--models", nargs="+", default=list(EXPECTED_PARAMS), choices=list(EXPECTED_PARAMS))
     p.add_argument("--batch", type=int, default=0, help="global batch for every model (default: 256 mlp/lenet, 128 fmnist_sepcnn)")
+    p.add_argument("--model-batch", nargs="+", default=[], metavar="MODEL=N",
+                   help="global batch of one model (over --batch)")
     p.add_argument("--threads", type=int, default=2, help="threads of the single-process config")
     p.add_argument("--ranks", type=int, default=2, help="processes of the DDP config (1 thread each)")
     p.add_argument("--warmup", type=int, default=3)
@@ -207,25 +241,43 @@ def main():
     p.add_argument("--configs", nargs="+", default=["single", "ddp"], choices=["single", "ddp"])
     p.add_argument("--formats", nargs="+", default=["nchw", "channels_last"], choices=["nchw", "channels_last"],
                    help="memory formats of the convolutional models (mlp always runs plain)")
-    p.add_argument("--dtype", default="fp32", choices=DTYPES,
-                   help="fp32, or bf16: forward and loss under torch.autocast('cpu', dtype=torch.bfloat16)")
+    p.add_argument("--dtype", nargs="+", default=["fp32"], choices=DTYPES,
+                   help="one or more of: fp32, or bf16: forward and loss under torch.autocast(device, dtype=torch.bfloat16); tf32: "
+                        "fp32 with TF32 on (cuda only)")
+    p.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
+                   help="cuda: one process on the GPU (--configs, --threads and --ranks do not apply)")
+    p.add_argument("--compile", action="store_true", help="cuda: time the model under torch.compile too")
     p.add_argument("--json", action="store_true", help="one JSON line per result")
     p.add_argument("--out", default="", help="also append the JSON lines to this file")
     a = p.parse_args()
 
-    check_blas()
+    if a.device == "cpu":
+        check_blas()
+    elif not torch.cuda.is_available():
+        raise SystemExit("pytorch_anchor.py: --device cuda, but PyTorch sees no CUDA device")
+    if "tf32" in a.dtype and a.device != "cuda":
+        raise SystemExit("pytorch_anchor.py: --dtype tf32 needs --device cuda")
     check_parameter_counts(a.models)
+    model_batch = {k: int(v) for k, v in (x.split("=", 1) for x in a.model_batch)}
     results = []
-    for name in a.models:
-        batch = a.batch or DEFAULT_BATCH[name]
+    for name, dtype in ((n, d) for n in a.models for d in a.dtype):
+        batch = model_batch.get(name) or a.batch or DEFAULT_BATCH[name]
         if not a.json:
             print(f"# {name}: {parameter_count(make_model(name)):,} parameters (scaletrain: "
-                  f"{EXPECTED_PARAMS[name]:,}), global batch {batch}, {a.dtype}"
-                  + (" (autocast to bfloat16: forward and loss)" if a.dtype == "bf16" else ""), flush=True)
+                  f"{EXPECTED_PARAMS[name]:,}), global batch {batch}, {dtype}"
+                  + (" (autocast to bfloat16: forward and loss)" if dtype == "bf16" else ""), flush=True)
         formats = [False] if name == "mlp" else [f == "channels_last" for f in a.formats]
-        for config, channels_last in ((c, f) for c in a.configs for f in formats):
-            r = (run_single(name, batch, a.threads, a.warmup, a.seconds, channels_last, a.dtype) if config == "single"
-                 else run_ddp(name, batch, a.ranks, a.warmup, a.seconds, channels_last, a.dtype))
+        if a.device == "cuda":
+            runs = [(compiled, f) for compiled in ([False, True] if a.compile else [False]) for f in formats]
+        else:
+            runs = [(c, f) for c in a.configs for f in formats]
+        for config, channels_last in runs:
+            if a.device == "cuda":
+                r = run_cuda(name, batch, a.warmup, a.seconds, channels_last, dtype, config)
+            elif config == "single":
+                r = run_single(name, batch, a.threads, a.warmup, a.seconds, channels_last, dtype)
+            else:
+                r = run_ddp(name, batch, a.ranks, a.warmup, a.seconds, channels_last, dtype)
             results.append(r)
             if a.json:
                 print(json.dumps(r), flush=True)
