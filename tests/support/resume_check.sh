@@ -22,7 +22,8 @@
 #                          (start-up line, run.json); for each way, a run stopped at STOP with it set,
 #                          resumed with auto, takes the checkpoint's way and matches the uninterrupted
 #                          run with that way bitwise (skipped, exit 77, where bf16 is emulated).
-# EXTRA="flags" (environment) adds flags to every run; LR=... sets the learning rate (0.01).
+# EXTRA="flags" (environment) adds flags to every run; LR=... sets the learning rate (0.01); PYTHON=...
+# the interpreter of compare_losses.py (/usr/bin/python3).
 # usage: resume_check.sh SCALETRAIN MPIRUN_PREFIX... -- OUTDIR MODE ARGS...
 set -euo pipefail
 st=$1; shift
@@ -64,7 +65,7 @@ must_fail() {
   echo "OK: refused with: $(grep -F -- "$message" "$out/$name.fail.log" | head -1)"
 }
 compare() {
-  /usr/bin/python3 "$here/compare_losses.py" "$out/$1/metrics.jsonl" "$out/$2/metrics.jsonl" --steps "${steps:-60}" "${@:3}"
+  "${PYTHON:-/usr/bin/python3}" "$here/compare_losses.py" "$out/$1/metrics.jsonl" "$out/$2/metrics.jsonl" --steps "${steps:-60}" "${@:3}"
 }
 # stopped_run NAME NP [flags...]: a run that a stop signal must end with exit code 75 (run in the
 # background with `&` when the caller signals it; the exit code goes to OUTDIR/NAME.rc).
@@ -114,10 +115,12 @@ case $mode in
 import json, sys
 ev = json.load(open(sys.argv[1]))["traceEvents"]
 stop = int(sys.argv[2])
-steps = {e["args"]["step"] for e in ev if e.get("ph") == "X" and "step" in e.get("args", {})}
+# Only the events of a step (a device's copy track also has events without one).
+stepped = [e for e in ev if e.get("ph") == "X" and "step" in e.get("args", {})]
+steps = {e["args"]["step"] for e in stepped}
 marks = [e for e in ev if e.get("name") == "resumed_from"]
-before = max(e["ts"] + e["dur"] for e in ev if e.get("ph") == "X" and e.get("args", {}).get("step", -1) < stop)
-after = min(e["ts"] for e in ev if e.get("ph") == "X" and e.get("args", {}).get("step", -1) >= stop)
+before = max(e["ts"] + e["dur"] for e in stepped if e["args"]["step"] < stop)
+after = min(e["ts"] for e in stepped if e["args"]["step"] >= stop)
 ok = len(marks) == 1 and min(steps) == 0 and max(steps) == 59 and before <= marks[0]["ts"] <= after
 print(f"timeline: steps {min(steps)}..{max(steps)}, {len(marks)} resumed_from marker(s) at {marks[0]['ts'] if marks else None}"
       f" between {before:.0f} and {after:.0f} us")
