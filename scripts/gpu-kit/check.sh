@@ -1,0 +1,145 @@
+#!/usr/bin/env bash
+# The GPU kit's correctness call (scripts/gpu-kit.sh check), run from the unpacked kit with env.sh
+# sourced: the device and library versions; every cudatest_* suite; cuda against cpu (lenet and
+# fmnist_sepcnn in fp32, bf16 and fp16) with the per-step loss differences seen; a checkpoint and a
+# bitwise resume; the NCCL all-reduce at one rank and MPI on device buffers; NVML telemetry in
+# metrics.jsonl; compute-sanitizer memcheck over a few steps. Each step has its own time limit;
+# their sum stays under 4 minutes. KIT_DRY=1: run.device = sim in place of cuda, smaller runs.
+# usage: check.sh OUT   (writes OUT/check.md, OUT/check.json, OUT/check.log, OUT/check-runs.tar.gz)
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/lib.sh"
+dry=${KIT_DRY:-0}
+threads=$(( $(nproc) < 8 ? $(nproc) : 8 ))
+
+# A short 1-rank run of MODEL in PRECISION on DEVICE into DIR (every step's loss logged).
+short_run() {  # DIR DEVICE MODEL PRECISION STEPS BATCH [flags...]
+  local dir=$1 device=$2 model=$3 precision=$4 steps=$5 batch=$6; shift 6
+  kit_mpirun1 scaletrain --model.name "$model" --data.synthetic_samples 2048 --train.batch "$batch" \
+    --train.epochs 1 --train.max_steps "$steps" --optimizer.lr 0.002 --train.log_every 1 --train.warmup_log_steps 0 \
+    --train.evaluate false --train.precision "$precision" --comm.dtype "$precision" --run.threads "$threads" \
+    --run.device "$device" --run.dir "$dir" "$@" > "$dir.log" 2>&1
+}
+
+summary() { "$KIT_PYTHON" "$here/report.py" summary "$@"; }
+
+step_device() {
+  cat "$KIT_ROOT/BUILD-INFO"
+  scaletrain --version | tee "$KIT_WORK/version.txt" || return 1
+  local gpu="[]"
+  if [ "$dry" = 1 ]; then
+    kit_note device "dry run: run.device = sim on $(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo), no GPU"
+  else
+    nvidia-smi || return 1
+    gpu=$(nvidia-smi --query-gpu=name,memory.total,driver_version,compute_cap,clocks.max.sm,power.limit \
+                     --format=csv,noheader | "$KIT_PYTHON" -c 'import csv, json, sys
+keys = ["name", "memory_total", "driver", "compute_capability", "sm_clock_max", "power_limit"]
+print(json.dumps([dict(zip(keys, [v.strip() for v in row])) for row in csv.reader(sys.stdin)]))') || return 1
+    echo "$gpu" > "$KIT_WORK/gpus.json"
+    kit_note device "$(summary gpus "$KIT_WORK/gpus.json")"
+  fi
+  "$KIT_PYTHON" "$here/report.py" device "$KIT_WORK/version.txt" "$KIT_ROOT/BUILD-INFO" "$gpu" | kit_figures device
+}
+
+step_cudatests() {
+  local rc=0
+  scaletrain_cudatests --gtest_output="json:$KIT_WORK/cudatests.json" || rc=$?
+  "$KIT_PYTHON" "$here/report.py" gtest "$KIT_WORK/cudatests.json" | kit_figures cudatests
+  local summary
+  summary=$(summary cudatests "$KIT_WORK/figures/cudatests.json")
+  [ "$rc" = 0 ] || { kit_note cudatests "$summary"; return 1; }
+  if [ "$dry" = 1 ]; then
+    kit_note cudatests "$summary (dry run: the GPU suites skip without a device)"
+    return 0
+  fi
+  kit_note cudatests "$summary"
+  grep -q '"skipped": 0' "$KIT_WORK/figures/cudatests.json"  # on a GPU nothing may skip
+}
+
+step_cuda_vs_cpu() {
+  local failed=0 model precision tol steps batch d
+  local runs=$KIT_WORK/runs/vs
+  mkdir -p "$runs"
+  : > "$KIT_WORK/vs.jsonl"
+  for model in lenet fmnist_sepcnn; do
+    steps=50 batch=32
+    [ "$dry" = 1 ] && [ "$model" = fmnist_sepcnn ] && steps=4 batch=16  # sim on 2 cores: 0.7 s a step
+    for precision in fp32 bf16 fp16; do
+      case $precision in fp32) tol=1e-3 ;; *) tol=3e-2 ;; esac
+      d=$runs/${model}_$precision
+      mkdir -p "$d"
+      short_run "$d/cpu" cpu "$model" "$precision" "$steps" "$batch" || { cat "$d/cpu.log"; failed=1; continue; }
+      short_run "$d/dev" "$KIT_DEV" "$model" "$precision" "$steps" "$batch" || { cat "$d/dev.log"; failed=1; continue; }
+      "$KIT_PYTHON" "$here/report.py" losses "$d/cpu/metrics.jsonl" "$d/dev/metrics.jsonl" \
+          --model "$model" --precision "$precision" --rtol "$tol" >> "$KIT_WORK/vs.jsonl" || failed=1
+      tail -1 "$KIT_WORK/vs.jsonl"
+    done
+  done
+  "$KIT_PYTHON" -c 'import json, sys; print(json.dumps([json.loads(l) for l in open(sys.argv[1])]))' \
+      "$KIT_WORK/vs.jsonl" | kit_figures cuda_vs_cpu
+  kit_note cuda_vs_cpu "$(summary cuda_vs_cpu "$KIT_WORK/vs.jsonl")"
+  return "$failed"
+}
+
+step_resume() {
+  EXTRA="--run.device $KIT_DEV" PYTHON=$KIT_PYTHON bash "$KIT_ROOT/scripts/support/resume_check.sh" \
+    "$(command -v scaletrain)" mpirun --bind-to none -- "$KIT_WORK/runs/resume" bitwise 1 25
+  local rc=$?
+  [ "$rc" = 0 ] && kit_note resume "stopped at step 25, resumed: every step's loss bitwise equal to the uninterrupted run's"
+  return "$rc"
+}
+
+allreduce() {  # NAME BACKEND MAX_BYTES
+  kit_mpirun1 scaletrain-bench-allreduce -b 8 -e "$3" -n 20 -w 5 --device "$KIT_DEV" --backend "$2" \
+    --json "$KIT_WORK/figures/$1.json" || return 1
+  kit_note "$1" "$(summary allreduce "$KIT_WORK/figures/$1.json")"
+}
+step_nccl_allreduce() { allreduce nccl_allreduce nccl "$([ "$dry" = 1 ] && echo 4M || echo 256M)"; }
+step_mpi_device_allreduce() { allreduce mpi_device_allreduce mpi "$([ "$dry" = 1 ] && echo 4M || echo 64M)"; }
+
+step_telemetry() {
+  if [ "$dry" = 1 ]; then kit_note telemetry "not available (dry run: sim has no NVML)"; return 77; fi
+  "$KIT_PYTHON" "$here/report.py" telemetry "$KIT_WORK/runs/vs/lenet_fp32/dev/metrics.jsonl" | kit_figures telemetry
+  summary telemetry "$KIT_WORK/figures/telemetry.json" > "$KIT_WORK/notes/telemetry"
+}
+
+step_memcheck() {
+  if [ "$dry" = 1 ]; then kit_note memcheck "not available (dry run: no GPU)"; return 77; fi
+  local cs
+  cs=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
+  [ -n "$cs" ] || { kit_note memcheck "not available (no compute-sanitizer on this machine)"; return 77; }
+  mkdir -p "$KIT_WORK/runs/memcheck"
+  local rc=0 d=$KIT_WORK/runs/memcheck/lenet
+  kit_mpirun1 "$cs" --tool memcheck --error-exitcode 3 --print-limit 20 scaletrain --model.name lenet \
+    --data.synthetic_samples 256 --train.batch 32 --train.epochs 1 --train.max_steps 4 --train.evaluate false \
+    --run.device cuda --run.dir "$d" > "$d.log" 2>&1 || rc=$?
+  cat "$d.log"
+  if grep -qE "Device not supported|Unable to find injection library|Target application terminated before first instrumented API call" "$d.log"; then
+    kit_note memcheck "not available: $(grep -m1 -E "Device not supported|Unable to find|terminated before" "$d.log")"
+    return 77
+  fi
+  kit_note memcheck "$(grep -m1 -E "ERROR SUMMARY" "$d.log" || echo "exit code $rc")"
+  return "$rc"
+}
+
+if [ "${1:-}" = __step ]; then
+  "step_$2"
+  exit $?
+fi
+
+out=$(realpath -m "${1:?usage: check.sh OUT}")
+mkdir -p "$out"
+export KIT_WORK KIT_LOG=$out/check.log KIT_DEV
+KIT_WORK=$(mktemp -d "${TMPDIR:-/tmp}/st-kit-check.XXXXXX")
+KIT_DEV=$([ "$dry" = 1 ] && echo sim || echo cuda)
+mkdir -p "$KIT_WORK/notes" "$KIT_WORK/figures" "$KIT_WORK/runs"
+: > "$KIT_LOG"
+start=$SECONDS
+# Limits: 230 s in all.
+for step_limit in device:10 cudatests:45 cuda_vs_cpu:70 resume:30 nccl_allreduce:15 mpi_device_allreduce:15 \
+                  telemetry:5 memcheck:40; do
+  kit_run_step "$0" "${step_limit%%:*}" "${step_limit##*:}"
+done
+echo "check: $((SECONDS - start)) s"
+tar -C "$KIT_WORK" -czf "$out/check-runs.tar.gz" --exclude='*.h5' --exclude=checkpoints runs notes figures
+"$KIT_PYTHON" "$here/report.py" report check "$KIT_WORK" "$out" --seconds $((SECONDS - start)) --dry "$dry"

@@ -1,0 +1,321 @@
+#!/usr/bin/env python3
+"""The GPU kit's figures and reports (scripts/gpu-kit/check.sh and speed.sh call it; stdlib only).
+
+  report.py device VERSION_TXT BUILD_INFO GPU_JSON       the device step's figures (JSON on stdout)
+  report.py gtest GTEST_JSON                              cudatests' counts (JSON on stdout)
+  report.py losses CPU_METRICS DEV_METRICS --model M --precision P --rtol R
+                                                          per-step loss differences, one JSON line;
+                                                          exit 1 beyond R
+  report.py telemetry METRICS                             NVML samples in metrics.jsonl (JSON on stdout)
+  report.py summary gpus|cudatests|cuda_vs_cpu|allreduce|telemetry FILE
+                                                          a step's one-line note from its figures
+  report.py report check|speed WORK OUT --seconds S --dry 0|1
+                                                          OUT/<call>.md and OUT/<call>.json
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+# Dense tensor-core and FP32 peaks in TFLOP/s from NVIDIA's data sheets (boost clock; the data sheets'
+# TF32 and BF16 figures "with sparsity" halved). The first entry whose name occurs in the GPU's wins.
+DATASHEET_TFLOPS = [
+    ("H200 NVL", {"fp32": 60.0, "tf32": 417.5, "bf16": 835.5}),
+    ("H200", {"fp32": 66.9, "tf32": 494.7, "bf16": 989.4}),
+    ("H100 NVL", {"fp32": 60.0, "tf32": 417.5, "bf16": 835.5}),
+    ("H100 PCIe", {"fp32": 51.2, "tf32": 378.0, "bf16": 756.0}),
+    ("H100", {"fp32": 66.9, "tf32": 494.7, "bf16": 989.4}),
+    ("A100", {"fp32": 19.5, "tf32": 156.0, "bf16": 312.0}),
+]
+
+
+def read_jsonl(path):
+    if not os.path.exists(path):
+        return []
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def key_values(path, sep=None):
+    out = {}
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            parts = line.rstrip("\n").split("=", 1) if sep == "=" else line.split(None, 1)
+            if len(parts) == 2:
+                out[parts[0].strip()] = parts[1].strip()
+    return out
+
+
+def cmd_device(a):
+    print(json.dumps({"versions": key_values(a.version), "build": key_values(a.build_info, "="),
+                      "gpus": json.loads(a.gpu)}))
+
+
+def cmd_gtest(a):
+    with open(a.json, encoding="utf-8") as f:
+        g = json.load(f)
+    passed = failed = skipped = 0
+    failed_names, suites = [], {}
+    for suite in g.get("testsuites", []):
+        counts = suites.setdefault(suite["name"], {"passed": 0, "failed": 0, "skipped": 0})
+        for t in suite.get("testsuite", []):
+            name = f"{suite['name']}.{t['name']}"
+            if t.get("failures"):
+                failed += 1
+                counts["failed"] += 1
+                failed_names.append(name)
+            elif t.get("result") == "SKIPPED":
+                skipped += 1
+                counts["skipped"] += 1
+            else:
+                passed += 1
+                counts["passed"] += 1
+    print(json.dumps({"tests": passed + failed + skipped, "passed": passed, "failed": failed, "skipped": skipped,
+                      "failed_names": failed_names, "suites": suites}))
+
+
+def logged_losses(path):
+    return {j["first_step"]: j["loss"] for j in read_jsonl(path) if "record" not in j}
+
+
+def cmd_losses(a):
+    cpu, dev = logged_losses(a.cpu), logged_losses(a.dev)
+    steps = sorted(set(cpu) & set(dev))
+    rel = [abs(cpu[s] - dev[s]) / max(abs(cpu[s]), 1e-30) for s in steps]
+    row = {"model": a.model, "precision": a.precision, "steps": len(steps), "rtol": a.rtol,
+           "worst_rel": max(rel) if rel else None, "median_rel": statistics.median(rel) if rel else None,
+           "final_rel": rel[-1] if rel else None, "worst_step": steps[rel.index(max(rel))] if rel else None,
+           "cpu_first_loss": cpu[steps[0]] if steps else None, "cpu_last_loss": cpu[steps[-1]] if steps else None,
+           "dev_last_loss": dev[steps[-1]] if steps else None, "per_step_rel": rel}
+    row["within"] = bool(rel) and len(steps) == len(cpu) == len(dev) and max(rel) <= a.rtol
+    print(json.dumps(row))
+    return 0 if row["within"] else 1
+
+
+def cmd_telemetry(a):
+    samples = [g for j in read_jsonl(a.metrics) if "record" not in j for g in j.get("gpus", [])]
+    keys = ["sm_clock_mhz", "sm_clock_max_mhz", "temperature_c", "power_w", "memory_used_mib"]
+    missing = sorted({k for s in samples for k in keys if k not in s}) if samples else keys
+    complete = bool(samples) and not missing
+    summary = (f"{len(samples)} NVML samples in metrics.jsonl; last: "
+               + ", ".join(f"{k} {samples[-1].get(k)}" for k in keys) if samples else "no NVML sample in metrics.jsonl")
+    if missing and samples:
+        summary += "; missing: " + ", ".join(missing)
+    print(json.dumps({"complete": complete, "summary": summary, "samples": samples[-3:], "count": len(samples)}))
+
+
+def cmd_summary(a):
+    with open(a.file, encoding="utf-8") as f:
+        text = f.read()
+    if a.kind == "cuda_vs_cpu":
+        rows = [json.loads(line) for line in text.splitlines() if line.strip()]
+        print(", ".join(f"{r['model']} {r['precision']} {fmt(r['worst_rel'], '.2g')}" for r in rows)
+              + " (worst relative loss difference over the steps)")
+        return 0
+    d = json.loads(text)
+    if a.kind == "gpus":
+        print("; ".join(f"{g['name']}, {g['memory_total']}, driver {g['driver']}, compute capability "
+                        f"{g['compute_capability']}" for g in d) or "nvidia-smi lists no GPU")
+        return 0 if d else 1
+    if a.kind == "cudatests":
+        print(f"{d['passed']} passed, {d['failed']} failed, {d['skipped']} skipped of {d['tests']}"
+              + (": " + ", ".join(d["failed_names"][:5]) if d["failed"] else ""))
+        return 0
+    if a.kind == "allreduce":
+        r = d["rows"][-1]
+        print(f"{d['communicator']}: {r['bytes'] / 2**20:g} MiB in {r['time_us']:.0f} us ({r['algbw_gbps']:.1f} GB/s); "
+              f"{sum(x['wrong'] for x in d['rows'])} wrong values over {len(d['rows'])} sizes")
+        return 0
+    print(d["summary"])  # telemetry
+    return 0 if d["complete"] else 1
+
+
+def fmt(v, spec=".3g"):
+    return "n/a" if v is None else format(v, spec)
+
+
+def steps_table(steps):
+    lines = ["| step | status | seconds | limit (s) | note |", "| --- | --- | ---: | ---: | --- |"]
+    for s in steps:
+        lines.append(f"| {s['step']} | {s['status']} | {s['seconds']:.1f} | {s['limit_s']} | "
+                     f"{s['note'].replace('|', '/')} |")
+    return lines
+
+
+def figures(work):
+    out = {}
+    folder = os.path.join(work, "figures")
+    for name in sorted(os.listdir(folder)) if os.path.isdir(folder) else []:
+        try:
+            with open(os.path.join(folder, name), encoding="utf-8") as f:
+                out[name[:-5]] = json.load(f)
+        except (OSError, ValueError) as e:
+            out[name[:-5]] = {"unreadable": str(e)}
+    return out
+
+
+def check_sections(fig):
+    lines = []
+    dev = fig.get("device", {})
+    if dev:
+        lines += ["", "## Device and libraries", ""]
+        for g in dev.get("gpus", []):
+            lines.append(f"- GPU: {g.get('name')}, {g.get('memory_total')}, driver {g.get('driver')}, "
+                         f"compute capability {g.get('compute_capability')}")
+        v = dev.get("versions", {})
+        lines.append("- scaletrain --version: " + "; ".join(f"{k} {val}" for k, val in v.items()))
+        b = dev.get("build", {})
+        lines.append("- built with: " + "; ".join(f"{k} {val}" for k, val in b.items()))
+    vs = fig.get("cuda_vs_cpu", [])
+    if vs:
+        lines += ["", "## cuda against cpu: relative loss differences per step", "",
+                  "| model | precision | steps | worst (step) | median | last step | tolerance | cpu loss first -> last |",
+                  "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |"]
+        for r in vs:
+            lines.append(f"| {r['model']} | {r['precision']} | {r['steps']} | {fmt(r['worst_rel'])} ({r['worst_step']}) | "
+                         f"{fmt(r['median_rel'])} | {fmt(r['final_rel'])} | {r['rtol']:g} | "
+                         f"{fmt(r['cpu_first_loss'], '.4f')} -> {fmt(r['cpu_last_loss'], '.4f')} |")
+    for name in ("nccl_allreduce", "mpi_device_allreduce"):
+        d = fig.get(name)
+        if not d or "rows" not in d:
+            continue
+        lines += ["", f"## {name}: {d.get('communicator')}", "", "| bytes | time (us) | algbw (GB/s) | #wrong |",
+                  "| ---: | ---: | ---: | ---: |"]
+        rows = d["rows"]
+        for r in rows[:: max(1, len(rows) // 8)] + ([rows[-1]] if len(rows) % 8 else []):
+            lines.append(f"| {r['bytes']} | {r['time_us']:.1f} | {r['algbw_gbps']:.2f} | {r['wrong']} |")
+    t = fig.get("cudatests")
+    if t:
+        lines += ["", f"## cudatests: {t['passed']} passed, {t['failed']} failed, {t['skipped']} skipped", ""]
+        lines += [f"- {s}: {c['passed']} passed, {c['failed']} failed, {c['skipped']} skipped"
+                  for s, c in t.get("suites", {}).items()]
+    tel = fig.get("telemetry")
+    if tel:
+        lines += ["", "## NVML telemetry", "", tel.get("summary", "")]
+    return lines
+
+
+def gpu_name(dry):
+    if dry:
+        return None
+    try:
+        return subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
+                              text=True, timeout=20).stdout.splitlines()[0].strip()
+    except (OSError, IndexError, subprocess.SubprocessError):
+        return None
+
+
+def datasheet(name):
+    for key, peaks in DATASHEET_TFLOPS:
+        if name and key in name:
+            return key, peaks
+    return None, {}
+
+
+def speed_rows(work, dry):
+    name = gpu_name(dry)
+    sheet, peaks = datasheet(name)
+    torch_lines = read_jsonl(os.path.join(work, "pytorch.jsonl"))
+    rows = []
+    for r in read_jsonl(os.path.join(work, "scaletrain.jsonl")):
+        with open(r["run_json"], encoding="utf-8") as f:
+            run = json.load(f)
+        flops = run.get("training_flops_per_sample", 3 * run.get("forward_flops_per_sample", 0))
+        ips = run["samples_per_s"]
+        torch_same = [t for t in torch_lines if t["model"] == r["model"] and t["dtype"] == r["precision"]]
+        best = max(torch_same, key=lambda t: t["images_per_s"]) if torch_same else None
+        peak = peaks.get(r["precision"])
+        rows.append({**{k: r[k] for k in ("model", "precision", "deterministic", "batch")},
+                     "images_per_s": ips, "training_flops_per_sample": flops, "tflops": ips * flops / 1e12,
+                     "datasheet_peak_tflops": peak, "fraction_of_peak": ips * flops / 1e12 / peak if peak else None,
+                     "pytorch_best_images_per_s": best["images_per_s"] if best else None,
+                     "pytorch_best_config": best["config"] if best else None,
+                     "pytorch_fraction_of_peak": best["images_per_s"] * flops / 1e12 / peak if best and peak else None,
+                     "ratio_vs_pytorch_best": ips / best["images_per_s"] if best else None})
+    return {"gpu": name, "datasheet": sheet, "datasheet_peaks_tflops": peaks, "rows": rows, "pytorch": torch_lines}
+
+
+def speed_sections(s, dry):
+    pct = lambda v: "n/a" if v is None else f"{100 * v:.1f}%"
+    lines = ["", f"GPU: {s['gpu'] or 'none (dry run)'}; data-sheet peaks (dense, TFLOP/s): "
+             + (", ".join(f"{k} {v:g}" for k, v in s["datasheet_peaks_tflops"].items()) + f" ({s['datasheet']})"
+                if s["datasheet"] else "not known for this device"), "",
+             "| model | precision | deterministic | batch | scaletrain img/s | TFLOP/s | % peak | PyTorch best img/s (config) "
+             "| PyTorch % peak | x PyTorch |",
+             "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for r in s["rows"]:
+        torch_ips = "n/a" if r["pytorch_best_images_per_s"] is None else \
+            f"{r['pytorch_best_images_per_s']:.0f} ({r['pytorch_best_config']})"
+        lines.append(f"| {r['model']} | {r['precision']} | {str(r['deterministic']).lower()} | {r['batch']} | "
+                     f"{r['images_per_s']:.0f} | {r['tflops']:.2f} | {pct(r['fraction_of_peak'])} | {torch_ips} | "
+                     f"{pct(r['pytorch_fraction_of_peak'])} | {fmt(r['ratio_vs_pytorch_best'], '.2f')} |")
+    lines += ["", "Every PyTorch configuration measured (img/s):", ""]
+    lines += [f"- {t['model']} {t['dtype']} {t['config']}: {t['images_per_s']:.0f}"
+              + (f" (setup {t['setup_s']:.0f} s)" if "setup_s" in t else "") for t in s["pytorch"]]
+    lines += ["", "TFLOP/s: images/s x run.json's training_flops_per_sample (PyTorch's share uses the same count). "
+              "tf32: fp32 with train.allow_tf32 (PyTorch: allow_tf32 in cuDNN and cuBLAS); bf16: scaletrain "
+              "train.precision bf16, PyTorch autocast to bfloat16."]
+    if dry:
+        lines.append("Dry run: run.device = sim and PyTorch on the CPU; tf32 and torch.compile are GPU-only and "
+                     "were not run; the figures say nothing about a GPU.")
+    return lines
+
+
+def cmd_report(a):
+    steps = read_jsonl(os.path.join(a.work, "steps.jsonl"))
+    fig = figures(a.work)
+    title = {"check": "GPU kit: check", "speed": "GPU kit: speed"}[a.call]
+    failed = [s["step"] for s in steps if s["status"] in ("failed", "timed_out")]
+    lines = [f"# {title}{' (dry run)' if a.dry else ''}", "",
+             f"{len(steps)} steps in {a.seconds} s: " + (f"FAILED: {', '.join(failed)}" if failed else "no failures"), ""]
+    lines += steps_table(steps)
+    doc = {"call": a.call, "dry": bool(a.dry), "seconds": a.seconds, "steps": steps, "figures": fig}
+    if a.call == "check":
+        lines += check_sections(fig)
+    else:
+        doc["speed"] = speed_rows(a.work, a.dry)
+        lines += speed_sections(doc["speed"], a.dry)
+    os.makedirs(a.out, exist_ok=True)
+    with open(os.path.join(a.out, f"{a.call}.md"), "w", encoding="utf-8") as f:
+        f.write("\n".join(lines) + "\n")
+    with open(os.path.join(a.out, f"{a.call}.json"), "w", encoding="utf-8") as f:
+        json.dump(doc, f, indent=1)
+    print("\n".join(lines))
+    return 1 if failed else 0
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    d = sub.add_parser("device")
+    d.add_argument("version")
+    d.add_argument("build_info")
+    d.add_argument("gpu")
+    g = sub.add_parser("gtest")
+    g.add_argument("json")
+    lo = sub.add_parser("losses")
+    lo.add_argument("cpu")
+    lo.add_argument("dev")
+    lo.add_argument("--model", required=True)
+    lo.add_argument("--precision", required=True)
+    lo.add_argument("--rtol", type=float, required=True)
+    t = sub.add_parser("telemetry")
+    t.add_argument("metrics")
+    su = sub.add_parser("summary")
+    su.add_argument("kind", choices=["gpus", "cudatests", "cuda_vs_cpu", "allreduce", "telemetry"])
+    su.add_argument("file")
+    r = sub.add_parser("report")
+    r.add_argument("call", choices=["check", "speed"])
+    r.add_argument("work")
+    r.add_argument("out")
+    r.add_argument("--seconds", type=int, default=0)
+    r.add_argument("--dry", type=int, default=0)
+    a = p.parse_args()
+    return {"device": cmd_device, "gtest": cmd_gtest, "losses": cmd_losses, "telemetry": cmd_telemetry,
+            "summary": cmd_summary, "report": cmd_report}[a.cmd](a) or 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
