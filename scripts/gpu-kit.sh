@@ -11,8 +11,8 @@
 #
 # check and speed unpack the kit into a temporary folder and run its scripts there with env.sh
 # sourced. --dry runs the same steps on a machine without a GPU: run.device = sim in place of cuda,
-# PyTorch on the CPU, under `env -i` with only what env.sh sets, so that a missing library or path
-# shows before a GPU machine's time is spent. Exit status: 0 when no step failed or timed out.
+# PyTorch on the CPU, under `env -i` with only what env.sh sets (and four times the step limits), so
+# that a missing library or path shows before a GPU machine's time is spent. Exit status: 0 when no step failed or timed out.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 usage() {
@@ -53,7 +53,7 @@ case $verb in
          "results in $out" >&2
     run='source "$1/env.sh" && exec bash "$1/scripts/$2.sh" "$3"'
     if [ "$dry" = 1 ]; then
-      env -i KIT_DRY=1 bash -c "$run" gpu-kit "$root" "$verb" "$out"
+      env -i KIT_DRY=1 KIT_LIMIT_SCALE=4 bash -c "$run" gpu-kit "$root" "$verb" "$out"
     else
       KIT_DRY=0 bash -c "$run" gpu-kit "$root" "$verb" "$out"
     fi

@@ -73,10 +73,11 @@ step_cuda_vs_cpu() {
       "$KIT_PYTHON" "$here/report.py" losses "$d/cpu/metrics.jsonl" "$d/dev/metrics.jsonl" \
           --model "$model" --precision "$precision" --rtol "$tol" >> "$KIT_WORK/vs.jsonl" || failed=1
       tail -1 "$KIT_WORK/vs.jsonl"
+      # After every pair, so that a step stopped at its limit still reports the pairs it finished.
+      "$KIT_PYTHON" -c 'import json, sys; print(json.dumps([json.loads(l) for l in open(sys.argv[1])]))' \
+          "$KIT_WORK/vs.jsonl" | kit_figures cuda_vs_cpu
     done
   done
-  "$KIT_PYTHON" -c 'import json, sys; print(json.dumps([json.loads(l) for l in open(sys.argv[1])]))' \
-      "$KIT_WORK/vs.jsonl" | kit_figures cuda_vs_cpu
   kit_note cuda_vs_cpu "$(summary cuda_vs_cpu "$KIT_WORK/vs.jsonl")"
   return "$failed"
 }
@@ -127,19 +128,7 @@ if [ "${1:-}" = __step ]; then
   exit $?
 fi
 
-out=$(realpath -m "${1:?usage: check.sh OUT}")
-mkdir -p "$out"
-export KIT_WORK KIT_LOG=$out/check.log KIT_DEV
-KIT_WORK=$(mktemp -d "${TMPDIR:-/tmp}/st-kit-check.XXXXXX")
-KIT_DEV=$([ "$dry" = 1 ] && echo sim || echo cuda)
-mkdir -p "$KIT_WORK/notes" "$KIT_WORK/figures" "$KIT_WORK/runs"
-: > "$KIT_LOG"
-start=$SECONDS
 # Limits: 230 s in all.
-for step_limit in device:10 cudatests:45 cuda_vs_cpu:70 resume:30 nccl_allreduce:15 mpi_device_allreduce:15 \
-                  telemetry:5 memcheck:40; do
-  kit_run_step "$0" "${step_limit%%:*}" "${step_limit##*:}"
-done
-echo "check: $((SECONDS - start)) s"
-tar -C "$KIT_WORK" -czf "$out/check-runs.tar.gz" --exclude='*.h5' --exclude=checkpoints runs notes figures
-"$KIT_PYTHON" "$here/report.py" report check "$KIT_WORK" "$out" --seconds $((SECONDS - start)) --dry "$dry"
+kit_call "$0" check "${1:?usage: check.sh OUT}" \
+  device:10 cudatests:45 cuda_vs_cpu:70 resume:30 nccl_allreduce:15 mpi_device_allreduce:15 telemetry:5 \
+  memcheck:40

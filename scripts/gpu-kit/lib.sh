@@ -4,7 +4,7 @@
 # available, 124 or 137 timed out, anything else failed; it may write a one-line note to
 # $KIT_WORK/notes/NAME and its figures to $KIT_WORK/figures/NAME.json. Each result becomes one line of
 # $KIT_WORK/steps.jsonl, which report.py turns into the call's table and JSON.
-# The caller sets KIT_WORK (scratch), KIT_LOG (the call's log), KIT_DEV (cuda, or sim in a dry run).
+# kit_call sets KIT_WORK (scratch), KIT_LOG (the call's log), KIT_DEV (cuda, or sim in a dry run).
 
 kit_note() {  # NAME TEXT...: the step's one-line note
   local name=$1; shift
@@ -16,8 +16,11 @@ kit_figures() {  # NAME: stdin (JSON) becomes the step's figures
   cat > "$KIT_WORK/figures/$1.json"
 }
 
-kit_run_step() {  # SCRIPT NAME LIMIT_S: runs SCRIPT's step NAME under LIMIT_S seconds
-  local script=$1 name=$2 limit=$3 rc=0 status
+# KIT_LIMIT_SCALE (a dry run's: 4) multiplies every limit: a dry run's limits leave room for a slow or
+# busy machine; it exists to show what is missing, not to time anything.
+kit_run_step() {  # SCRIPT NAME LIMIT_S: runs SCRIPT's step NAME under LIMIT_S seconds (on a GPU)
+  local script=$1 name=$2 gpu_limit=$3 rc=0 status
+  local limit=$((gpu_limit * ${KIT_LIMIT_SCALE:-1}))
   local t0
   t0=$(date +%s.%N)
   echo "=== step $name (limit ${limit} s) ===" >> "$KIT_LOG"
@@ -34,10 +37,33 @@ kit_run_step() {  # SCRIPT NAME LIMIT_S: runs SCRIPT's step NAME under LIMIT_S s
   [ -f "$KIT_WORK/notes/$name" ] && note=$(head -c 400 "$KIT_WORK/notes/$name")
   [ "$status" = timed_out ] && note="stopped at its ${limit} s limit${note:+; $note}"
   "$KIT_PYTHON" -c 'import json, sys; print(json.dumps(dict(step=sys.argv[1], status=sys.argv[2], rc=int(sys.argv[3]),
-      seconds=float(sys.argv[4]), limit_s=int(sys.argv[5]), note=sys.argv[6])))' \
-      "$name" "$status" "$rc" "$seconds" "$limit" "$note" >> "$KIT_WORK/steps.jsonl"
+      seconds=float(sys.argv[4]), limit_s=int(sys.argv[5]), applied_limit_s=int(sys.argv[6]), note=sys.argv[7])))' \
+      "$name" "$status" "$rc" "$seconds" "$gpu_limit" "$limit" "$note" >> "$KIT_WORK/steps.jsonl"
   printf '%-22s %-10s %6s s (limit %s s) %s\n' "$name" "$status" "$seconds" "$limit" "$note"
 }
 
 # mpirun for one rank, unbound (the steps choose their threads).
 kit_mpirun1() { mpirun -np 1 --bind-to none "$@"; }
+
+# One call: SCRIPT's steps (NAME:LIMIT_S ...) in order, then the runs' archive and report.py's table
+# and JSON in OUT: OUT/CALL.md, CALL.json, CALL.log, CALL-runs.tar.gz.
+kit_call() {  # SCRIPT CALL OUT STEP:LIMIT...
+  local script=$1 call=$2 out
+  out=$(realpath -m "$3")
+  shift 3
+  mkdir -p "$out"
+  export KIT_LOG=$out/$call.log KIT_WORK KIT_DEV
+  KIT_WORK=$(mktemp -d "${TMPDIR:-/tmp}/st-kit-$call.XXXXXX")
+  KIT_DEV=$([ "${KIT_DRY:-0}" = 1 ] && echo sim || echo cuda)
+  mkdir -p "$KIT_WORK/notes" "$KIT_WORK/figures" "$KIT_WORK/runs"
+  : > "$KIT_LOG"
+  local start=$SECONDS step_limit
+  for step_limit in "$@"; do
+    kit_run_step "$script" "${step_limit%%:*}" "${step_limit##*:}"
+  done
+  echo "$call: $((SECONDS - start)) s"
+  (cd "$KIT_WORK" && tar -czf "$out/$call-runs.tar.gz" --exclude='*.h5' --exclude=checkpoints runs notes \
+     $(ls ./*.jsonl 2>/dev/null))
+  "$KIT_PYTHON" "$(dirname "$script")/report.py" report "$call" "$KIT_WORK" "$out" --seconds $((SECONDS - start)) \
+    --dry "${KIT_DRY:-0}"
+}

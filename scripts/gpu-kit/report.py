@@ -137,9 +137,10 @@ def fmt(v, spec=".3g"):
 
 
 def steps_table(steps):
-    lines = ["| step | status | seconds | limit (s) | note |", "| --- | --- | ---: | ---: | --- |"]
+    lines = ["| step | status | seconds | limit on a GPU (s) | note |", "| --- | --- | ---: | ---: | --- |"]
     for s in steps:
-        lines.append(f"| {s['step']} | {s['status']} | {s['seconds']:.1f} | {s['limit_s']} | "
+        applied = f" ({s['applied_limit_s']} here)" if s["applied_limit_s"] != s["limit_s"] else ""
+        lines.append(f"| {s['step']} | {s['status']} | {s['seconds']:.1f} | {s['limit_s']}{applied} | "
                      f"{s['note'].replace('|', '/')} |")
     return lines
 

@@ -73,22 +73,7 @@ if [ "${1:-}" = __step ]; then
   exit $?
 fi
 
-out=$(realpath -m "${1:?usage: speed.sh OUT}")
-mkdir -p "$out"
-export KIT_WORK KIT_LOG=$out/speed.log KIT_DEV
-KIT_WORK=$(mktemp -d "${TMPDIR:-/tmp}/st-kit-speed.XXXXXX")
-KIT_DEV=$([ "$dry" = 1 ] && echo sim || echo cuda)
-mkdir -p "$KIT_WORK/notes" "$KIT_WORK/figures" "$KIT_WORK/runs"
-: > "$KIT_LOG"
-: > "$KIT_WORK/scaletrain.jsonl"
-: > "$KIT_WORK/pytorch.jsonl"
-start=$SECONDS
 # Limits: 230 s in all.
-for step_limit in scaletrain_mlp:35 scaletrain_lenet:30 scaletrain_lenet_dropout:30 scaletrain_fmnist_sepcnn:45 \
-                  pytorch_eager:50 pytorch_compile:40; do
-  kit_run_step "$0" "${step_limit%%:*}" "${step_limit##*:}"
-done
-echo "speed: $((SECONDS - start)) s"
-tar -C "$KIT_WORK" -czf "$out/speed-runs.tar.gz" --exclude='*.h5' --exclude=checkpoints runs notes \
-    scaletrain.jsonl pytorch.jsonl
-"$KIT_PYTHON" "$here/report.py" report speed "$KIT_WORK" "$out" --seconds $((SECONDS - start)) --dry "$dry"
+kit_call "$0" speed "${1:?usage: speed.sh OUT}" \
+  scaletrain_mlp:35 scaletrain_lenet:30 scaletrain_lenet_dropout:30 scaletrain_fmnist_sepcnn:45 \
+  pytorch_eager:50 pytorch_compile:40
