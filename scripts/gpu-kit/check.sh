@@ -21,7 +21,7 @@ short_run() {  # DIR DEVICE MODEL PRECISION STEPS BATCH [flags...]
     --run.device "$device" --run.dir "$dir" "$@" > "$dir.log" 2>&1
 }
 
-summary() { "$KIT_PYTHON" "$here/report.py" summary "$@"; }
+summary() { kit_py "$here/report.py" summary "$@"; }
 
 step_device() {
   cat "$KIT_ROOT/BUILD-INFO"
@@ -32,19 +32,19 @@ step_device() {
   else
     nvidia-smi || return 1
     gpu=$(nvidia-smi --query-gpu=name,memory.total,driver_version,compute_cap,clocks.max.sm,power.limit \
-                     --format=csv,noheader | "$KIT_PYTHON" -c 'import csv, json, sys
+                     --format=csv,noheader | kit_py -c 'import csv, json, sys
 keys = ["name", "memory_total", "driver", "compute_capability", "sm_clock_max", "power_limit"]
 print(json.dumps([dict(zip(keys, [v.strip() for v in row])) for row in csv.reader(sys.stdin)]))') || return 1
     echo "$gpu" > "$KIT_WORK/gpus.json"
     kit_note device "$(summary gpus "$KIT_WORK/gpus.json")"
   fi
-  "$KIT_PYTHON" "$here/report.py" device "$KIT_WORK/version.txt" "$KIT_ROOT/BUILD-INFO" "$gpu" | kit_figures device
+  kit_py "$here/report.py" device "$KIT_WORK/version.txt" "$KIT_ROOT/BUILD-INFO" "$gpu" | kit_figures device
 }
 
 step_cudatests() {
   local rc=0
   scaletrain_cudatests --gtest_output="json:$KIT_WORK/cudatests.json" || rc=$?
-  "$KIT_PYTHON" "$here/report.py" gtest "$KIT_WORK/cudatests.json" | kit_figures cudatests
+  kit_py "$here/report.py" gtest "$KIT_WORK/cudatests.json" | kit_figures cudatests
   local summary
   summary=$(summary cudatests "$KIT_WORK/figures/cudatests.json")
   [ "$rc" = 0 ] || { kit_note cudatests "$summary"; return 1; }
@@ -70,11 +70,11 @@ step_cuda_vs_cpu() {
       mkdir -p "$d"
       short_run "$d/cpu" cpu "$model" "$precision" "$steps" "$batch" || { cat "$d/cpu.log"; failed=1; continue; }
       short_run "$d/dev" "$KIT_DEV" "$model" "$precision" "$steps" "$batch" || { cat "$d/dev.log"; failed=1; continue; }
-      "$KIT_PYTHON" "$here/report.py" losses "$d/cpu/metrics.jsonl" "$d/dev/metrics.jsonl" \
+      kit_py "$here/report.py" losses "$d/cpu/metrics.jsonl" "$d/dev/metrics.jsonl" \
           --model "$model" --precision "$precision" --rtol "$tol" >> "$KIT_WORK/vs.jsonl" || failed=1
       tail -1 "$KIT_WORK/vs.jsonl"
       # After every pair, so that a step stopped at its limit still reports the pairs it finished.
-      "$KIT_PYTHON" -c 'import json, sys; print(json.dumps([json.loads(l) for l in open(sys.argv[1])]))' \
+      kit_py -c 'import json, sys; print(json.dumps([json.loads(l) for l in open(sys.argv[1])]))' \
           "$KIT_WORK/vs.jsonl" | kit_figures cuda_vs_cpu
     done
   done
@@ -100,7 +100,7 @@ step_mpi_device_allreduce() { allreduce mpi_device_allreduce mpi "$([ "$dry" = 1
 
 step_telemetry() {
   if [ "$dry" = 1 ]; then kit_note telemetry "not available (dry run: sim has no NVML)"; return 77; fi
-  "$KIT_PYTHON" "$here/report.py" telemetry "$KIT_WORK/runs/vs/lenet_fp32/dev/metrics.jsonl" | kit_figures telemetry
+  kit_py "$here/report.py" telemetry "$KIT_WORK/runs/vs/lenet_fp32/dev/metrics.jsonl" | kit_figures telemetry
   summary telemetry "$KIT_WORK/figures/telemetry.json" > "$KIT_WORK/notes/telemetry"
 }
 

@@ -4,8 +4,9 @@
 # node what the kit does not carry: the CUDA libraries (cudart, cuBLAS/cuBLASLt, cuDNN, NCCL) in
 # KIT_CUDA_LIBS (a colon-separated list, if set), in the nvidia-* pip wheels of the node's Pythons,
 # or under /usr/local/cuda; the driver's libcuda in the usual places; and a Python with PyTorch
-# (KIT_PYTHON). It prints, on stderr, each CUDA library found beside the version the kit was built
-# with (KIT/BUILD-INFO). It works under `env -i`: nothing else need be set.
+# (KIT_PYTHON; run it with the node's library path, KIT_NODE_LD_LIBRARY_PATH). It prints, on
+# stderr, each CUDA library found beside the version the kit was built with (KIT/BUILD-INFO). It
+# works under `env -i`: nothing else need be set.
 kit_root=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 export KIT_ROOT=$kit_root
 export PATH="$kit_root/bin:$kit_root/usr/bin:${PATH:-/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin}"
@@ -43,6 +44,7 @@ fi
 for d in /usr/local/nvidia/lib64 /usr/local/nvidia/lib /usr/lib/wsl/lib; do [ -d "$d" ] && kit_cuda_dirs+=("$d"); done
 kit_cuda_path=$(IFS=:; echo "${kit_cuda_dirs[*]}")
 
+export KIT_NODE_LD_LIBRARY_PATH=${KIT_NODE_LD_LIBRARY_PATH-${LD_LIBRARY_PATH:-}}  # for the node's Python (lib.sh)
 export OPAL_PREFIX="$kit_root/usr" OPAL_SYSCONFDIR="$kit_root/etc/openmpi"
 export PMIX_INSTALL_PREFIX="$kit_root/usr/lib/x86_64-linux-gnu/pmix2" PMIX_PREFIX="$kit_root/usr/lib/x86_64-linux-gnu/pmix2"
 export LD_LIBRARY_PATH="$kit_root/lib:$kit_root/usr/lib/x86_64-linux-gnu/openmpi/lib:$kit_root/usr/lib/x86_64-linux-gnu/pmix2/lib${kit_cuda_path:+:$kit_cuda_path}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"

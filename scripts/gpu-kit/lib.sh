@@ -6,6 +6,10 @@
 # $KIT_WORK/steps.jsonl, which report.py turns into the call's table and JSON.
 # kit_call sets KIT_WORK (scratch), KIT_LOG (the call's log), KIT_DEV (cuda, or sim in a dry run).
 
+# Python with the node's own library path: the kit's libraries (Debian's libssl, libffi, libz, ...)
+# are for the kit's programs, not for the node's Python and PyTorch.
+kit_py() { LD_LIBRARY_PATH=${KIT_NODE_LD_LIBRARY_PATH:-} "$KIT_PYTHON" "$@"; }
+
 kit_note() {  # NAME TEXT...: the step's one-line note
   local name=$1; shift
   echo "$*" > "$KIT_WORK/notes/$name"
@@ -36,7 +40,7 @@ kit_run_step() {  # SCRIPT NAME LIMIT_S: runs SCRIPT's step NAME under LIMIT_S s
   local note=""
   [ -f "$KIT_WORK/notes/$name" ] && note=$(head -c 400 "$KIT_WORK/notes/$name")
   [ "$status" = timed_out ] && note="stopped at its ${limit} s limit${note:+; $note}"
-  "$KIT_PYTHON" -c 'import json, sys; print(json.dumps(dict(step=sys.argv[1], status=sys.argv[2], rc=int(sys.argv[3]),
+  kit_py -c 'import json, sys; print(json.dumps(dict(step=sys.argv[1], status=sys.argv[2], rc=int(sys.argv[3]),
       seconds=float(sys.argv[4]), limit_s=int(sys.argv[5]), applied_limit_s=int(sys.argv[6]), note=sys.argv[7])))' \
       "$name" "$status" "$rc" "$seconds" "$gpu_limit" "$limit" "$note" >> "$KIT_WORK/steps.jsonl"
   printf '%-22s %-10s %6s s (limit %s s) %s\n' "$name" "$status" "$seconds" "$limit" "$note"
@@ -64,6 +68,6 @@ kit_call() {  # SCRIPT CALL OUT STEP:LIMIT...
   echo "$call: $((SECONDS - start)) s"
   (cd "$KIT_WORK" && tar -czf "$out/$call-runs.tar.gz" --exclude='*.h5' --exclude=checkpoints runs notes \
      $(ls ./*.jsonl 2>/dev/null))
-  "$KIT_PYTHON" "$(dirname "$script")/report.py" report "$call" "$KIT_WORK" "$out" --seconds $((SECONDS - start)) \
+  kit_py "$(dirname "$script")/report.py" report "$call" "$KIT_WORK" "$out" --seconds $((SECONDS - start)) \
     --dry "${KIT_DRY:-0}"
 }

@@ -39,7 +39,7 @@ scaletrain_model() {  # MODEL
         --run.dir "$dir" "${flags[@]}" > "$dir.log" 2>&1 || { tail -5 "$dir.log"; failed=1; continue; }
       echo "{\"model\": \"$m\", \"precision\": \"$p\", \"deterministic\": $det, \"batch\": ${batch[$m]}," \
            "\"run_json\": \"$dir/run.json\"}" >> "$KIT_WORK/scaletrain.jsonl"
-      "$KIT_PYTHON" -c 'import json, sys; r = json.load(open(sys.argv[1]))
+      kit_py -c 'import json, sys; r = json.load(open(sys.argv[1]))
 print(f"{sys.argv[2]}: {r[\"samples_per_s\"]:.0f} images/s")' "$dir/run.json" "$m $p deterministic=$det"
     done
   done
@@ -63,7 +63,7 @@ pytorch() {  # eager|compile
     args+=(--device cuda --seconds 1.0)
     [ "$1" = compile ] && args+=(--compile --formats channels_last)
   fi
-  "$KIT_PYTHON" "$here/pytorch_anchor.py" "${args[@]}" --models fmnist_sepcnn lenet mlp lenet_dropout
+  kit_py "$here/pytorch_anchor.py" "${args[@]}" --models fmnist_sepcnn lenet mlp lenet_dropout
 }
 step_pytorch_eager() { pytorch eager; }
 step_pytorch_compile() { pytorch compile; }

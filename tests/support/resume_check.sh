@@ -111,7 +111,7 @@ case $mode in
     expect_line "$out/resumed.log" "resume: $out/resumed/checkpoints/step-$stop: step $stop"
     compare full resumed
     # The timeline goes on across the resume: both runs' steps, and the resumed_from marker between.
-    /usr/bin/python3 - "$out/resumed/timeline.json" "$stop" <<'PY'
+    "${PYTHON:-/usr/bin/python3}" - "$out/resumed/timeline.json" "$stop" <<'PY'
 import json, sys
 ev = json.load(open(sys.argv[1]))["traceEvents"]
 stop = int(sys.argv[2])
@@ -219,7 +219,7 @@ PY
     expect_line "$out/timed.log" "bf16 GEMMs: run.cpu_bf16_gemm = auto -> "
     expect_line "$out/timed.log" " per step, forward and backward; "
     grep -F "bf16 GEMMs:" "$out/timed.log"
-    /usr/bin/python3 - "$out/timed/run.json" "$out/timed.log" <<'PY'
+    "${PYTHON:-/usr/bin/python3}" - "$out/timed/run.json" "$out/timed.log" <<'PY'
 import json, sys
 c = json.load(open(sys.argv[1]))["operators"]["cpu_bf16_gemm"]
 line = next(l for l in open(sys.argv[2]) if l.startswith("bf16 GEMMs:"))
@@ -231,7 +231,7 @@ PY
     for way in f32 bf16; do
       run "full_$way" "$np" "${all[@]}" --run.cpu_bf16_gemm "$way"
       run "resumed_$way" "$np" --train.max_steps "$stop" --run.cpu_bf16_gemm "$way"
-      /usr/bin/python3 -c 'import h5py, sys; v = h5py.File(sys.argv[1])["/"].attrs["cpu_bf16_gemm"]
+      "${PYTHON:-/usr/bin/python3}" -c 'import h5py, sys; v = h5py.File(sys.argv[1])["/"].attrs["cpu_bf16_gemm"]
 v = v.decode() if isinstance(v, bytes) else v
 print("trainer.h5 cpu_bf16_gemm:", v); sys.exit(v != sys.argv[2])' \
         "$out/resumed_$way/checkpoints/step-$stop/trainer.h5" "$way"
