@@ -30,7 +30,7 @@ step_device() {
   if [ "$dry" = 1 ]; then
     kit_note device "dry run: run.device = sim on $(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo), no GPU"
   else
-    nvidia-smi || return 1
+    nvidia-smi || { kit_note device "nvidia-smi failed: no GPU driver or device"; return 1; }
     gpu=$(nvidia-smi --query-gpu=name,memory.total,driver_version,compute_cap,clocks.max.sm,power.limit \
                      --format=csv,noheader | kit_py -c 'import csv, json, sys
 keys = ["name", "memory_total", "driver", "compute_capability", "sm_clock_max", "power_limit"]
@@ -53,7 +53,8 @@ step_cudatests() {
     return 0
   fi
   kit_note cudatests "$summary"
-  grep -q '"skipped": 0' "$KIT_WORK/figures/cudatests.json"  # on a GPU nothing may skip
+  kit_py -c 'import json, sys; sys.exit(json.load(open(sys.argv[1]))["skipped"] > 0)' \
+    "$KIT_WORK/figures/cudatests.json"  # on a GPU nothing may skip
 }
 
 step_cuda_vs_cpu() {
@@ -68,8 +69,8 @@ step_cuda_vs_cpu() {
       case $precision in fp32) tol=1e-3 ;; *) tol=3e-2 ;; esac
       d=$runs/${model}_$precision
       mkdir -p "$d"
-      short_run "$d/cpu" cpu "$model" "$precision" "$steps" "$batch" || { cat "$d/cpu.log"; failed=1; continue; }
       short_run "$d/dev" "$KIT_DEV" "$model" "$precision" "$steps" "$batch" || { cat "$d/dev.log"; failed=1; continue; }
+      short_run "$d/cpu" cpu "$model" "$precision" "$steps" "$batch" || { cat "$d/cpu.log"; failed=1; continue; }
       kit_py "$here/report.py" losses "$d/cpu/metrics.jsonl" "$d/dev/metrics.jsonl" \
           --model "$model" --precision "$precision" --rtol "$tol" >> "$KIT_WORK/vs.jsonl" || failed=1
       tail -1 "$KIT_WORK/vs.jsonl"

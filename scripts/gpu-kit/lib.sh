@@ -28,7 +28,8 @@ kit_run_step() {  # SCRIPT NAME LIMIT_S: runs SCRIPT's step NAME under LIMIT_S s
   local t0
   t0=$(date +%s.%N)
   echo "=== step $name (limit ${limit} s) ===" >> "$KIT_LOG"
-  timeout --kill-after=5 "$limit" bash "$script" __step "$name" >> "$KIT_LOG" 2>&1 < /dev/null || rc=$?
+  timeout --kill-after=5 "$limit" bash "$script" __step "$name" > "$KIT_WORK/output/$name" 2>&1 < /dev/null || rc=$?
+  cat "$KIT_WORK/output/$name" >> "$KIT_LOG"
   case $rc in
     0) status=passed ;;
     77) status=skipped ;;
@@ -40,6 +41,12 @@ kit_run_step() {  # SCRIPT NAME LIMIT_S: runs SCRIPT's step NAME under LIMIT_S s
   local note=""
   [ -f "$KIT_WORK/notes/$name" ] && note=$(head -c 400 "$KIT_WORK/notes/$name")
   [ "$status" = timed_out ] && note="stopped at its ${limit} s limit${note:+; $note}"
+  if [ "$status" = failed ] && [ -z "$note" ]; then  # the step's last error line says why
+    local o=$KIT_WORK/output/$name
+    note=$(grep -E '^\[rank [0-9]+|^scaletrain: error|^FAIL' "$o" | tail -1 | head -c 400)
+    [ -n "$note" ] || note=$(grep -iE 'error|fail' "$o" | tail -1 | head -c 400)
+    [ -n "$note" ] || note=$(grep -v '^\s*$' "$o" | tail -1 | head -c 400)
+  fi
   kit_py -c 'import json, sys; print(json.dumps(dict(step=sys.argv[1], status=sys.argv[2], rc=int(sys.argv[3]),
       seconds=float(sys.argv[4]), limit_s=int(sys.argv[5]), applied_limit_s=int(sys.argv[6]), note=sys.argv[7])))' \
       "$name" "$status" "$rc" "$seconds" "$gpu_limit" "$limit" "$note" >> "$KIT_WORK/steps.jsonl"
@@ -59,7 +66,7 @@ kit_call() {  # SCRIPT CALL OUT STEP:LIMIT...
   export KIT_LOG=$out/$call.log KIT_WORK KIT_DEV
   KIT_WORK=$(mktemp -d "${TMPDIR:-/tmp}/st-kit-$call.XXXXXX")
   KIT_DEV=$([ "${KIT_DRY:-0}" = 1 ] && echo sim || echo cuda)
-  mkdir -p "$KIT_WORK/notes" "$KIT_WORK/figures" "$KIT_WORK/runs"
+  mkdir -p "$KIT_WORK/notes" "$KIT_WORK/figures" "$KIT_WORK/runs" "$KIT_WORK/output"
   : > "$KIT_LOG"
   local start=$SECONDS step_limit
   for step_limit in "$@"; do
@@ -68,6 +75,9 @@ kit_call() {  # SCRIPT CALL OUT STEP:LIMIT...
   echo "$call: $((SECONDS - start)) s"
   (cd "$KIT_WORK" && tar -czf "$out/$call-runs.tar.gz" --exclude='*.h5' --exclude=checkpoints runs notes \
      $(ls ./*.jsonl 2>/dev/null))
+  local rc=0
   kit_py "$(dirname "$script")/report.py" report "$call" "$KIT_WORK" "$out" --seconds $((SECONDS - start)) \
-    --dry "${KIT_DRY:-0}"
+    --dry "${KIT_DRY:-0}" || rc=$?
+  rm -rf "$KIT_WORK"
+  return "$rc"
 }

@@ -111,6 +111,9 @@ def cmd_summary(a):
         text = f.read()
     if a.kind == "cuda_vs_cpu":
         rows = [json.loads(line) for line in text.splitlines() if line.strip()]
+        if not rows:
+            print("no pair of runs finished")
+            return 0
         print(", ".join(f"{r['model']} {r['precision']} {fmt(r['worst_rel'], '.2g')}" for r in rows)
               + " (worst relative loss difference over the steps)")
         return 0
