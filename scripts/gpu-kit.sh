@@ -16,7 +16,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 usage() {
-  sed -n '7,9p' "$0" | sed 's/^#   //' >&2
+  sed -n '7,10p' "$0" | sed 's/^#   //' >&2
   exit 2
 }
 [ $# -ge 1 ] || usage
