@@ -2,7 +2,7 @@
 # The GPU kit's correctness call (scripts/gpu-kit.sh check), run from the unpacked kit with env.sh
 # sourced: the device and library versions; every cudatest_* suite; cuda against cpu (lenet and
 # fmnist_sepcnn in fp32, bf16 and fp16) with the per-step loss differences seen; a checkpoint and a
-# bitwise resume; the NCCL all-reduce at one rank and MPI on device buffers; NVML telemetry in
+# bitwise resume; an HDF5 file through the input pipeline; the NCCL all-reduce at one rank and MPI on device buffers; NVML telemetry in
 # metrics.jsonl; compute-sanitizer memcheck over a few steps. Each step has its own time limit;
 # their sum stays under 4 minutes. KIT_DRY=1: run.device = sim in place of cuda, smaller runs.
 # usage: check.sh OUT   (writes OUT/check.md, OUT/check.json, OUT/check.log, OUT/check-runs.tar.gz)
@@ -91,6 +91,28 @@ step_resume() {
   return "$rc"
 }
 
+# An HDF5 file made here (st-synth) through the real input pipeline onto the device: the reader
+# thread, the pinned host ring and the host-to-device copies, in stage and stream mode, 2 epochs
+# with evaluation; the synthetic classes are separable, so both must reach 90% accuracy.
+step_hdf5_input() {
+  local d=$KIT_WORK/runs/hdf5 mode failed=0 notes=()
+  mkdir -p "$d"
+  st-synth --train 2048 --test 512 -o "$d/synth.h5" > "$d/st-synth.log" 2>&1 || { cat "$d/st-synth.log"; return 1; }
+  for mode in stage stream; do
+    kit_mpirun1 scaletrain --model.name lenet --data.path "$d/synth.h5" --data.mode "$mode" --train.batch 64 \
+      --train.epochs 2 --optimizer.lr 0.01 --run.device "$KIT_DEV" --run.threads "$threads" --run.dir "$d/$mode" \
+      > "$d/$mode.log" 2>&1 ||
+      { cat "$d/$mode.log"; failed=1; continue; }
+    tail -3 "$d/$mode.log"
+    notes+=("$(kit_py -c 'import json, sys; r = json.load(open(sys.argv[1]))
+a = r["final_eval_accuracy"]
+print("%s: %.0f samples/s, eval accuracy %.3f" % (sys.argv[2], r["samples_per_s"], a)); sys.exit(a < 0.9)' \
+      "$d/$mode/run.json" "$mode")") || failed=1
+  done
+  kit_note hdf5_input "$(printf '%s; ' "${notes[@]}" | sed 's/; $//')"
+  return "$failed"
+}
+
 allreduce() {  # NAME BACKEND MAX_BYTES
   kit_mpirun1 scaletrain-bench-allreduce -b 8 -e "$3" -n 20 -w 5 --device "$KIT_DEV" --backend "$2" \
     --json "$KIT_WORK/figures/$1.json" || return 1
@@ -131,5 +153,5 @@ fi
 
 # Limits: 230 s in all.
 kit_call "$0" check "${1:?usage: check.sh OUT}" \
-  device:10 cudatests:45 cuda_vs_cpu:70 resume:30 nccl_allreduce:15 mpi_device_allreduce:15 telemetry:5 \
-  memcheck:40
+  device:10 cudatests:40 cuda_vs_cpu:65 resume:30 hdf5_input:20 nccl_allreduce:15 mpi_device_allreduce:15 \
+  telemetry:5 memcheck:30

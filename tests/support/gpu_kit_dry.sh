@@ -27,7 +27,7 @@ import json, os, sys
 out = sys.argv[1]
 files = sorted(os.listdir(out))
 assert len(files) <= 8, f"{len(files)} files in OUT, at most 8 come back: {files}"
-expect = {"check": ["device", "cudatests", "cuda_vs_cpu", "resume", "nccl_allreduce", "mpi_device_allreduce",
+expect = {"check": ["device", "cudatests", "cuda_vs_cpu", "resume", "hdf5_input", "nccl_allreduce", "mpi_device_allreduce",
                     "telemetry", "memcheck"],
           "speed": ["scaletrain_mlp", "scaletrain_lenet", "scaletrain_lenet_dropout", "scaletrain_fmnist_sepcnn",
                     "pytorch_eager", "pytorch_compile"]}
