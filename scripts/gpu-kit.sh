@@ -24,10 +24,10 @@ verb=$1; shift
 case $verb in
   pack)
     [ $# -ge 1 ] || usage
-    dir=$1 build=""
+    dir=$1 build=()
     shift
-    if [ "${1:-}" = --build ]; then build=${2:?--build needs a folder}; fi
-    exec bash "$here/gpu-kit/pack.sh" "$dir" $build
+    if [ "${1:-}" = --build ]; then build=("${2:?--build needs a folder}"); fi
+    exec bash "$here/gpu-kit/pack.sh" "$dir" "${build[@]}"
     ;;
   check|speed)
     kit="" out="" dry=0
@@ -39,7 +39,7 @@ case $verb in
         *) out=$1; shift ;;
       esac
     done
-    [ -n "$kit" ] && [ -n "$out" ] || usage
+    if [ -z "$kit" ] || [ -z "$out" ]; then usage; fi
     archive=$kit
     [ -d "$kit" ] && archive=$kit/scaletrain-gpu-kit.tar.gz
     [ -f "$archive" ] || { echo "gpu-kit: no kit at $archive (make one with: scripts/gpu-kit.sh pack DIR)" >&2; exit 1; }
@@ -51,6 +51,7 @@ case $verb in
     root=$unpacked/scaletrain-gpu-kit
     echo "gpu-kit $verb$([ $dry = 1 ] && echo ' (dry run)'): kit $(awk -F= '$1 == "commit" {print $2}' "$root/BUILD-INFO")," \
          "results in $out" >&2
+    # shellcheck disable=SC2016  # expanded by the inner bash, from its arguments
     run='source "$1/env.sh" && exec bash "$1/scripts/$2.sh" "$3"'
     if [ "$dry" = 1 ]; then
       env -i KIT_DRY=1 KIT_LIMIT_SCALE=4 bash -c "$run" gpu-kit "$root" "$verb" "$out"

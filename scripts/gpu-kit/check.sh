@@ -8,6 +8,7 @@
 # usage: check.sh OUT   (writes OUT/check.md, OUT/check.json, OUT/check.log, OUT/check-runs.tar.gz)
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$here/lib.sh"
 dry=${KIT_DRY:-0}
 threads=$(( $(nproc) < 8 ? $(nproc) : 8 ))
@@ -130,7 +131,10 @@ step_telemetry() {
 step_memcheck() {
   if [ "$dry" = 1 ]; then kit_note memcheck "not available (dry run: no GPU)"; return 77; fi
   local cs
-  cs=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
+  local cs="" c
+  for c in "$(command -v compute-sanitizer)" /usr/local/cuda*/bin/compute-sanitizer; do
+    [ -x "$c" ] && { cs=$c; break; }
+  done
   [ -n "$cs" ] || { kit_note memcheck "not available (no compute-sanitizer on this machine)"; return 77; }
   mkdir -p "$KIT_WORK/runs/memcheck"
   local rc=0 d=$KIT_WORK/runs/memcheck/lenet

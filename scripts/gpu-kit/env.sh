@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # The GPU kit's environment (scripts/gpu-kit.sh packs this file at the kit's root). Source it:
 #   source KIT/env.sh
 # It puts the kit's programs, its Open MPI and its libraries first on the paths, and finds on the

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # The GPU kit's step runner, sourced by check.sh and speed.sh. Each step is a function of the calling
 # script, run by that script again (`SCRIPT __step NAME`) under its own time limit, so that one hang
 # cannot eat the machine's time. A step's exit code is its status: 0 passed, 77 skipped or not
@@ -73,8 +74,9 @@ kit_call() {  # SCRIPT CALL OUT STEP:LIMIT...
     kit_run_step "$script" "${step_limit%%:*}" "${step_limit##*:}"
   done
   echo "$call: $((SECONDS - start)) s"
-  (cd "$KIT_WORK" && tar -czf "$out/$call-runs.tar.gz" --exclude='*.h5' --exclude=checkpoints runs notes \
-     $(ls ./*.jsonl 2>/dev/null))
+  local lists=() f
+  for f in "$KIT_WORK"/*.jsonl; do [ -e "$f" ] && lists+=("${f##*/}"); done
+  tar -C "$KIT_WORK" -czf "$out/$call-runs.tar.gz" --exclude='*.h5' --exclude=checkpoints runs notes "${lists[@]}"
   local rc=0
   kit_py "$(dirname "$script")/report.py" report "$call" "$KIT_WORK" "$out" --seconds $((SECONDS - start)) \
     --dry "${KIT_DRY:-0}" || rc=$?

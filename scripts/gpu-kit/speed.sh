@@ -9,9 +9,10 @@
 # usage: speed.sh OUT   (writes OUT/speed.md, OUT/speed.json, OUT/speed.log, OUT/speed-runs.tar.gz)
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$here/lib.sh"
 dry=${KIT_DRY:-0}
-models=(mlp lenet lenet_dropout fmnist_sepcnn)
+models=(fmnist_sepcnn lenet mlp lenet_dropout)  # the heaviest first: PyTorch's compile step measures it
 if [ "$dry" = 1 ]; then
   precisions=(fp32 bf16)
   declare -A batch=([mlp]=64 [lenet]=64 [lenet_dropout]=64 [fmnist_sepcnn]=8)
@@ -54,8 +55,7 @@ step_scaletrain_fmnist_sepcnn() { scaletrain_model fmnist_sepcnn; }
 # per configuration as it is measured.
 pytorch() {  # eager|compile
   local m args=(--json --out "$KIT_WORK/pytorch.jsonl" --warmup 3 --dtype "${precisions[@]}" --model-batch)
-  # The heaviest model first, so that it is measured within the step's limit.
-  for m in fmnist_sepcnn lenet mlp lenet_dropout; do args+=("$m=${batch[$m]}"); done
+  for m in "${models[@]}"; do args+=("$m=${batch[$m]}"); done
   if [ "$dry" = 1 ]; then
     [ "$1" = compile ] && { kit_note pytorch_compile "not run (dry run: torch.compile is timed on the GPU only)"; return 77; }
     args+=(--device cpu --configs single --threads "$(nproc)" --seconds 0.5)
@@ -63,7 +63,7 @@ pytorch() {  # eager|compile
     args+=(--device cuda --seconds 1.0)
     [ "$1" = compile ] && args+=(--compile --formats channels_last)
   fi
-  kit_py "$here/pytorch_anchor.py" "${args[@]}" --models fmnist_sepcnn lenet mlp lenet_dropout
+  kit_py "$here/pytorch_anchor.py" "${args[@]}" --models "${models[@]}"
 }
 step_pytorch_eager() { pytorch eager; }
 step_pytorch_compile() { pytorch compile; }

@@ -28,11 +28,12 @@ done | sort -u | grep -E "$cuda" | while read -r so; do
   echo 'int scaletrain_cuda_standin;' > "$standins/empty.c"
   gcc -shared -fPIC -Wl,-soname,"$so" ${versions:+-Wl,--version-script="$standins/$so.map"} \
       -o "$standins/$so" "$standins/empty.c"
-  echo "stand-in: $so${versions:+ (versions: $(echo $versions))}"
+  echo "stand-in: $so${versions:+ (versions: ${versions//$'\n'/ })}"
 done
 ls "$standins"/*.so* > /dev/null 2>&1 || { echo "FAIL: the kit needs no CUDA library: is it a cuda build?"; exit 1; }
 
 report=$work/ldd.txt
+# shellcheck disable=SC2016  # expanded by the inner bash, from its arguments
 env -i KIT_CUDA_LIBS="$standins" KIT_QUIET=1 bash -c 'source "$1/env.sh"; shift; for o in "$@"; do echo "== $o"; ldd "$o" 2>&1; done' \
   _ "$kit" "${objects[@]}" > "$report"
 bad=$(awk -v kit="$kit/" -v st="$standins/" -v rt="$runtime" '
