@@ -50,18 +50,41 @@ struct Options {
   std::string backend = "mpi";
 };
 
-// Where the buffer lives and what reduces it. device == nullptr: host memory, the host communicator.
-// Otherwise a device buffer reduced by `device_comm` (nccl) or staged through pinned host memory
-// around the host communicator (mpi).
-struct Transport {
-  comm::Communicator& host;
-  Backend* device = nullptr;
-  comm::Communicator* device_comm = nullptr;
-  std::string name() const {
-    if (!device) return host.name();
-    if (device_comm) return device_comm->name() + " on " + device->description();
-    return host.name() + " staged through pinned host memory, " + device->description();
+// Where the buffer lives and what reduces it (--device, --backend). cpu: host memory and the host
+// communicator. sim or cuda: a device buffer reduced by the device communicator (nccl) or staged
+// through pinned host memory around the host communicator (mpi).
+class Transport {
+ public:
+  Transport(comm::Communicator& host, const Options& o) : host_(host) {
+    const DeviceKind kind = parse_device_kind(o.device);
+    ST_CHECK(kind != DeviceKind::automatic, "--device = auto: name the device (cpu, sim or cuda)");
+    const comm::CommBackend transport = comm::parse_comm_backend(o.backend);
+    ST_CHECK(transport != comm::CommBackend::auto_, "--backend = auto: name the transport (nccl or mpi)");
+    if (kind == DeviceKind::cpu) {
+      ST_CHECK(transport == comm::CommBackend::mpi, "--backend nccl needs device buffers (--device sim or cuda)");
+      return;
+    }
+    BackendOptions bo;
+    bo.kind = kind;
+    bo.threads = 1;
+    bo.local_rank = host.local_rank();
+    bo.local_size = host.local_size();
+    device_ = make_backend(bo);
+    device_comm_ = comm::make_gradient_communicator(host, *device_, transport);
   }
+  comm::Communicator& host() const { return host_; }
+  Backend* device() const { return device_.get(); }                      // nullptr: host memory
+  comm::Communicator* device_comm() const { return device_comm_.get(); }  // nullptr: host or staged MPI
+  std::string name() const {
+    if (!device_) return host_.name();
+    if (device_comm_) return device_comm_->name() + " on " + device_->description();
+    return host_.name() + " staged through pinned host memory, " + device_->description();
+  }
+
+ private:
+  comm::Communicator& host_;
+  std::unique_ptr<Backend> device_;
+  std::unique_ptr<comm::Communicator> device_comm_;  // declared after device_: destroyed before it
 };
 
 // One message size's buffer: `values` on the host (filled and checked there), and where the
@@ -69,37 +92,37 @@ struct Transport {
 class BenchBuffer {
  public:
   BenchBuffer(const Transport& t, int64_t bytes) : t_(t) {
-    if (!t.device) {
+    if (!t.device()) {
       host_ = Tensor({bytes}, DType::u8, "bench.buffer");
       return;
     }
-    host_ = t.device->pinned({bytes}, DType::u8, "bench.buffer (pinned host)");
-    device_ = t.device->empty({bytes}, DType::u8, "bench.buffer (device)");
+    host_ = t.device()->pinned({bytes}, DType::u8, "bench.buffer (pinned host)");
+    device_ = t.device()->empty({bytes}, DType::u8, "bench.buffer (device)");
   }
   void* values() { return host_.raw(); }
   // After the host values were written: the device copy gets them.
   void upload() {
-    if (t_.device) copy(device_, host_);
+    if (t_.device()) copy(device_, host_);
   }
   // Before the host values are read: they get the device copy's.
   void download() {
-    if (t_.device) copy(host_, device_);
+    if (t_.device()) copy(host_, device_);
   }
   void allreduce(int64_t count, DType dtype, comm::ReduceOp op, bool async) {
-    if (t_.device && !t_.device_comm) {  // staged: device -> pinned host, MPI, pinned host -> device
+    if (t_.device() && !t_.device_comm()) {  // staged: device -> pinned host, MPI, pinned host -> device
       copy(host_, device_);
-      reduce(t_.host, host_.raw(), count, dtype, op, async);
+      reduce(t_.host(), host_.raw(), count, dtype, op, async);
       copy(device_, host_);
       return;
     }
-    reduce(t_.device_comm ? *t_.device_comm : t_.host, t_.device ? device_.device_raw() : host_.raw(), count, dtype,
-           op, async);
+    reduce(t_.device_comm() ? *t_.device_comm() : t_.host(), t_.device() ? device_.device_raw() : host_.raw(), count,
+           dtype, op, async);
   }
 
  private:
   void copy(const Tensor& dst, const Tensor& src) {
-    t_.device->copy_async(t_.device->compute_stream(), dst, src);
-    t_.device->compute_stream().synchronize();
+    t_.device()->copy_async(t_.device()->compute_stream(), dst, src);
+    t_.device()->compute_stream().synchronize();
   }
   static void reduce(comm::Communicator& c, void* buf, int64_t count, DType t, comm::ReduceOp op, bool async) {
     if (async)
@@ -195,7 +218,7 @@ struct Row {
 };
 
 std::vector<Row> sweep(const Transport& tr, const Options& o, DType t, comm::ReduceOp op, int64_t min_b, int64_t max_b) {
-  comm::Communicator& c = tr.host;
+  comm::Communicator& c = tr.host();
   const int n = c.size();
   const int64_t esize = static_cast<int64_t>(dtype_size(t));
   std::vector<Row> rows;
@@ -329,34 +352,6 @@ json overlap_benchmark(comm::Communicator& c, const Options& o) {
   return out;
 }
 
-// The device backend and device communicator --device and --backend ask for (none for cpu).
-class DeviceBuffers {
- public:
-  DeviceBuffers(comm::Communicator& host, const Options& o) : host_(host) {
-    const DeviceKind kind = parse_device_kind(o.device);
-    ST_CHECK(kind != DeviceKind::automatic, "--device = auto: name the device (cpu, sim or cuda)");
-    const comm::CommBackend transport = comm::parse_comm_backend(o.backend);
-    ST_CHECK(transport != comm::CommBackend::auto_, "--backend = auto: name the transport (nccl or mpi)");
-    if (kind == DeviceKind::cpu) {
-      ST_CHECK(transport == comm::CommBackend::mpi, "--backend nccl needs device buffers (--device sim or cuda)");
-      return;
-    }
-    BackendOptions bo;
-    bo.kind = kind;
-    bo.threads = 1;
-    bo.local_rank = host.local_rank();
-    bo.local_size = host.local_size();
-    backend_ = make_backend(bo);
-    device_comm_ = comm::make_gradient_communicator(host, *backend_, transport);
-  }
-  Transport transport() const { return Transport{host_, backend_.get(), device_comm_.get()}; }
-
- private:
-  comm::Communicator& host_;
-  std::unique_ptr<Backend> backend_;
-  std::unique_ptr<comm::Communicator> device_comm_;
-};
-
 int run(int argc, char** argv, comm::Communicator& c) {
   Options o;
   CLI::App app{"scaletrain-bench-allreduce: all-reduce latency and bandwidth over scaletrain's communicator "
@@ -394,9 +389,8 @@ int run(int argc, char** argv, comm::Communicator& c) {
   ST_CHECK(min_b <= max_b, "--min-bytes (", min_b, ") is larger than --max-bytes (", max_b, ")");
 
   const int n = c.size();
-  DeviceBuffers dev(c, o);
-  const Transport tr = dev.transport();
-  ST_CHECK(!o.overlap || !tr.device, "--overlap runs on host buffers only (leave --device at cpu)");
+  const Transport tr(c, o);
+  ST_CHECK(!o.overlap || !tr.device(), "--overlap runs on host buffers only (leave --device at cpu)");
   if (c.rank() == 0) {
     std::printf("# scaletrain-bench-allreduce: %d ranks, %s, %s, %d warm-up + %d timed iterations\n", n,
                 tr.name().c_str(), o.async ? "allreduce_async+wait" : "allreduce", o.warmup, o.iters);
@@ -412,7 +406,7 @@ int run(int argc, char** argv, comm::Communicator& c) {
     busbw_sum += r.busbw;
   }
   json doc = {{"benchmark", "allreduce"}, {"communicator", tr.name()}, {"device", o.device},
-              {"backend", tr.device ? o.backend : "mpi"}, {"ranks", n}, {"dtype", o.dtype},
+              {"backend", tr.device() ? o.backend : "mpi"}, {"ranks", n}, {"dtype", o.dtype},
               {"op", o.op}, {"mode", o.async ? "async" : "blocking"}, {"iters", o.iters}, {"warmup", o.warmup}};
   doc["rows"] = json::array();
   for (const Row& r : rows)
