@@ -11,7 +11,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$here/lib.sh"
 dry=${KIT_DRY:-0}
-threads=$(( $(nproc) < 8 ? $(nproc) : 8 ))
+threads=$(kit_threads)
 
 # A short 1-rank run of MODEL in PRECISION on DEVICE into DIR (every step's loss logged).
 short_run() {  # DIR DEVICE MODEL PRECISION STEPS BATCH [flags...]

@@ -54,6 +54,13 @@ kit_run_step() {  # SCRIPT NAME LIMIT_S: runs SCRIPT's step NAME under LIMIT_S s
   printf '%-22s %-10s %6s s (limit %s s) %s\n' "$name" "$status" "$seconds" "$limit" "$note"
 }
 
+# Compute threads of a step's runs: the node's cores, at most 8.
+kit_threads() {
+  local n
+  n=$(nproc)
+  echo $((n < 8 ? n : 8))
+}
+
 # mpirun for one rank, unbound (the steps choose their threads).
 kit_mpirun1() { mpirun -np 1 --bind-to none "$@"; }
 

@@ -11,8 +11,6 @@ build=${2:-}
 multiarch=x86_64-linux-gnu
 # The archive and the working tree travel to the GPU machine together, within 64 MiB.
 limit_mib=${KIT_LIMIT_MIB:-60}
-# The same list as tests/kit.cmake's gpu_kit_programs target, which builds them.
-programs=(scaletrain scaletrain-bench-allreduce scaletrain-checkpoint st-synth st-info st-pack-idx scaletrain_cudatests)
 
 if [ -z "$build" ]; then
   (cd "$root" && cmake --preset cuda > /dev/null)
@@ -27,10 +25,11 @@ trap 'rm -rf "$stage"' EXIT
 kit=$stage/scaletrain-gpu-kit
 mkdir -p "$kit"/{bin,lib,usr/bin,usr/lib/$multiarch,usr/share,etc,scripts/support}
 
-for p in "${programs[@]}"; do
-  f=$(find "$build" -type f -name "$p" -perm -u+x | head -1)
-  [ -n "$f" ] || { echo "gpu-kit pack: $p was not built in $build" >&2; exit 1; }
-  strip --strip-unneeded -o "$kit/bin/$p" "$f"
+# The programs tests/kit.cmake's gpu_kit_programs target builds, by file.
+mapfile -t programs < "$build/gpu_kit_programs.txt"
+for f in "${programs[@]}"; do
+  [ -x "$f" ] || { echo "gpu-kit pack: $f was not built" >&2; exit 1; }
+  strip --strip-unneeded -o "$kit/bin/${f##*/}" "$f"
 done
 
 # Open MPI 4.1's runtime laid out as under /usr, so that OPAL_PREFIX relocates it (env.sh).

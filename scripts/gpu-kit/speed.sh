@@ -36,7 +36,7 @@ scaletrain_model() {  # MODEL
       kit_mpirun1 scaletrain --model.name "$m" --data.synthetic_samples $((batch[$m] * 4)) --train.batch "${batch[$m]}" \
         --train.epochs 100000 --train.max_steps "${steps[$m]}" --train.warmup_log_steps $((steps[$m] / 4)) \
         --train.log_every $((steps[$m] / 4)) --train.evaluate false --optimizer.lr 0.001 --run.device "$KIT_DEV" \
-        --run.deterministic "$det" --run.threads "$(( $(nproc) < 8 ? $(nproc) : 8 ))" --run.checkpoint_at_end false \
+        --run.deterministic "$det" --run.threads "$(kit_threads)" --run.checkpoint_at_end false \
         --run.dir "$dir" "${flags[@]}" > "$dir.log" 2>&1 || { tail -5 "$dir.log"; failed=1; continue; }
       echo "{\"model\": \"$m\", \"precision\": \"$p\", \"deterministic\": $det, \"batch\": ${batch[$m]}," \
            "\"run_json\": \"$dir/run.json\"}" >> "$KIT_WORK/scaletrain.jsonl"
