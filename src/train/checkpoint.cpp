@@ -234,7 +234,8 @@ void fsync_path(const std::string& path) {
 
 // FNV-1a steps over 64-bit words in four independent lanes, then the lanes and the tail bytes into
 // one hash. Each step is a bijection of the running hash, so any one changed word changes the
-// result. (Byte by byte, one chain of dependent multiplies took 11.6 ms for 2.9 M parameters.)
+// result. Words in four lanes, not bytes in one chain: a chain of dependent multiplies per byte
+// would make the checksum a visible share of each checkpoint's write.
 uint64_t parameter_checksum(const float* values, int64_t n) {
   constexpr uint64_t kBasis = 1469598103934665603ull;
   constexpr uint64_t kPrime = 1099511628211ull;

@@ -42,8 +42,8 @@ Bf16GemmChoice choose_bf16_gemm(comm::Communicator& comm, Bf16GemmCompute settin
                                 const std::function<std::string()>& checkpoint_choice,
                                 const std::function<std::vector<Bf16GemmShapeTiming>()>& time);
 
-// "bf16 GEMMs: run.cpu_bf16_gemm = auto -> f32 (timed at 5 shapes, 9 ops: oneDNN bf16 4.10 ms, f32 on
-// widened bf16 2.95 ms per step; 210 ms)"
+// "bf16 GEMMs: run.cpu_bf16_gemm = auto -> f32 (timed at S shapes, N ops: oneDNN bf16 B ms, f32 on
+// widened bf16 F ms per step, forward and backward; P ms)"; "(set)" or the checkpoint's choice otherwise.
 std::string bf16_gemm_line(const Bf16GemmChoice& c);
 nlohmann::json bf16_gemm_json(const Bf16GemmChoice& c);
 

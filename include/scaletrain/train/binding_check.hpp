@@ -1,7 +1,7 @@
 // The start-up check of how ranks are bound to cores. Ranks on one host whose affinity masks
 // overlap time-share those cores, and a rank running more compute threads than its mask has cores
-// oversubscribes them: either makes throughput figures meaningless (lenet on 2 cores under Slurm
-// without task/affinity: 753 samples/s against 37,172 when bound), and neither fails. Rank 0
+// oversubscribes them: either makes throughput figures meaningless (an unbound run under Slurm
+// without task/affinity can be many times slower than a bound one), and neither fails. Rank 0
 // gathers every rank's host, mask and thread count and warns, naming the ranks and their masks.
 #pragma once
 #include <string>

@@ -78,9 +78,9 @@ struct RunConfig {
   // Gradient bucket size: auto (probe the all-reduce at start-up, time backward in the first steps,
   // pick the size with the least predicted exposed time; train/bucket_tuner.hpp) or a fixed size in MB.
   comm::BucketSizeSetting bucket_mb;
-  // test: MPI_Test polls between backward layers; thread: a communication thread. On CPU ranks the
-  // polls hid as much or more (perf/bench_rank_scaling.py: lenet 2 ranks, exposed all-reduce 1.7-4.5%
-  // of the step against 5.4-6.5% with the thread, which competes with compute for the rank's core).
+  // test: MPI_Test polls between backward layers; thread: a communication thread. test is the default:
+  // on CPU ranks the polls hide the all-reduce at least as well, and the thread competes with compute
+  // for the rank's core (perf/bench_rank_scaling.py shows the exposed all-reduce share).
   comm::CommProgress progress = comm::CommProgress::test;
   // Type of the gradients on the wire: bf16 and fp16 halve the all-reduce bytes.
   Precision comm_dtype = Precision::fp32;

@@ -1,7 +1,7 @@
-// StepAgreement: what every rank must decide identically at the end of a step, agreed in ONE small
-// all-reduce (MAX over int32 fields) instead of one collective each: a stop signal received by any
-// rank, rank 0's checkpoint-time trigger, inf/NaN in the reduced gradients (fp16: the loss scaler's
-// overflow), and the lowest rank whose loss was inf/NaN.
+// The per-step agreement. StepFlags holds what every rank must decide identically at the end of a
+// step: a stop signal received by any rank, rank 0's checkpoint-time trigger, inf/NaN in the reduced
+// gradients (fp16: the loss scaler's overflow), and the lowest rank whose loss was inf/NaN. agree()
+// combines every rank's flags in one small all-reduce (MAX over the int32 fields), not one each.
 #pragma once
 #include <cstdint>
 
