@@ -3,7 +3,7 @@
 // ns), and a 1 MiB buffer written on the other CPU and read on the first (GB/s), against the
 // first CPU reading the same buffer again from its own caches (the anchor). On a VM the host may
 // place the virtual CPUs near each other or far apart, and move them while it runs: on the 2-core
-// VMs of perf/README the round trip moved between about 55 and 330 ns, and a 0.9 MB MPI all-reduce
+// VMs of perf/HISTORY.md the round trip moved between about 55 and 330 ns, and a 0.9 MB MPI all-reduce
 // between 2 ranks with it, 4-5x. bench_train_step.py runs it beside every training run.
 // Prints a table, or one JSON object with --json.
 #include <pthread.h>
