@@ -7,6 +7,7 @@
 #   strong: train.batch = SCALETRAIN_BATCH (default 128) at every rank count (global batch fixed)
 #   weak:   train.batch = SCALETRAIN_BATCH (default 64) x ranks (per-rank batch fixed)
 #   CONFIG default jobs/configs/lenet_synthetic.toml, STEPS default 400, SWEEP_DIR default runs/<kind>-sweep-<time>
+#   (installed by cmake --install: the installed programs and configurations, and runs/ in the current directory)
 # Environment: SCALETRAIN_BUILD (build/cpu), SCALETRAIN_BIN, SCALETRAIN_BENCH ("none": no benchmark),
 #   SCALETRAIN_RANKS ("1 2 4"), SCALETRAIN_BATCH, SCALETRAIN_MODEL, SCALETRAIN_THREADS (1),
 #   SCALETRAIN_MPIRUN (mpirun), LOG_EVERY (25), WARMUP_STEPS (50), SCALETRAIN_PYTHON (/usr/bin/python3).
@@ -14,6 +15,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source-path=SCRIPTDIR/../slurm source=common.sh
 source "$root/jobs/slurm/common.sh"
+st_layout "$root"
 
 ST_KIND=${1:-strong}
 case "$ST_KIND" in
@@ -23,14 +25,16 @@ case "$ST_KIND" in
 esac
 ST_CONFIG=${2:-$root/jobs/configs/lenet_synthetic.toml}
 ST_STEPS=${3:-400}
-ST_SWEEP=${4:-$root/runs/$ST_KIND-sweep-$(date +%Y%m%d-%H%M%S)}
+ST_SWEEP=${4:-$ST_WORK/runs/$ST_KIND-sweep-$(date +%Y%m%d-%H%M%S)}
 shift $(($# < 4 ? $# : 4))
 ST_ARGS=("$@")
 
-ST_ROOT=$root
-build=${SCALETRAIN_BUILD:-$root/build/cpu}
-ST_BIN=${SCALETRAIN_BIN:-$build/src/apps/scaletrain}
-ST_BENCH=${SCALETRAIN_BENCH:-$build/src/apps/scaletrain-bench-allreduce}
+programs=$ST_PROGRAMS
+if [ "$ST_INSTALLED" = 0 ] || [ -n "${SCALETRAIN_BUILD:-}" ]; then
+  programs=${SCALETRAIN_BUILD:-$root/build/cpu}/src/apps
+fi
+ST_BIN=${SCALETRAIN_BIN:-$programs/scaletrain}
+ST_BENCH=${SCALETRAIN_BENCH:-$programs/scaletrain-bench-allreduce}
 ST_BENCH_ARGS=${SCALETRAIN_BENCH_ARGS:--b 8 -e 4M -n 10 -w 2}
 ST_BATCH=${SCALETRAIN_BATCH:-$default_batch}
 ST_MODEL=${SCALETRAIN_MODEL:-}

@@ -101,16 +101,44 @@ st_run_one() {
   return "$rc"
 }
 
-# st_report PYTHON ROOT SWEEP_DIR [REPORT OPTIONS...]: the scaling report (report.md + PNGs in SWEEP_DIR).
+# st_layout ROOT: where the scripts under ROOT/jobs find the programs, the Python tools and the default run
+# directories.
+#   Source tree (ROOT/perf/scaling_report.py): ST_INSTALLED=0, ST_TOOLS=ROOT/perf, ST_WORK=ROOT, ST_PROGRAMS empty
+#     (the callers take the programs from a build directory).
+#   Installed tree (`cmake --install`: ROOT = PREFIX/share/scaletrain, with ROOT/tools/scaling_report.py):
+#     ST_INSTALLED=1, ST_TOOLS=ROOT/tools, ST_PROGRAMS=PREFIX/bin (where that holds no scaletrain, the directory of
+#     the scaletrain on PATH), and ST_WORK, the parent of the default runs/ and data/, is the submit directory under
+#     Slurm, else the current directory: the prefix is the site's software tree, often read-only.
+st_layout() {
+  local root=$1
+  if [ -f "$root/tools/scaling_report.py" ] && [ ! -f "$root/perf/scaling_report.py" ]; then
+    ST_INSTALLED=1
+    ST_TOOLS=$root/tools
+    ST_WORK=${SLURM_SUBMIT_DIR:-$PWD}
+    ST_PROGRAMS=$(cd "$root/../.." && pwd)/bin
+    if [ ! -x "$ST_PROGRAMS/scaletrain" ] && command -v scaletrain >/dev/null; then
+      ST_PROGRAMS=$(dirname -- "$(command -v scaletrain)")
+    fi
+  else
+    ST_INSTALLED=0
+    ST_TOOLS=$root/perf
+    ST_WORK=$root
+    ST_PROGRAMS=""
+  fi
+}
+
+# st_report PYTHON TOOLS SWEEP_DIR [REPORT OPTIONS...]: the scaling report (report.md + PNGs in SWEEP_DIR) by
+# TOOLS/scaling_report.py (TOOLS: ST_TOOLS of st_layout).
 st_report() {
-  local py=$1 root=$2 sweep=$3
+  local py=$1 tools=$2 sweep=$3
   shift 3
-  st_log "scaling report: $py $root/perf/scaling_report.py $sweep $*"
-  "$py" "$root/perf/scaling_report.py" "$sweep" "$@"
+  st_log "scaling report: $py $tools/scaling_report.py $sweep $*"
+  "$py" "$tools/scaling_report.py" "$sweep" "$@"
 }
 
 # st_sweep: the sweep itself, shared by the Slurm scripts and jobs/local/sweep.sh. Reads these variables:
-#   ST_KIND strong|weak    ST_ROOT repository    ST_BIN scaletrain    ST_BENCH bench binary or "none"
+#   ST_KIND strong|weak    ST_TOOLS scaling_report.py's directory (st_layout)    ST_BIN scaletrain
+#   ST_BENCH bench binary or "none"
 #   ST_CONFIG  ST_MODEL (may be empty)  ST_DATA_PATH (may be empty)  ST_SWEEP sweep directory
 #   ST_BATCH  global batch (strong) or per-rank batch (weak)
 #   ST_STEPS  ST_LOG_EVERY  ST_WARMUP  ST_EPOCHS  ST_THREADS  ST_PYTHON  ST_BENCH_ARGS (words)
@@ -177,7 +205,7 @@ st_sweep() {
   fi
   [ -f "$json" ] && report_args+=(--allreduce-json "$json")
   local rc=0
-  st_report "$ST_PYTHON" "$ST_ROOT" "$ST_SWEEP" "${report_args[@]}" "${ST_REPORT_ARGS[@]}" || rc=$?
+  st_report "$ST_PYTHON" "$ST_TOOLS" "$ST_SWEEP" "${report_args[@]}" "${ST_REPORT_ARGS[@]}" || rc=$?
   if [ "$rc" -ne 0 ]; then
     st_log "the scaling report failed (exit $rc)"
     return 1
@@ -241,18 +269,21 @@ st_slurm_srun_mpi() {
 }
 
 # st_slurm_settings: the sweep's files and options from the environment (see jobs/slurm/README.md). The
-# default binary is build/cuda's when the ranks have GPUs, build/cpu's otherwise.
+# default binary: in a source tree build/cuda's when the ranks have GPUs, build/cpu's otherwise; in an installed
+# tree the installed one (st_layout), and the default run directories go under the submit directory.
 st_slurm_settings() {
   ST_ROOT=${SCALETRAIN_ROOT:-${SLURM_SUBMIT_DIR:-$PWD}}
-  local build=cpu
+  st_layout "$ST_ROOT"
+  local build=cpu programs=$ST_PROGRAMS
   [ "$ST_GPUS" -gt 0 ] && build=cuda
-  ST_BIN=${SCALETRAIN_BIN:-$ST_ROOT/build/$build/src/apps/scaletrain}
+  [ "$ST_INSTALLED" = 1 ] || programs=$ST_ROOT/build/$build/src/apps
+  ST_BIN=${SCALETRAIN_BIN:-$programs/scaletrain}
   ST_BENCH=${SCALETRAIN_BENCH:-$(dirname -- "$ST_BIN")/scaletrain-bench-allreduce}
   ST_BENCH_ARGS=${SCALETRAIN_BENCH_ARGS:--b 8 -e 256M -n 20}
   ST_CONFIG=${SCALETRAIN_CONFIG:-$ST_ROOT/jobs/configs/fmnist_sepcnn.toml}
   ST_MODEL=${SCALETRAIN_MODEL:-}
   ST_DATA_PATH=${DATA_PATH:-}
-  ST_SWEEP=${SWEEP_DIR:-$ST_ROOT/runs/$ST_KIND-scaling-$SLURM_JOB_ID}
+  ST_SWEEP=${SWEEP_DIR:-$ST_WORK/runs/$ST_KIND-scaling-$SLURM_JOB_ID}
   ST_STEPS=${STEPS:-200}
   ST_LOG_EVERY=${LOG_EVERY:-20}
   ST_WARMUP=${WARMUP_STEPS:-20}
