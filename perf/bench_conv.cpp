@@ -15,7 +15,7 @@
 
 #include "bench_support.hpp"
 #include "scaletrain/backend/backend.hpp"
-#include "scaletrain/backend/cpu/onednn_ops.hpp"
+#include "scaletrain/backend/cpu/direct_ops.hpp"
 
 using namespace scaletrain;
 using bench::best_of;

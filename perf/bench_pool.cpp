@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "scaletrain/backend/backend.hpp"
-#include "scaletrain/backend/cpu/onednn_ops.hpp"
+#include "scaletrain/backend/cpu/direct_ops.hpp"
 #include "scaletrain/core/half.hpp"
 #include "scaletrain/core/timer.hpp"
 #include "bench_support.hpp"

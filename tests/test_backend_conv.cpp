@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "scaletrain/backend/backend.hpp"
-#include "scaletrain/backend/cpu/onednn_ops.hpp"
+#include "scaletrain/backend/cpu/direct_ops.hpp"
 #include "scaletrain/kernels/activation.hpp"
 #include "support/test_harness.hpp"
 

@@ -14,12 +14,25 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "scaletrain/backend/activation.hpp"
 #include "scaletrain/core/dtype.hpp"
 #include "scaletrain/core/tensor.hpp"
 
 namespace scaletrain {
+
+// What runs an op, as its backend names it for the start-up table and run.json (the CPU backend:
+// the candidate its operator table chose, "narrow rows (direct)"); empty where the backend does not
+// say. Every op interface below carries one.
+class OpImplementation {
+ public:
+  const std::string& implementation() const { return implementation_; }
+  void set_implementation(std::string name) { implementation_ = std::move(name); }
+
+ private:
+  std::string implementation_;
+};
 
 struct ConvShape {
   int64_t batch = 0;
@@ -41,7 +54,7 @@ struct ConvShape {
 };
 
 // y[N,OH,OW,OC] = conv(x[N,H,W,IC], w[OC, IC/groups, KH, KW]) + b[OC]
-class ConvOp {
+class ConvOp : public OpImplementation {
  public:
   virtual ~ConvOp() = default;
   virtual void forward(const void* x, const void* w, const float* b, void* y) = 0;
@@ -55,7 +68,7 @@ struct PoolShape;
 
 // A convolution and the activation after it as one op (Conv2D with an activation), so that a backend
 // may apply the activation while the output is in cache and take its gradient from y.
-class ActivatedConvOp {
+class ActivatedConvOp : public OpImplementation {
  public:
   virtual ~ActivatedConvOp() = default;
   // pre = conv(x, w) + b; y = activation(pre); with the activation none, y is pre (the same
@@ -109,7 +122,7 @@ struct SeparableConvShape {
   void validate() const;
 };
 
-class SeparableConvOp {
+class SeparableConvOp : public OpImplementation {
  public:
   virtual ~SeparableConvOp() = default;
   // mid = depthwise(x, w_dw); pre = pointwise(mid, w_pw) + b; y = activation(pre). With the
@@ -146,7 +159,7 @@ struct InnerProductShape {
 };
 
 // y[N,OUT] = x[N,IN] * w[OUT,IN]^T + b[OUT]
-class InnerProductOp {
+class InnerProductOp : public OpImplementation {
  public:
   virtual ~InnerProductOp() = default;
   virtual void forward(const void* x, const void* w, const float* b, void* y) = 0;
@@ -182,7 +195,7 @@ bool absorbable_max_pool(const PoolShape& pool, DType dtype, int64_t batch, int6
 
 // Max pooling keeps what backward needs (the argmax workspace) inside the op, so forward with
 // training = true must precede backward.
-class PoolOp {
+class PoolOp : public OpImplementation {
  public:
   virtual ~PoolOp() = default;
   virtual void forward(const void* x, void* y, bool training) = 0;

@@ -1,7 +1,7 @@
 // A convolution whose backward-data pass runs on direct f32 loops while its forward and weight
-// gradient stay on the wrapped op (oneDNN's). Measured with ONEDNN_VERBOSE on lenet's second layer
-// (6 -> 16 channels, 5x5 on 14x14, batch 128, one core), oneDNN 2.6's jit backward-data ran at 36% of
-// the FMA peak where its forward and weight gradient ran at 74% and 88%. Here, per output pixel, the
+// gradient stay on the wrapped op (oneDNN's). oneDNN's backward-data vectorizes over input channels,
+// which a layer of few input channels leaves mostly empty, while its forward and weight gradient
+// vectorize over output channels and keep their vectors full. Here, per output pixel, the
 // columns dcol[taps] = dy[pixel, :] * w[:, taps] are summed in registers (vectors across the taps,
 // ordered (kh, kw, ic) as NHWC x is), four pixels by a group of at most kMaxGroup tap vectors at a
 // time so that each weight vector loaded serves four pixels, and added onto the pixel's window of a
@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "scaletrain/backend/cpu/direct_ops.hpp"
 #include "scaletrain/backend/cpu/onednn_ops.hpp"
 #include "scaletrain/backend/cpu/padded_image.hpp"
 #include "scaletrain/backend/cpu/vec16.hpp"
@@ -94,7 +95,7 @@ class DirectBackwardDataConv final : public ConvOp {
           w[v] = wk_[o * row + g * kG + v];
 #ifdef __AVX512F__
           // Keeps w[v] in a register for the kP pixels: GCC would otherwise fold the load into each
-          // pixel's FMA (measured 0.46 against 0.41 ms on LeNet's second layer).
+          // pixel's FMA, reloading it kP times.
           asm("" : "+v"(w[v]));
 #endif
         }
@@ -149,9 +150,8 @@ class DirectBackwardDataConv final : public ConvOp {
 
 }  // namespace
 
-// perf/bench_conv (batch 64, one thread, AMD EPYC), backward-data against oneDNN 2.6's: lenet's 6 -> 16
-// at 5x5 on 14x14 1.7x, 4 -> 32 at 3x3 2.2x, 3 -> 64 3.6-3.8x, 2 -> 32 2.8-3.1x; 16 -> 32 and 16 -> 64
-// 0.7x, where oneDNN's kernel has 16 input channels to vectorize over.
+// Few input channels (at most kDirectBackwardDataMaxInChannels): from 16 on, oneDNN's kernel has whole
+// vectors of input channels and is the faster (perf/bench_conv compares them).
 bool prefers_direct_backward_data(const ConvShape& s) {
   return s.dtype == DType::f32 && s.groups == 1 && !is_pointwise(s) && s.in_c <= kDirectBackwardDataMaxInChannels &&
          s.in_c * s.kernel_h * s.kernel_w <= kDirectBackwardDataMaxTaps;

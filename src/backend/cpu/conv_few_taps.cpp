@@ -15,6 +15,7 @@
 
 #include "scaletrain/backend/cpu/activated_direct_conv.hpp"
 #include "scaletrain/backend/cpu/activation_loops.hpp"
+#include "scaletrain/backend/cpu/direct_ops.hpp"
 #include "scaletrain/backend/cpu/onednn_ops.hpp"
 #include "scaletrain/backend/cpu/padded_image.hpp"
 #include "scaletrain/backend/cpu/vec16.hpp"
@@ -274,10 +275,8 @@ class FewTapsConv final : public ConvOp {
 
 }  // namespace
 
-// perf/bench_conv (batch 64, one thread): faster than oneDNN 2.6 on fmnist_sepcnn's first layer
-// (1 -> 128 channels, 3x3: forward 1.6-1.8x, weight gradient 2.1x on an AMD EPYC), slower forward with
-// fewer output channels (lenet's 1 -> 6 at 5x5: 0.5x; 3 -> 64 at 3x3: 0.8x; 2 -> 32: 0.8x), where a
-// 16-lane block is partly empty or too few blocks share each gathered input.
+// At least kFewTapsMinOutChannels outputs: with fewer, a 16-lane block is partly empty or too few
+// blocks share each gathered input, and oneDNN's forward is the faster (perf/bench_conv).
 bool prefers_few_taps(const ConvShape& s) {
   return s.dtype == DType::f32 && s.groups == 1 && s.in_c * s.kernel_h * s.kernel_w <= kFewTapsMax &&
          s.out_c >= kFewTapsMinOutChannels && !is_pointwise(s);

@@ -1,4 +1,4 @@
-// Direct f32 convolution of one input channel into few outputs (at most 16: LeNet's first layer),
+// Direct f32 convolution of one input channel into few outputs (at most 16: a first layer on images of one channel),
 // vectorized across 16 consecutive output pixels of a row instead of across channels, which such a
 // layer has too few of to fill a vector. Each image is zero-padded once (rows with 16 floats of
 // slack), so a tap's 16 inputs are one contiguous load broadcast-multiplied by each output channel's
@@ -18,6 +18,7 @@
 
 #include "scaletrain/backend/cpu/activated_direct_conv.hpp"
 #include "scaletrain/backend/cpu/activation_loops.hpp"
+#include "scaletrain/backend/cpu/direct_ops.hpp"
 #include "scaletrain/backend/cpu/onednn_ops.hpp"
 #include "scaletrain/backend/cpu/padded_image.hpp"
 #include "scaletrain/backend/cpu/vec16.hpp"
@@ -85,8 +86,8 @@ class VectorPermutation {
 
 // 16 pixels of kOC channels: planar vectors (lane p of vector o: pixel p, channel o) to NHWC
 // vectors (float i = 16j + l of the 16 pixels' NHWC values: pixel i / kOC, channel i % kOC), for
-// the forward's output (perf/bench_conv forward 0.48 -> 0.39 ms at batch 128, against stores lane by
-// lane); and back, for the weight gradient's dy (0.66 -> 0.56 ms, against a strided copy).
+// the forward's output (in place of stores lane by lane); and back, for the weight gradient's dy (in
+// place of a strided copy).
 template <int kOC>
 const VectorPermutation<kOC>& planar_to_nhwc() {
   static const VectorPermutation<kOC> table([](int j, int l) {
@@ -278,8 +279,7 @@ class NarrowRowsConv final : public ConvOp {
 
   // The weight gradient's taps (kh, kw0 .. kw0 + kW - 1) of channels c0 .. c0 + kG - 1 over one image:
   // kG * kW register accumulators, and per 16 output pixels kW loads of x shared by the kG channels
-  // and kG loads of planar dy shared by the kW taps (against one x and kOC dy loads per tap before:
-  // perf/bench_conv lenet weight gradient 0.62 -> 0.51 ms at batch 128).
+  // and kG loads of planar dy shared by the kW taps, in place of one x and kOC dy loads per tap.
   template <int kG, int kW>
   void weight_sweep(const float* xp, const float* dyt, int64_t kh, int64_t kw0, int c0, Vec16* dw) const {
     Vec16 acc[kG][kW] = {};
@@ -356,8 +356,8 @@ class NarrowRowsConv final : public ConvOp {
   int64_t out_h_ = 0, out_w_ = 0, taps_ = 0;
   int64_t planar_w_ = 0, planar_floats_ = 0;  // OW rounded up to 16; one image's planar dy
   int threads_ = 1;
-  // 64-byte aligned scratch: the dy row loads are aligned and the x rows start aligned (bwd_wts measured
-  // 0.42 -> 0.32 ms in bench_conv against heap-aligned std::vector storage).
+  // 64-byte aligned scratch: the dy row loads are aligned and the x rows start aligned (std::vector's
+  // heap alignment is 16 bytes).
   Tensor padded_;     // [threads, padded image]
   Tensor planar_dy_;  // [threads, OC, OH, planar_w_]
   std::vector<float> w_;         // [taps, OC]
@@ -374,9 +374,8 @@ class NarrowRowsConv final : public ConvOp {
 
 }  // namespace
 
-// perf/bench_conv (batch 64, one thread): lenet's 1 -> 6 at 5x5 forward 2.2x and weight gradient 1.5x
-// oneDNN 2.6; 1 -> 16 at 3x3 forward 1.05x but weight gradient 0.35x (16 planar dy rows per tap sweep
-// no longer stay in L1), so make_conv takes it up to kNarrowRowsMaxOutChannels.
+// Up to kNarrowRowsMaxOutChannels outputs: at 16 the planar dy rows of a tap sweep of the weight
+// gradient no longer stay in L1 and oneDNN's weight gradient is the faster (perf/bench_conv).
 bool prefers_narrow_rows(const ConvShape& s) {
   return NarrowRowsConv::runs(s) && s.out_c <= kNarrowRowsMaxOutChannels && !is_pointwise(s);
 }

@@ -1,9 +1,10 @@
 // The CPU backend: one oneDNN engine and stream, OpenMP threads set to the cores this process is
 // bound to (its affinity mask) unless a thread count is given, host memory as device memory,
-// inline streams, and the op factories (oneDNN primitives, or sgemm, bf16 matmul, direct loops and
-// the fused separable convolution where those are faster, unless onednn_only). bf16 runs on oneDNN's
-// bf16 kernels where the CPU has AVX512-BF16, the GEMM-shaped ops as f32 GEMMs where the trainer's
-// timing chose so (Bf16GemmTuning); f16, and bf16 elsewhere, run emulated (f32 ops on low-precision storage).
+// inline streams, and the heavy operators from the operator tables (operator_table.hpp: oneDNN
+// primitives, sgemm, bf16 matmul, direct loops, each where its condition admits it). bf16 runs on
+// oneDNN's bf16 kernels where the CPU has AVX512-BF16, the GEMM-shaped ops as f32 GEMMs where
+// run.cpu_bf16_gemm (set or timed: Bf16GemmTuning) says; f16, and bf16 elsewhere, run emulated (f32
+// ops on low-precision storage).
 #include <omp.h>
 
 #include <cstdlib>
@@ -13,7 +14,7 @@
 #include "scaletrain/backend/bf16_gemm_tuning.hpp"
 #include "scaletrain/backend/cpu/bf16_gemm_shapes.hpp"
 #include "scaletrain/backend/cpu/inline_stream.hpp"
-#include "scaletrain/backend/cpu/onednn_ops.hpp"
+#include "scaletrain/backend/cpu/operator_table.hpp"
 #include "scaletrain/core/check_dnnl.hpp"
 #include "scaletrain/core/cpu_mask.hpp"
 
@@ -104,61 +105,22 @@ class CpuBackend final : public Backend, public Bf16GemmTuning {
     ST_FAIL("the cpu backend computes in f32, bf16 or f16, not ", dtype_name(t));
   }
 
-  std::unique_ptr<ConvOp> make_conv(const ConvShape& shape, Stream* = nullptr) override {
-    if (gemm_choosable(shape.dtype) && cpu::is_pointwise(shape)) return make_gemm_conv(shape);
-    if (emulated(shape.dtype) || narrow_on_f32(shape))
-      return cpu::make_emulated_conv(make_conv(as_f32(shape)), shape);
-    if (cpu::is_pointwise(shape) && !onednn_only_) return cpu::make_pointwise_conv(ctx_, shape);
-    if (cpu::prefers_few_taps(shape) && !onednn_only_) return cpu::make_few_taps_conv(shape);
-    if (cpu::prefers_narrow_rows(shape) && !onednn_only_) return cpu::make_narrow_rows_conv(shape);
-    if (cpu::prefers_direct_backward_data(shape) && !onednn_only_)
-      return cpu::make_direct_backward_data_conv(cpu::make_onednn_conv(ctx_, shape), shape);
-    return cpu::make_onednn_conv(ctx_, shape);
+  // The heavy operators: the first candidate of their table (operator_table.cpp) that admits the shape.
+  std::unique_ptr<ConvOp> make_conv(const ConvShape& shape, Stream* stream = nullptr) override {
+    return cpu::choose_conv(op_context(stream), shape);
   }
-  std::unique_ptr<InnerProductOp> make_inner_product(const InnerProductShape& shape, Stream* = nullptr) override {
-    if (gemm_choosable(shape.dtype)) return make_gemm_inner_product(shape);
-    if (emulated(shape.dtype)) return cpu::make_emulated_inner_product(make_inner_product(as_f32(shape)), shape);
-    if (onednn_only_) return cpu::make_onednn_inner_product(ctx_, shape);
-    return cpu::make_gemm_inner_product(shape);
+  std::unique_ptr<InnerProductOp> make_inner_product(const InnerProductShape& shape, Stream* stream = nullptr) override {
+    return cpu::choose_inner_product(op_context(stream), shape);
   }
-  // Activations applied while the output is in cache: f32 first layers on the few-taps and the
-  // narrow-rows ops, per tile (conv_few_taps.cpp, conv_narrow_rows.cpp); bf16 convolutions on oneDNN
-  // as the primitive's post-op (the matmul of pointwise ones, matmul_inner_product.cpp, and the
-  // convolution primitive, conv_onednn.cpp).
   std::unique_ptr<ActivatedConvOp> make_activated_conv(const ConvShape& shape, Activation activation,
                                                        Stream* stream) override {
-    if (activation != Activation::none && cpu::prefers_few_taps(shape) && !onednn_only_)
-      return cpu::make_few_taps_activated_conv(shape, activation);
-    if (activation != Activation::none && cpu::prefers_narrow_rows(shape) && !onednn_only_)
-      return cpu::make_narrow_rows_activated_conv(shape, activation);
-    if (activation != Activation::none && shape.dtype == DType::bf16 && !emulated(shape.dtype) && !onednn_only_) {
-      Stream& on = stream ? *stream : compute_stream();
-      if (cpu::is_pointwise(shape) && !gemm_on_f32()) {
-        gemm_shapes_.record(shape);
-        return compose_post_activated_conv(shape, activation, cpu::make_pointwise_conv(ctx_, shape, activation), on,
-                                           pool_absorption());
-      }
-      if (!cpu::is_pointwise(shape) && !narrow_on_f32(shape))
-        return compose_post_activated_conv(shape, activation, cpu::make_onednn_conv(ctx_, shape, activation), on,
-                                           pool_absorption());
-    }
-    return Backend::make_activated_conv(shape, activation, stream);
+    return cpu::choose_activated_conv(op_context(stream), {shape, activation});
   }
-  // f32 separable convolutions run fused image by image (separable_conv_fused.cpp); other types, and
-  // onednn_only, compose the two convolutions.
   std::unique_ptr<SeparableConvOp> make_separable_conv(const SeparableConvShape& shape, Stream* stream) override {
-    if (cpu::prefers_fused_separable(shape) && !onednn_only_) return cpu::make_fused_separable_conv(shape);
-    return Backend::make_separable_conv(shape, stream);
+    return cpu::choose_separable_conv(op_context(stream), shape);
   }
-  // Max pooling runs the direct op (max_pool_direct.cpp) at every channel count and storage type (f16
-  // and emulated bf16 too: it only compares and copies, so it needs no f32 round trip). Measured with
-  // perf/bench_pool (batch 64, one thread, 2x2/2) its training forward + backward beat oneDNN 2.6's jit
-  // pooling at every shape of fmnist_sepcnn (2-7x) and lenet (1.2-4x), f32 and bf16 (perf/README.md);
-  // only the inference forward of lenet's small pools is slower (0.5-0.7x, under 0.15 ms).
-  std::unique_ptr<PoolOp> make_pool(const PoolShape& shape, Stream* = nullptr) override {
-    if (shape.kind == PoolKind::max && !onednn_only_) return cpu::make_direct_max_pool(shape);
-    if (emulated(shape.dtype)) return cpu::make_emulated_pool(make_pool(as_f32(shape)), shape);
-    return cpu::make_onednn_pool(ctx_, shape);
+  std::unique_ptr<PoolOp> make_pool(const PoolShape& shape, Stream* stream = nullptr) override {
+    return cpu::choose_pool(op_context(stream), shape);
   }
 
   void synchronize() override { ST_DNNL_CHECK(ctx_->stream.wait()); }
@@ -170,54 +132,26 @@ class CpuBackend final : public Backend, public Bf16GemmTuning {
     gemm_on_f32_ = compute == Bf16GemmCompute::f32;
   }
   std::vector<Bf16GemmShapeTiming> time_bf16_gemm_shapes(int rounds, double budget_s) override {
-    const cpu::Bf16GemmFactories make{[this](const ConvShape& s, bool on_f32) { return make_gemm_conv(s, on_f32); },
-                                      [this](const InnerProductShape& s, bool on_f32) {
-                                        return make_gemm_inner_product(s, on_f32);
-                                      }};
+    // Each shape made one way or the other, not recorded again.
+    auto one_way = [this](bool on_f32) {
+      cpu::CpuOpContext c = op_context(nullptr);
+      c.settings.bf16_gemm_on_f32 = on_f32;
+      c.gemm_shapes = nullptr;
+      return c;
+    };
+    const cpu::Bf16GemmFactories make{
+        [one_way](const ConvShape& s, bool on_f32) { return cpu::choose_conv(one_way(on_f32), s); },
+        [one_way](const InnerProductShape& s, bool on_f32) { return cpu::choose_inner_product(one_way(on_f32), s); }};
     return gemm_shapes_.time(make, rounds, budget_s);
   }
 
  private:
-  // bf16 convolutions composed with their activation take over a max pooling after them (the direct op),
-  // forming the activation's gradient at the pooled size: a full-size pass of it saved (perf/README).
-  static PoolAbsorption pool_absorption() {
-    return {[](const PoolShape& p) { return cpu::make_direct_max_pool(p); },
-            [](const Shape& shape, DType t, const std::string& name) { return Tensor(shape, t, name); }};
+  cpu::CpuOpSettings settings() const { return {native_bf16_, onednn_only_, gemm_on_f32_}; }
+  cpu::CpuOpContext op_context(Stream* stream) {
+    return {settings(), ctx_, stream ? stream : &compute_, &gemm_shapes_};
   }
-  // Whether ops of this storage type run as f32 ops on that storage (throws for non-float types).
-  bool emulated(DType t) const { return !precision_support(t).native; }
-  // bf16 first layers of one channel into a few (LeNet's) compute in f32 on the narrow-rows op: the
-  // bf16 products are exact in f32 either way, and oneDNN's bf16 kernel was the slower (bench_layers).
-  bool narrow_on_f32(const ConvShape& shape) const {
-    return shape.dtype == DType::bf16 && cpu::prefers_narrow_rows(as_f32(shape)) && !onednn_only_;
-  }
-  // Whether GEMM-shaped ops (inner products, pointwise convolutions) of this storage type may run two
-  // ways (native bf16 on the fast paths), and whether they now run as f32 GEMMs on widened operands.
-  bool gemm_choosable(DType t) const { return t == DType::bf16 && bf16_gemm_tuning_available(); }
   bool bf16_gemm_tuning_available() const { return native_bf16_ && !onednn_only_; }
-  bool gemm_on_f32() const { return gemm_on_f32_ && bf16_gemm_tuning_available(); }
-  // A bf16 GEMM-shaped op, recorded for time_bf16_gemm_shapes, made the way now set.
-  std::unique_ptr<ConvOp> make_gemm_conv(const ConvShape& shape) {
-    gemm_shapes_.record(shape);
-    return make_gemm_conv(shape, gemm_on_f32());
-  }
-  std::unique_ptr<InnerProductOp> make_gemm_inner_product(const InnerProductShape& shape) {
-    gemm_shapes_.record(shape);
-    return make_gemm_inner_product(shape, gemm_on_f32());
-  }
-  // The two ways: oneDNN's bf16 matmul, or the f32 op on operands widened from bf16.
-  std::unique_ptr<ConvOp> make_gemm_conv(const ConvShape& shape, bool on_f32) {
-    return on_f32 ? cpu::make_emulated_conv(make_conv(as_f32(shape)), shape) : cpu::make_pointwise_conv(ctx_, shape);
-  }
-  std::unique_ptr<InnerProductOp> make_gemm_inner_product(const InnerProductShape& shape, bool on_f32) {
-    return on_f32 ? cpu::make_emulated_inner_product(make_inner_product(as_f32(shape)), shape)
-                  : cpu::make_matmul_inner_product(ctx_, shape);
-  }
-  template <class Shape>
-  static Shape as_f32(Shape s) {
-    s.dtype = DType::f32;
-    return s;
-  }
+  bool gemm_on_f32() const { return settings().gemm_on_f32(); }
   bool native_bf16_ = false;
   bool gemm_on_f32_ = false;      // Bf16GemmTuning: bf16 GEMM-shaped ops as f32 GEMMs
   cpu::Bf16GemmShapes gemm_shapes_;  // the bf16 GEMM-shaped ops made, for time_bf16_gemm_shapes

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "scaletrain/backend/cpu/depthwise_direct.hpp"
-#include "scaletrain/backend/cpu/onednn_ops.hpp"
+#include "scaletrain/backend/cpu/direct_ops.hpp"
 #include "scaletrain/core/error.hpp"
 #include "scaletrain/core/tensor.hpp"
 

@@ -21,9 +21,9 @@ bool takes_rows3x3(const ConvShape& s) {
 
 // 'Same' 3x3 (padding 1 on every side) of whole channel blocks: backward-data reads dy unpadded, as
 // its border is one zero row or column (and no vector load runs past a pixel). The forward still
-// copies x into a padded buffer first: x comes from memory, and the copy streams it (dwbench, 64
-// images of 28x28x128: x read in place 4.5-4.9 ms, copy and padded forward 3.1-3.3 ms), and the
-// fused separable op keeps the padded images for the depthwise weight gradient.
+// copies x into a padded buffer first: x comes from memory, and the copy streams it, which is faster
+// than reading x in place with its border handled per pixel; and the fused separable op keeps the
+// padded images for the depthwise weight gradient.
 bool takes_same3x3(const ConvShape& s) {
   return takes_rows3x3(s) && s.pad_top == 1 && s.pad_bottom == 1 && s.pad_left == 1 && s.pad_right == 1 &&
          s.in_c % kLanes == 0;
@@ -44,7 +44,7 @@ ConvShape padded_dy_shape(const ConvShape& s) {
 // The slack after each padded row. At a multiple of 64 channels (256 bytes) a channel block's lines
 // of neighbouring pixels fall into a few of L1's 64 sets (at 512 channels, two), and with rows a
 // multiple of 4 KB apart every row's into the same ones: the 3x3 loops' three rows of inputs then
-// evict each other. A 16-float slack moves each row to other sets (perf/README, "sixth session").
+// evict each other. A 16-float slack moves each row to other sets.
 int64_t padded_row_slack(const ConvShape& s, bool rows3x3) {
   return rows3x3 && s.in_c % 64 == 0 ? kLanes : 0;
 }
@@ -209,10 +209,10 @@ void DepthwiseDirect::backward_weights_blocks(const float* xw, const float* dyq,
 // 3x3 at stride 1: out[rows, cols] from `in`, kRowBlock output pixels of a row at a time, for each
 // channel block in turn: each kernel row loads the block's kRowBlock + 2 input vectors once for its
 // three taps (0.5 loads per FMA, where a pixel at a time loads an input and a weight per FMA).
-// Channel blocks innermost read each pixel's channels as one contiguous run; a channel block swept
-// along the whole row first read a line per pixel, 1.6x slower at 28x28x128 (one image's forward 39
-// -> 24 us). With stream_out (backward-data's dx, which goes to memory) full blocks are written by
-// streaming stores (dwbench, 64 images: 28x28x128 3.1 -> 1.45 ms, 14x14x256 1.55 -> 0.83 ms).
+// Channel blocks innermost read each pixel's channels as one contiguous run (a channel block swept
+// along the whole row first would read a cache line per pixel). With stream_out (backward-data's dx,
+// which goes to memory) full blocks are written by streaming stores, which skip reading dx's lines
+// into cache.
 void DepthwiseDirect::rows3x3(const Rows3x3Input& in, int64_t rows, int64_t cols, const Vec16* w, bool bias,
                               float* out, bool stream_out) const {
   if (in.unpadded) return rows3x3_rows<true>(in, rows, cols, w, bias, out, stream_out);

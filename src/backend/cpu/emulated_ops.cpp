@@ -9,7 +9,7 @@
 #include <type_traits>
 
 #include "scaletrain/backend/cpu/instruction_rates.hpp"
-#include "scaletrain/backend/cpu/onednn_ops.hpp"
+#include "scaletrain/backend/cpu/emulated_ops.hpp"
 #include "scaletrain/core/error.hpp"
 #include "scaletrain/core/half.hpp"
 

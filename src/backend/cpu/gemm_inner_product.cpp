@@ -3,10 +3,9 @@
 // blocked weight layouts oneDNN's inner-product primitive prefers would cost a reorder of the
 // weights (and one of their gradient) on every step; GEMM on plain layouts needs none. Also runs
 // pointwise convolutions (pointwise_conv.cpp), whose NHWC activations are already [N*H*W, C].
-// With many rows the forward transposes w first: oneDNN 2.6's sgemm runs x * wT ('N', 'N') 2-5%
-// faster than x * w^T ('N', 'T') at the pointwise shapes of fmnist_sepcnn, and 1x1 weights cost
-// far less to transpose than that saves. A dense layer's few rows do not pay for its transposition
-// (perf/README, "sixth session").
+// With many rows the forward transposes w first: oneDNN's sgemm runs x * wT ('N', 'N') faster than
+// x * w^T ('N', 'T') at pointwise-convolution shapes (many rows), and 1x1 weights cost far less to
+// transpose than that saves. A dense layer's few rows do not pay for its transposition.
 #include <oneapi/dnnl/dnnl.h>
 
 #include <algorithm>

@@ -2,14 +2,10 @@
 // channels, a compact argmax (the cell's index within its window, uint8 for windows up to 256 cells), and
 // a backward that writes every dx cell once when windows do not overlap. f32 and bf16 run explicit
 // 16-lane vector code (masked moves for channel counts that are not multiples of 16) for unpadded
-// windows and for the disjoint backward. perf/bench_pool on an AMD EPYC (batch 64, 2x2/2, one
-// thread): training forward 0.8-1.0x oneDNN 2.6's, backward 1.4-3.9x, so forward + backward beats
-// oneDNN on the zoo's shapes (lenet's 28x28x6: 0.19 ms against 0.44; fmnist_sepcnn's 28x28x128 f32:
-// 2.5 ms against 2.9) but lenet's 10x10x16 (0.027 ms against 0.023-0.025, backward 0.8-0.9x). 2x2/2
-// windows of at most 8 channels (lenet's 28x28x6) now take a backward window by window, 13-16x
-// oneDNN's at batch 128. The first session's Xeon figures (forward 2-3x) came from per-lane code
-// that GCC compiled into branches on the compare masks; on the EPYC those read 0.2-0.45x oneDNN's
-// forward.
+// windows and for the disjoint backward; 2x2/2 windows of at most 8 channels take the backward
+// window by window (two cells of a window row are one vector). The compares are whole-vector blends,
+// not per-lane selects, which compilers turn into branches on the compare masks that mispredict on
+// real data. Measurements against oneDNN's pooling: perf/.
 #include <algorithm>
 #include <cstring>
 #include <cstdint>
@@ -17,7 +13,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "scaletrain/backend/cpu/onednn_ops.hpp"
+#include "scaletrain/backend/cpu/direct_ops.hpp"
 #include "scaletrain/backend/cpu/vec16.hpp"
 #include "scaletrain/core/error.hpp"
 #include "scaletrain/core/half.hpp"
@@ -40,8 +36,8 @@ using U16x16 = uint16_t __attribute__((vector_size(kLanes * sizeof(uint16_t))));
 using U8x16 = uint8_t __attribute__((vector_size(kLanes * sizeof(uint8_t))));
 
 // Loads and stores of n <= 16 lanes: whole vectors, else masked moves straight between memory and
-// registers with AVX-512 BW (a masked copy through a vector in memory stalls store forwarding: it
-// made lenet's 6-channel bf16 forward 4x slower), else a loop over the lanes.
+// registers with AVX-512 BW (a masked copy through a vector in memory stalls store forwarding, which
+// dominates at channel counts under 16), else a loop over the lanes.
 #if defined(__AVX512BW__) && defined(__AVX512VL__)
 inline U16x16 load_u16(const void* p, int64_t n) {
   if (n >= kLanes) return reinterpret_cast<U16x16>(_mm256_loadu_si256(static_cast<const __m256i*>(p)));
@@ -136,8 +132,7 @@ inline void with_channel_count(int64_t C, F&& f) {
 }
 
 // Calls f(c) for lanes c in [0, kB): as an omp simd loop for whole vectors, fully unrolled under 16
-// lanes (measured with bench_pool: omp simd wins 2-3x on whole vectors, but its masked loops made
-// lenet's 6-channel forward 3x slower than plain unrolled code).
+// lanes (omp simd's masked loops are slower than plain unrolled code at channel counts under 16).
 template <int kB, class F>
 inline void for_lanes(F&& f) {
   if constexpr (kB >= 16) {
@@ -260,9 +255,8 @@ class DirectMaxPool final : public PoolOp {
 
   // Unpadded windows (every cell in bounds), f32 and bf16: 16 channels at a time in vector registers,
   // compares and blends on whole vectors, the cells in the same row-major order as forward_block (the
-  // compiler turned forward_block's per-lane selects into branches on the compare masks, which
-  // mispredict on real data: bench_pool on an AMD EPYC read its training forward at 0.2-0.4x
-  // oneDNN's). kC: the channel count when it is 1-15, 0 for blocks of 16 and a tail.
+  // compiler turns forward_block's per-lane selects into branches on the compare masks, which
+  // mispredict on real data). kC: the channel count when it is 1-15, 0 for blocks of 16 and a tail.
   template <bool kTrain, int kC>
   void forward_vec(const T* x, T* y) {
     if (s_.kernel_h == 2 && s_.kernel_w == 2) return forward_vec_for<kTrain, kC, 2>(x, y);
@@ -326,8 +320,8 @@ class DirectMaxPool final : public PoolOp {
   }
 
 #ifdef __AVX512F__
-  // f32 and bf16 2x2/2 windows without padding, of at most 8 channels (LeNet's first pool), so that a
-  // window row's two cells are one vector of 2C lanes.
+  // f32 and bf16 2x2/2 windows without padding, of at most 8 channels, so that a window row's two
+  // cells are one vector of 2C lanes.
   bool runs_window_pairs() const {
     return s_.kernel_h == 2 && s_.kernel_w == 2 && s_.stride_h == 2 && s_.stride_w == 2 && s_.pad_top == 0 &&
            s_.pad_left == 0 && s_.pad_bottom == 0 && s_.pad_right == 0 && 2 * s_.channels <= kLanes;
@@ -335,9 +329,8 @@ class DirectMaxPool final : public PoolOp {
 
   // Window by window: its C dy values and argmax codes are loaded once and duplicated into 2C lanes,
   // and each of the window's two rows of dx is written by one masked store of 2C lanes (dy where the
-  // cell was the argmax, else zero), against a load, compare and store per cell (perf/bench_pool
-  // lenet 28x28x6 backward, batch 128: f32 0.24 -> 0.055 ms, bf16 0.23 -> 0.056 ms). Rows and columns of
-  // no window (odd H, W) are zero.
+  // cell was the argmax, else zero), in place of a load, compare and store per cell. Rows and columns
+  // of no window (odd H, W) are zero.
   void backward_window_pairs(const T* dy, T* dx) const {
     const int64_t H = s_.in_h, W = s_.in_w, C = s_.channels, OH = s_.out_h(), OW = s_.out_w();
     const __mmask16 window_row = first_lanes(2 * C), channels = first_lanes(C);  // lanes of a row, of a cell
@@ -401,7 +394,7 @@ class DirectMaxPool final : public PoolOp {
           continue;
         }
         // (ow, kw): the window column of w and its column within it, stepped without a division per
-        // cell (the divisions cost lenet's 6-channel backward a third of its time)
+        // cell (at few channels a division per cell is a large share of the backward)
         int64_t ow = s_.pad_left / s_.stride_w, kw = s_.pad_left - ow * s_.stride_w;
         for (int64_t w = 0; w < W; ++w, kw + 1 == s_.stride_w ? (kw = 0, ++ow) : ++kw) {
           T* dxc = dx_row + w * C;

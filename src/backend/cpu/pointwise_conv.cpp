@@ -1,9 +1,8 @@
 // Pointwise (1x1, stride 1, unpadded, ungrouped) convolution as an inner product over the
 // N*H*W pixels of an NHWC tensor: y[NHW, OC] = x[NHW, IC] * w[OC, IC]^T + b. The activations are
 // already in that layout and OIHW weights with H = W = 1 are exactly [OC, IC], so nothing is
-// copied (bf16: the matmul inner product). Measured with ONEDNN_VERBOSE on fmnist_sepcnn (batch 64, one core): oneDNN 2.6's jit_1x1
-// convolution spends about 300 ms per step on the weight gradient of the 512->512 layer at 7x7,
-// which is a 1.6 GFLOP GEMM; as a plain sgemm it takes a few milliseconds.
+// copied (bf16: the matmul inner product). oneDNN's 1x1 convolution primitive is far slower on the
+// weight gradient of wide layers on small images, which is one GEMM on plain layouts.
 #include "scaletrain/backend/cpu/onednn_ops.hpp"
 #include "scaletrain/core/error.hpp"
 

@@ -25,7 +25,7 @@
 
 #include "scaletrain/backend/cpu/activation_loops.hpp"
 #include "scaletrain/backend/cpu/depthwise_direct.hpp"
-#include "scaletrain/backend/cpu/onednn_ops.hpp"
+#include "scaletrain/backend/cpu/direct_ops.hpp"
 #include "scaletrain/backend/cpu/transpose.hpp"
 #include "scaletrain/core/error.hpp"
 #include "scaletrain/core/tensor.hpp"
@@ -234,10 +234,8 @@ class FusedSeparableConv final : public SeparableConvOp {
 
 }  // namespace
 
-// perf/bench_conv (batch 64, one thread, against oneDNN depthwise + sgemm pointwise + SELU kernels,
-// forward / backward, AMD EPYC): 28x28x128 1.25x / 1.23x, 14x14x256 1.18x / 1.09x, 7x7x512 1.01x /
-// 1.01x with the pointwise forward in the slower operand order of both; with the transposed forward
-// in both, 7x7x512 1.10-1.12x / 1.01-1.03x, so 7x7 images are fused as well.
+// Images of at least kFusedSeparableMinImagePixels output pixels: the gain of keeping one image's
+// intermediates in cache shrinks with the image, and is still there at 7x7 (perf/bench_conv).
 bool prefers_fused_separable(const SeparableConvShape& s) {
   return s.depthwise.dtype == DType::f32 && s.pointwise.dtype == DType::f32 &&
          s.pointwise.in_h * s.pointwise.in_w >= kFusedSeparableMinImagePixels;
