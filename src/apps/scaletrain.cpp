@@ -196,7 +196,8 @@ void guard_run_dir(comm::Communicator& comm, const RunConfig& cfg) {
   });
 }
 
-// Rank 0's operator algorithms (cuda: one line per cuDNN/cuBLASLt choice), after the header.
+// Rank 0's operators: what runs each layer (the cpu backend's chosen candidates), then the
+// backend's algorithm choices (cuda: one line per cuDNN/cuBLASLt choice), after the header.
 void print_operator_choices(int rank, const std::vector<std::string>& choices) {
   if (rank != 0 || choices.empty()) return;
   std::printf("operators (rank 0's choices):\n");
@@ -283,7 +284,8 @@ int train_and_log(comm::Communicator& comm, const RunConfig& cfg, double init_st
   print_header(comm, cfg, trainer.device_description(), trainer.precision(), trainer.transport(),
                trainer.gpu_telemetry_line(), notes);
   RunInfo info;
-  info.operator_choices = trainer.backend().operator_choices();
+  info.operator_choices = trainer.model().implementations();
+  for (std::string& line : trainer.backend().operator_choices()) info.operator_choices.push_back(std::move(line));
   print_operator_choices(rank, info.operator_choices);
   info.bf16_gemm = trainer.bf16_gemm_choice();
   if (rank == 0 && info.bf16_gemm) std::printf("%s\n", bf16_gemm_line(*info.bf16_gemm).c_str());

@@ -40,6 +40,15 @@ std::string human_flops(double f) {
 
 }  // namespace
 
+std::vector<std::string> Model::implementations() const {
+  std::vector<std::string> lines;
+  for (const auto& l : layers_) {
+    const std::string how = l->implementation();
+    if (!how.empty()) lines.push_back(l->name() + " (" + l->type() + "): " + how);
+  }
+  return lines;
+}
+
 std::string Model::summary() const {
   std::ostringstream os;
   const std::string rule(90, '_');

@@ -29,6 +29,7 @@ class Conv2D : public Layer {
   const Tensor& forward(const Tensor& x, bool training) override;
   const Tensor& backward(const Tensor& dy, bool need_dx) override;
   int64_t flops_per_sample() const override;
+  std::string implementation() const override { return op_ ? op_->implementation() : std::string(); }
   int torch_module_count() const override { return act_.kind() == Activation::none ? 1 : 2; }
   // Runs `next` (the pooling layer that takes this layer's output) inside this layer's op where the op
   // can (cpu: f32 layers of one input channel, pooled image by image in L1; bf16 layers with an

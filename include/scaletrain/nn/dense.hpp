@@ -16,6 +16,7 @@ class Dense : public Layer {
   const Tensor& forward(const Tensor& x, bool training) override;
   const Tensor& backward(const Tensor& dy, bool need_dx) override;
   int64_t flops_per_sample() const override { return 2 * ip_.in_features * ip_.out_features; }
+  std::string implementation() const override { return op_ ? op_->implementation() : std::string(); }
   int torch_module_count() const override { return act_.kind() == Activation::none ? 1 : 2; }
 
  private:

@@ -59,6 +59,9 @@ class Layer {
 
   // Forward floating-point operations per sample (a multiply-add counts 2).
   virtual int64_t flops_per_sample() const { return 0; }
+  // What runs the layer's operator on its backend, as the backend names it (the CPU backend's chosen
+  // candidate); empty for layers without one, or where the backend does not say. After build.
+  virtual std::string implementation() const { return {}; }
   // Sets the seed of any randomness (dropout), the step it is at, and the data-set index of each
   // row of the batch (a device i64 [batch] tensor; undefined: the row number), so that a sample's
   // random draws do not depend on the rank or row it lands in.

@@ -85,6 +85,9 @@ class Model {
 
   // Keras' model.summary() with a FLOPs-per-sample column.
   std::string summary() const;
+  // One line per layer whose operator the backend names: "conv2d (Conv2D): direct narrow rows, ...".
+  // After build.
+  std::vector<std::string> implementations() const;
 
  private:
   std::string name_;

@@ -17,6 +17,10 @@ class Pool2D : public Layer {
   const Tensor& forward(const Tensor& x, bool training) override;
   const Tensor& backward(const Tensor& dy, bool need_dx) override;
   int64_t flops_per_sample() const override;
+  std::string implementation() const override {
+    if (absorbed_) return "inside the layer before";
+    return op_ ? op_->implementation() : std::string();
+  }
   // Offers this pooling to `op`, the op of the layer before (SeparableConv2D's, Conv2D's), to run inside
   // (its absorb_pool). Where it takes it, that layer's forward writes this layer's output, this layer's
   // forward only returns it, and its backward hands dy on as is (the layer before takes the pooled

@@ -20,6 +20,7 @@ class SeparableConv2D : public Layer {
   const Tensor& forward(const Tensor& x, bool training) override;
   const Tensor& backward(const Tensor& dy, bool need_dx) override;
   int64_t flops_per_sample() const override;
+  std::string implementation() const override { return op_ ? op_->implementation() : std::string(); }
   // Runs `next` (the pooling layer that takes this layer's output) inside this layer's op where the
   // op can (cpu f32: pooled while the output is in cache; cpu bf16: the activation's gradient formed at
   // the pooled size); then marks `next` absorbed, forward's own output may stay unwritten (only `next`
