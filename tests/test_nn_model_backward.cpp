@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -153,24 +154,27 @@ std::unique_ptr<nn::Model> conv_then_pool(bool apart, bool second) {
   return pooled_model(std::move(layers), apart, {9, 11, 1});
 }
 
-// Builds both models for `batch` on the cpu backend in `compute`, checks that the pooling layer at
+// Builds both models for `batch` on `backend` in `compute`, checks that the pooling layer at
 // `pool_layer` is absorbed in `adjacent` and not in `apart` (one layer further on), and runs two steps:
 // the output and every gradient must be equal bit for bit (the second step reuses what the first left
-// in the ops).
-void expect_pooling_absorbed_alike(nn::Model& adjacent, nn::Model& apart, int64_t batch, size_t pool_layer,
-                                   const Shape& sample, DType compute = DType::f32) {
-  const std::unique_ptr<Backend> backend = make_cpu_backend();
-  adjacent.build(*backend, batch, compute);
-  apart.build(*backend, batch, compute);
+// in the ops). Returns adjacent's outputs and gradients of both steps.
+std::vector<float> expect_pooling_absorbed_alike(Backend& backend, nn::Model& adjacent, nn::Model& apart,
+                                                 int64_t batch, size_t pool_layer, const Shape& sample,
+                                                 DType compute = DType::f32) {
+  adjacent.build(backend, batch, compute);
+  apart.build(backend, batch, compute);
   EXPECT_TRUE(static_cast<nn::Pool2D&>(*adjacent.layers()[pool_layer]).absorbed());
   EXPECT_FALSE(static_cast<nn::Pool2D&>(*apart.layers()[pool_layer + 1]).absorbed());
   adjacent.init_parameters(11);
-  ASSERT_EQ(adjacent.parameter_count(), apart.parameter_count());
-  std::copy_n(adjacent.flat_parameters().data<float>(), apart.parameter_count(), apart.flat_parameters().data<float>());
+  EXPECT_EQ(adjacent.parameter_count(), apart.parameter_count());
+  backend.copy_async(backend.compute_stream(), apart.flat_parameters(), adjacent.flat_parameters());
   apart.refresh_compute_parameters();  // bf16: the compute copy of the copied f32 weights
   Shape shape{batch};
   shape.insert(shape.end(), sample.begin(), sample.end());
   Tensor image(shape, compute), dlogits({batch, 5});
+  Tensor device_image = backend.empty(shape, compute, "image");
+  Tensor device_dlogits = backend.empty({batch, 5}, DType::f32, "dlogits");
+  std::vector<float> seen;
   for (int step = 0; step < 2; ++step) {
     for (int64_t i = 0; i < image.numel(); ++i) {
       const float v = static_cast<float>((i * 37 + step * 11) % 101) / 50.0f - 1.0f;
@@ -178,22 +182,37 @@ void expect_pooling_absorbed_alike(nn::Model& adjacent, nn::Model& apart, int64_
       else image.data<float>()[i] = v;
     }
     for (int64_t i = 0; i < dlogits.numel(); ++i) dlogits.data<float>()[i] = static_cast<float>((i + step) % 7) - 3.0f;
-    const Tensor logits = adjacent.forward(image, true).clone();
-    const Tensor logits_apart = apart.forward(image, true).clone();
-    adjacent.backward(dlogits);
-    apart.backward(dlogits);
-    backend->synchronize();
-    ASSERT_EQ(logits.dtype(), DType::f32);
-    for (int64_t i = 0; i < logits.numel(); ++i) ASSERT_EQ(logits.data<float>()[i], logits_apart.data<float>()[i]);
-    const float* a = adjacent.flat_gradients().data<float>();
-    const float* b = apart.flat_gradients().data<float>();
+    backend.copy_async(backend.compute_stream(), device_image, image);
+    backend.copy_async(backend.compute_stream(), device_dlogits, dlogits);
+    const Tensor logits = backend.download(adjacent.forward(device_image, true));
+    const Tensor logits_apart = backend.download(apart.forward(device_image, true));
+    adjacent.backward(device_dlogits);
+    apart.backward(device_dlogits);
+    const Tensor grads = backend.download(adjacent.flat_gradients());
+    const Tensor grads_apart = backend.download(apart.flat_gradients());
+    EXPECT_EQ(logits.dtype(), DType::f32);
+    for (int64_t i = 0; i < logits.numel(); ++i) {
+      EXPECT_EQ(logits.data<float>()[i], logits_apart.data<float>()[i]) << "step " << step << ", output " << i;
+      seen.push_back(logits.data<float>()[i]);
+    }
+    const float* a = grads.data<float>();
+    const float* b = grads_apart.data<float>();
     double largest = 0;
     for (int64_t i = 0; i < apart.parameter_count(); ++i) {
-      ASSERT_EQ(a[i], b[i]) << "step " << step << ", gradient " << i;
+      EXPECT_EQ(a[i], b[i]) << "step " << step << ", gradient " << i;
       largest = std::max(largest, static_cast<double>(std::fabs(a[i])));
+      seen.push_back(a[i]);
     }
-    ASSERT_GT(largest, 0.0);
+    EXPECT_GT(largest, 0.0);
   }
+  return seen;
+}
+
+std::vector<float> expect_pooling_absorbed_alike(nn::Model& adjacent, nn::Model& apart, int64_t batch,
+                                                 size_t pool_layer, const Shape& sample,
+                                                 DType compute = DType::f32) {
+  const std::unique_ptr<Backend> backend = make_cpu_backend();
+  return expect_pooling_absorbed_alike(*backend, adjacent, apart, batch, pool_layer, sample, compute);
 }
 
 // On the cpu backend in f32 the separable convolution runs the max pooling after it inside its own op
@@ -214,6 +233,40 @@ TEST(ModelBuild, OneChannelConvolutionAbsorbsTheMaxPoolingAfterIt) {
     auto adjacent = conv_then_pool(false, second);
     auto apart = conv_then_pool(true, second);
     expect_pooling_absorbed_alike(*adjacent, *apart, 3, second ? 2 : 1, {9, 11, 1});
+  }
+}
+
+// The simulated device runs the cpu backend's operators with their pooling absorption: the same
+// layers take the pooling over there (the fused separable convolution, the narrow-rows one) and give
+// the cpu backend's outputs and gradients bit for bit; its start-up table names the same operators.
+TEST(ModelBuild, SimulatedDeviceAbsorbsTheMaxPoolingAsTheCpuDoes) {
+  struct Case {
+    const char* what;
+    std::function<std::unique_ptr<nn::Model>(bool apart)> model;
+    size_t pool_layer;
+    Shape sample;
+  };
+  const Case cases[] = {
+      {"separable", [](bool apart) { return separable_then_pool(apart); }, 1, {9, 11, 18}},
+      {"one-channel convolution", [](bool apart) { return conv_then_pool(apart, false); }, 1, {9, 11, 1}},
+      {"one-channel convolution second", [](bool apart) { return conv_then_pool(apart, true); }, 2, {9, 11, 1}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    const std::unique_ptr<Backend> cpu = make_cpu_backend();
+    BackendOptions options;
+    options.kind = DeviceKind::sim;
+    const std::unique_ptr<Backend> sim = make_sim_backend(options);
+    auto on_cpu = c.model(false), on_sim = c.model(false);
+    auto apart_cpu = c.model(true), apart_sim = c.model(true);
+    const std::vector<float> a =
+        expect_pooling_absorbed_alike(*cpu, *on_cpu, *apart_cpu, 3, c.pool_layer, c.sample);
+    const std::vector<float> b =
+        expect_pooling_absorbed_alike(*sim, *on_sim, *apart_sim, 3, c.pool_layer, c.sample);
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t i = 0; i < a.size(); ++i) ASSERT_EQ(a[i], b[i]) << "value " << i;
+    EXPECT_EQ(on_cpu->implementations(), on_sim->implementations());
+    EXPECT_EQ(on_sim->layers()[c.pool_layer]->implementation(), "inside the layer before");
   }
 }
 

@@ -1,7 +1,8 @@
 // The simulated device: device memory separate from the host's (a Device::sim tag that host
 // accessors refuse, a capacity, poisoned on allocation), a compute and a copy stream with worker
-// threads, and the CPU backend's operators queued on those streams. It runs here the orchestration
-// the CUDA backend runs on a GPU.
+// threads, and the CPU backend's operators queued on those streams, with the optional capabilities
+// they have there (a convolution taking over the max pooling after it). It runs here the
+// orchestration the CUDA backend runs on a GPU.
 #include <atomic>
 #include <cstring>
 #include <memory>
@@ -53,6 +54,8 @@ class SimSeparableConvOp final : public SeparableConvOp {
     s_.enqueue(
         [=, op = op_.get()] { op->backward(x, mid, pre, y, dy, w_dw, w_pw, dpre, dmid, dw_dw, dw_pw, db, dx); });
   }
+  // At build, before any call of the op is queued: the host op takes the pooling over as on cpu.
+  bool absorb_pool(const PoolShape& pool, void* pooled) override { return op_->absorb_pool(pool, pooled); }
 
  private:
   std::unique_ptr<SeparableConvOp> op_;
@@ -70,6 +73,8 @@ class SimActivatedConvOp final : public ActivatedConvOp {
                 float* db, void* dx) override {
     s_.enqueue([=, op = op_.get()] { op->backward(x, pre, y, dy, w, dpre, dw, db, dx); });
   }
+  // At build, before any call of the op is queued: the host op takes the pooling over as on cpu.
+  bool absorb_pool(const PoolShape& pool, void* pooled) override { return op_->absorb_pool(pool, pooled); }
 
  private:
   std::unique_ptr<ActivatedConvOp> op_;
@@ -90,6 +95,15 @@ class SimPoolOp final : public PoolOp {
   std::unique_ptr<PoolOp> op_;
   Stream& s_;
 };
+
+// The host op queued on `stream` by a Sim*Op wrapper, which reports the host op's implementation.
+template <class Wrapper, class Op>
+std::unique_ptr<Wrapper> queued(std::unique_ptr<Op> host_op, Stream& stream) {
+  std::string implementation = host_op->implementation();
+  auto op = std::make_unique<Wrapper>(std::move(host_op), stream);
+  op->set_implementation(std::move(implementation));
+  return op;
+}
 
 sim::SimStreamOptions stream_options(const BackendOptions& o, int threads, uint64_t salt) {
   sim::SimStreamOptions so;
@@ -163,20 +177,20 @@ class SimBackend final : public Backend {
 
   PrecisionSupport precision_support(DType t) const override { return host_->precision_support(t); }
   std::unique_ptr<ConvOp> make_conv(const ConvShape& shape, Stream* s) override {
-    return std::make_unique<SimWeightedOp<ConvOp>>(host_->make_conv(shape), s ? *s : compute_);
+    return queued<SimWeightedOp<ConvOp>>(host_->make_conv(shape), s ? *s : compute_);
   }
   std::unique_ptr<InnerProductOp> make_inner_product(const InnerProductShape& shape, Stream* s) override {
-    return std::make_unique<SimWeightedOp<InnerProductOp>>(host_->make_inner_product(shape), s ? *s : compute_);
+    return queued<SimWeightedOp<InnerProductOp>>(host_->make_inner_product(shape), s ? *s : compute_);
   }
   std::unique_ptr<PoolOp> make_pool(const PoolShape& shape, Stream* s) override {
-    return std::make_unique<SimPoolOp>(host_->make_pool(shape), s ? *s : compute_);
+    return queued<SimPoolOp>(host_->make_pool(shape), s ? *s : compute_);
   }
   std::unique_ptr<ActivatedConvOp> make_activated_conv(const ConvShape& shape, Activation activation,
                                                        Stream* s) override {
-    return std::make_unique<SimActivatedConvOp>(host_->make_activated_conv(shape, activation), s ? *s : compute_);
+    return queued<SimActivatedConvOp>(host_->make_activated_conv(shape, activation), s ? *s : compute_);
   }
   std::unique_ptr<SeparableConvOp> make_separable_conv(const SeparableConvShape& shape, Stream* s) override {
-    return std::make_unique<SimSeparableConvOp>(host_->make_separable_conv(shape), s ? *s : compute_);
+    return queued<SimSeparableConvOp>(host_->make_separable_conv(shape), s ? *s : compute_);
   }
 
   // The host backend's: the simulated device runs the host's operators.
