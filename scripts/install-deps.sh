@@ -26,6 +26,8 @@ packages=(
   # services start only with an /etc/slurm/slurm.conf, and the munge service uses /run/munge: the test cluster
   # has its own configuration, munge key and socket, and ports, so it runs beside them
   slurm-wlm munge
+  # Lmod, for the installed modulefile's test (tests/install.cmake: module load scaletrain)
+  lmod
 )
 
 missing=()
