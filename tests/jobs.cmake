@@ -1,6 +1,6 @@
-# jobs/ scripts, scripts/*.sh and tests/support/slurm_test.sh: `bash -n` and shellcheck on every script; the
-# Slurm strong- and weak-scaling sweeps inside a fake 2-node allocation (SLURM_* variables, launched through
-# mpirun instead of srun; tests/slurm.cmake runs them under a real Slurm) with their run directories checked by
+# jobs/ scripts, scripts/*.sh, tests/support/slurm_test.sh and install_test.sh: `bash -n` and shellcheck on every
+# script; the Slurm strong- and weak-scaling sweeps inside a fake 2-node allocation (SLURM_* variables, launched
+# through mpirun instead of srun; tests/slurm.cmake runs them under a real Slurm) with their run directories checked by
 # tests/support/check_run_dirs.py; the scaling report on fixture run directories, also without matplotlib; and
 # jobs/local/sweep.sh strong at 1, 2 and 4 ranks end to end (run directories, report.md with a row per rank
 # count, the PNG plots). Label: jobs.
@@ -11,7 +11,8 @@ set(_jobs_check ${_jobs_py} ${CMAKE_CURRENT_SOURCE_DIR}/support/check_run_dirs.p
 # The job scripts, and the scripts that start and drive the Slurm test cluster (scripts/, tests/slurm.cmake).
 file(GLOB_RECURSE _job_scripts CONFIGURE_DEPENDS ${_jobs_dir}/*.sh ${_jobs_dir}/*.sbatch
      ${PROJECT_SOURCE_DIR}/scripts/*.sh)
-list(APPEND _job_scripts ${CMAKE_CURRENT_SOURCE_DIR}/support/slurm_test.sh)
+list(APPEND _job_scripts ${CMAKE_CURRENT_SOURCE_DIR}/support/slurm_test.sh
+     ${CMAKE_CURRENT_SOURCE_DIR}/support/install_test.sh)
 foreach(script IN LISTS _job_scripts)
   file(RELATIVE_PATH _rel ${PROJECT_SOURCE_DIR} ${script})
   string(REGEX REPLACE "^jobs/" "" _rel ${_rel})
@@ -144,8 +145,9 @@ if(TARGET scaletrain)
     set(_jobs_bench $<TARGET_FILE:scaletrain-bench-allreduce>)
   endif()
   # Unset SLURM_JOBID (real Slurm sets it beside SLURM_JOB_ID) and keep Open MPI off its Slurm components,
-  # so that mpirun starts the ranks on this machine even when ctest itself runs inside a Slurm job.
-  set(_jobs_unslurm "SLURM_JOBID=unset:" "SLURM_NODELIST=unset:" "SLURM_JOB_NODELIST=unset:"
+  # so that mpirun starts the ranks on this machine even when ctest itself runs inside a Slurm job; unset the
+  # SCALETRAIN_ROOT of a loaded scaletrain module, so that the Slurm scripts run this source tree's common.sh.
+  set(_jobs_unslurm "SCALETRAIN_ROOT=unset:" "SLURM_JOBID=unset:" "SLURM_NODELIST=unset:" "SLURM_JOB_NODELIST=unset:"
                     "SLURM_TASKS_PER_NODE=unset:" "OMPI_MCA_plm=set:^slurm" "OMPI_MCA_ras=set:^slurm")
 
   # The Slurm scripts in a fake allocation of 2 "nodes" x 1 task: node counts 1 and 2 -> ranks-1, ranks-2.
@@ -185,7 +187,8 @@ if(TARGET scaletrain)
   file(CHMOD ${_dry_bin}/srun PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE GROUP_READ GROUP_EXECUTE)
   set(_dry_sweep ${CMAKE_CURRENT_BINARY_DIR}/jobs_dry_run_sweep)
   set(_dry_env "SLURM_JOB_ID=4243;SLURM_JOB_NUM_NODES=2;SLURM_NNODES=2;SLURM_NTASKS=8;SLURM_NTASKS_PER_NODE=4;SLURM_CPUS_ON_NODE=32;SLURM_SUBMIT_DIR=${PROJECT_SOURCE_DIR};SCALETRAIN_LAUNCHER=${_dry_bin}/srun;SCALETRAIN_BIN=$<TARGET_FILE:scaletrain>;SCALETRAIN_DRY_RUN=1;SWEEP_DIR=${_dry_sweep}")
-  set(_dry_unset "SLURM_JOBID=unset:" "SLURM_CPUS_PER_TASK=unset:" "SLURM_GPUS_ON_NODE=unset:" "GPUS_PER_TASK=unset:"
+  set(_dry_unset "SCALETRAIN_ROOT=unset:"
+                 "SLURM_JOBID=unset:" "SLURM_CPUS_PER_TASK=unset:" "SLURM_GPUS_ON_NODE=unset:" "GPUS_PER_TASK=unset:"
                  "TASKS_PER_NODE=unset:" "SCALETRAIN_SRUN_MPI=unset:" "SCALETRAIN_CPU_BIND=unset:" "NODE_COUNTS=unset:"
                  "GLOBAL_BATCH=unset:" "PER_RANK_BATCH=unset:" "SCALETRAIN_ARGS=unset:")
   set(_dry_step "--cpus-per-task=8 --cpu-bind=cores --kill-on-bad-exit=1 --mpi=pmix --gpus-per-task=1")

@@ -25,8 +25,10 @@ set(_slurm_bench none)
 if(TARGET scaletrain-bench-allreduce)
   set(_slurm_bench $<TARGET_FILE:scaletrain-bench-allreduce>)
 endif()
-# The submission must not inherit an outer Slurm job's or the user's sbatch settings.
-set(_slurm_clean_env "SLURM_JOB_ID=unset:" "SLURM_JOBID=unset:" "SLURM_NTASKS=unset:" "SLURM_NTASKS_PER_NODE=unset:"
+# The submission must not inherit an outer Slurm job's or the user's sbatch settings, nor the SCALETRAIN_ROOT of a
+# loaded scaletrain module (the jobs run this source tree's scripts).
+set(_slurm_clean_env "SCALETRAIN_ROOT=unset:"
+                     "SLURM_JOB_ID=unset:" "SLURM_JOBID=unset:" "SLURM_NTASKS=unset:" "SLURM_NTASKS_PER_NODE=unset:"
                      "SLURM_CPUS_PER_TASK=unset:" "SLURM_GPUS_PER_TASK=unset:" "SLURM_MPI_TYPE=unset:"
                      "SBATCH_PARTITION=unset:" "SBATCH_ACCOUNT=unset:" "SBATCH_GPUS_PER_TASK=unset:"
                      "SCALETRAIN_SRUN_MPI=unset:" "TASKS_PER_NODE=unset:" "GPUS_PER_TASK=unset:")
@@ -73,6 +75,14 @@ set_tests_properties(slurm_strong_clean PROPERTIES FIXTURES_SETUP slurm_strong_d
 set_tests_properties(slurm_strong_readme_command PROPERTIES
   FIXTURES_REQUIRED "slurm_cluster_none;slurm_strong_dir" FIXTURES_SETUP slurm_strong)
 set_tests_properties(slurm_strong_run_dirs PROPERTIES FIXTURES_REQUIRED "slurm_cluster_none;slurm_strong" TIMEOUT 60)
+
+# The same sweep from an installed prefix (tests/install.cmake, tests/support/install_test.sh): `module load
+# scaletrain` in a clean environment, the installed strong_scaling.sbatch and configuration, the default sweep
+# directory under the submit directory, checked by the installed check_run_dirs.py. Labels slurm and install.
+add_test(NAME slurm_install_strong_sweep
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/support/install_test.sh slurm ${PROJECT_BINARY_DIR} ${_slurm_dir_none})
+set_tests_properties(slurm_install_strong_sweep PROPERTIES FIXTURES_REQUIRED slurm_cluster_none
+                     ENVIRONMENT_MODIFICATION "${_slurm_clean_env}" PROCESSORS 2 RUN_SERIAL TRUE TIMEOUT 300)
 
 # Weak scaling on the MpiDefault=pmi2 cluster: 1 then 2 tasks per node into one sweep directory.
 set(_sweep ${_slurm_out}/weak)
@@ -164,3 +174,4 @@ endforeach()
 get_property(_slurm_tests DIRECTORY PROPERTY TESTS)
 list(FILTER _slurm_tests INCLUDE REGEX "^slurm_")
 set_tests_properties(${_slurm_tests} PROPERTIES LABELS slurm SKIP_REGULAR_EXPRESSION "SKIPPED: ")
+set_property(TEST slurm_install_strong_sweep APPEND PROPERTY LABELS install)
