@@ -96,7 +96,7 @@ class BucketRun {
     Tensor host({total}, DType::f32, "test.gradients.host");
     Tensor device = backend_->zeros({total}, DType::f32, "test.gradients");
     GradientBuckets buckets(comm(), *backend_, device, slices, l.bucket_bytes, path_.progress, wire);
-    EXPECT_EQ(buckets.transport(), expected);
+    EXPECT_EQ(buckets.exchange().name(), comm::bucket_transport_name(expected));
     std::mt19937 order_rng(99u + static_cast<unsigned>(host_.rank()));
     std::vector<size_t> order(slices.size());
     std::vector<float> out;

@@ -1,7 +1,7 @@
-// GradientBuckets: the transport choice, bucket layout over the flat gradient buffer, readiness
-// tracking with events, the wire-type rounding and widening (with the mean), and statistics. The
-// host transports' progress is in gradient_buckets_host.cpp, the stream-ordered one in
-// gradient_buckets_stream.cpp.
+// GradientBuckets: bucket layout over the flat gradient buffer, readiness tracking with events, the
+// in-order hand-over of buckets to the exchange, the wire-type rounding and widening (with the
+// mean), and statistics. The communication thread and MPI_Test polling are in
+// gradient_buckets_progress.cpp.
 #include "scaletrain/comm/gradient_buckets.hpp"
 
 #include <algorithm>
@@ -10,6 +10,7 @@
 #include "scaletrain/comm/bucket_size_choice.hpp"
 #include "scaletrain/core/error.hpp"
 #include "scaletrain/core/dispatch.hpp"
+#include "scaletrain/core/timer.hpp"
 #include "scaletrain/kernels/cast.hpp"
 #include "scaletrain/kernels/scale.hpp"
 
@@ -23,36 +24,18 @@ CommProgress parse_comm_progress(const std::string& name) {
 
 std::string comm_progress_name(CommProgress p) { return p == CommProgress::test ? "test" : "thread"; }
 
-BucketTransport bucket_transport(const Communicator& comm, const Backend& backend) {
-  if (comm.queues_on_stream()) return BucketTransport::stream_ordered;
-  if (!host_accessible(backend.device())) return BucketTransport::host_staged;
-  return BucketTransport::host;
-}
-
-std::string bucket_transport_name(BucketTransport t) {
-  switch (t) {
-    case BucketTransport::host: return "host";
-    case BucketTransport::host_staged: return "host-staged";
-    case BucketTransport::stream_ordered: return "stream-ordered";
-  }
-  return "?";
-}
-
 GradientBuckets::GradientBuckets(Communicator& comm, Backend& backend, Tensor flat_grads,
                                  std::vector<GradientSlice> slices, int64_t bucket_bytes, CommProgress progress,
-                                 DType wire, bool pre_divided)
+                                 DType wire, bool pre_divided, const BucketExchangeFactory& exchange)
     : comm_(comm),
       backend_(backend),
       grads_(std::move(flat_grads)),
       wire_dtype_(wire),
       pre_divided_(pre_divided),
       slices_(std::move(slices)),
-      progress_(progress),
-      transport_(bucket_transport(comm, backend)) {
+      progress_(progress) {
   ST_CHECK(wire == DType::f32 || wire == DType::bf16 || wire == DType::f16,
            "GradientBuckets: gradients travel as f32, bf16 or f16, not ", dtype_name(wire));
-  ST_CHECK(!pre_divided || !stream_ordered(), "GradientBuckets: a device communicator averages (ncclAvg); its ",
-           "gradients must not come pre-divided by the world size");
   ST_CHECK(bucket_bytes > 0, "GradientBuckets: bucket_bytes must be positive, got ", bucket_bytes);
   ST_CHECK(slices_.empty() || grads_.defined(), "GradientBuckets: flat gradient buffer is undefined");
   ST_CHECK(!grads_.defined() || grads_.dtype() == DType::f32, "GradientBuckets: gradients '", grads_.name(),
@@ -89,20 +72,17 @@ GradientBuckets::GradientBuckets(Communicator& comm, Backend& backend, Tensor fl
     wire_ = backend_.empty(grads_.shape(), wire_dtype_, "gradients." + std::string(dtype_name(wire_dtype_)));
   for (Bucket& b : buckets_) b.pending = b.slices;
   events_.reserve(buckets_.size());
-  if (transport_ == BucketTransport::host_staged && grads_.defined())
-    mirror_ = backend_.pinned(reduced().shape(), reduced().dtype(), reduced().name() + " (host mirror)");
-  auto events = [&](std::vector<std::unique_ptr<Event>>& v, const std::string& label) {
-    for (size_t b = 0; b < buckets_.size(); ++b) v.push_back(backend_.make_event(label + std::to_string(b)));
-  };
   // Tests ignore the events labelled "bucket ready" to show that a missing wait is caught.
-  events(ready_, "bucket ready ");
-  if (transport_ == BucketTransport::host_staged) events(staged_, "bucket staged ");
-  if (stream_ordered()) {
-    events(begin_, "bucket all-reduce begin ");
-    events(done_, "bucket all-reduce done ");
-  }
+  for (size_t b = 0; b < buckets_.size(); ++b) ready_.push_back(backend_.make_event("bucket ready " + std::to_string(b)));
 
-  threaded_ = progress_ == CommProgress::thread && comm_.size() > 1 && !stream_ordered();
+  BucketLayout layout{comm_, backend_, reduced(), {}};
+  for (const Bucket& b : buckets_) layout.buckets.push_back(BucketSpan{b.offset, b.count});
+  exchange_ = exchange(layout);
+  ST_CHECK(exchange_ != nullptr, "GradientBuckets: the exchange factory returned no exchange");
+  ST_CHECK(!pre_divided || !exchange_->averages(), "GradientBuckets: the ", exchange_->name(),
+           " exchange averages (ncclAvg); its gradients must not come pre-divided by the world size");
+
+  threaded_ = progress_ == CommProgress::thread && exchanges() && exchange_->host_driven();
   if (threaded_) {
     ST_CHECK(comm_.allows_other_threads(), "GradientBuckets: progress = 'thread' needs a communicator that may be "
              "called from another thread (MPI initialized with at least MPI_THREAD_SERIALIZED); initialize MPI with "
@@ -112,13 +92,6 @@ GradientBuckets::GradientBuckets(Communicator& comm, Backend& backend, Tensor fl
 }
 
 GradientBuckets::~GradientBuckets() {
-  if (transport_ != BucketTransport::host) {
-    try {
-      backend_.comm_stream().synchronize();  // its queued work records and waits on this object's events
-    } catch (...) {
-      // Reported by the call that saw it first.
-    }
-  }
   if (thread_.joinable()) {
     {
       std::lock_guard<std::mutex> lk(mutex_);
@@ -131,7 +104,7 @@ GradientBuckets::~GradientBuckets() {
 
 void GradientBuckets::begin_step() {
   ST_CHECK(!in_step_, "GradientBuckets::begin_step: the previous step was not finished with wait_all()");
-  if (stream_ordered()) harvest_stream_events(true);  // its events are recorded again in this step
+  read_device_times(true);  // the exchange's events are recorded again in this step
   std::fill(slice_ready_.begin(), slice_ready_.end(), 0);
   for (Bucket& b : buckets_) b.pending = b.slices;
   next_to_start_ = 0;
@@ -160,17 +133,77 @@ void GradientBuckets::complete_bucket(size_t b) {
   // Behind the queued backward work that writes this bucket's gradients (and its rounding).
   if (rounds_to_wire()) round_to_wire(b);
   backend_.compute_stream().record(*ready_[b]);
-  if (stream_ordered()) {
-    queue_ready_buckets();
-    return;
-  }
-  if (transport_ == BucketTransport::host_staged && comm_.size() > 1) stage_to_host(b);
+  if (exchanges()) exchange_->bucket_ready(b, *ready_[b]);
   start_ready_buckets(false);
 }
 
-void* GradientBuckets::bucket_data(size_t b) const {
-  const Tensor& t = transport_ == BucketTransport::host_staged ? mirror_ : reduced();
-  return static_cast<char*>(t.device_raw()) + buckets_[b].offset * static_cast<int64_t>(dtype_size(t.dtype()));
+void GradientBuckets::start_ready_buckets(bool block) {
+  // Collectives on one communicator must be issued in the same order on every rank, so a bucket
+  // completed early waits until every bucket before it has started. A stream-ordered exchange
+  // queues behind the ready event itself, and the communication thread waits on it; the polling
+  // mode starts a bucket only once the exchange's start event has completed.
+  while (next_to_start_ < buckets_.size() && buckets_[next_to_start_].pending == 0) {
+    const size_t b = next_to_start_;
+    if (exchanges() && exchange_->host_driven() && !threaded_) {
+      Event& after = exchange_->start_after(b, *ready_[b]);
+      if (block)
+        after.synchronize();
+      else if (!after.query())
+        return;
+    }
+    ++next_to_start_;
+    start(b);
+  }
+}
+
+void GradientBuckets::start(size_t b) {
+  if (!exchanges()) return;  // the sum over one rank is the buffer itself, its mean too
+  if (!exchange_->host_driven()) {
+    (void)exchange_->start(b, *ready_[b]);
+    return;
+  }
+  if (threaded_) {
+    {
+      std::lock_guard<std::mutex> lk(mutex_);
+      queue_.push_back(b);
+    }
+    work_cv_.notify_one();
+    return;
+  }
+  const double t = now_seconds();
+  in_flight_.push_back(InFlight{b, t, exchange_->start(b, *ready_[b])});
+}
+
+bool GradientBuckets::drive(InFlight& f) {
+  if (!f.request->test()) return false;
+  record(f.bucket, f.start, now_seconds());
+  return true;
+}
+
+void GradientBuckets::record(size_t b, double start, double end) {
+  const int64_t bytes = bucket_bytes(b);
+  std::lock_guard<std::mutex> lk(mutex_);
+  stats_.allreduce_seconds += end - start;
+  stats_.buckets += 1;
+  stats_.bytes += bytes;
+  events_.push_back(BucketEvent{static_cast<int64_t>(b), bytes, start, end});
+  ++completed_;
+}
+
+void GradientBuckets::read_device_times(bool block) {
+  std::vector<BucketTimes> times;
+  if (!exchange_->step_times(block, times) || times.empty()) return;
+  {
+    std::lock_guard<std::mutex> lk(mutex_);
+    events_.clear();
+  }
+  for (size_t b = 0; b < times.size(); ++b) record(b, times[b].start, times[b].end);
+  // Exposed on the device: how long the last all-reduce ran on after the last bucket was ready.
+  Event& backward_done = *ready_.back();
+  if (backward_done.query()) {
+    std::lock_guard<std::mutex> lk(mutex_);
+    stats_.exposed_seconds += std::max(0.0, times.back().end - backward_done.completion_time());
+  }
 }
 
 int64_t GradientBuckets::bucket_bytes(size_t b) const {
@@ -229,19 +262,27 @@ void GradientBuckets::check_all_ready() const {
 ExposedWait GradientBuckets::wait_all() {
   ST_CHECK(in_step_, "GradientBuckets::wait_all outside a step: call begin_step() first");
   check_all_ready();
-  const ExposedWait w = stream_ordered() ? wait_on_stream() : wait_on_host();
+  const bool host_driven = exchange_->host_driven();
+  const ExposedWait w = host_driven ? wait_for_host_requests() : ExposedWait{now_seconds(), 0.0};
+  if (exchanges()) exchange_->end_step();
+  widen_and_average();
+  const double end = now_seconds();
+  if (host_driven) {
+    std::lock_guard<std::mutex> lk(mutex_);
+    stats_.exposed_seconds += end - w.start;
+  }
   in_step_ = false;
-  return w;
+  return ExposedWait{w.start, end};
 }
 
 BucketStats GradientBuckets::stats() {
-  if (stream_ordered()) harvest_stream_events(false);
+  read_device_times(false);
   std::lock_guard<std::mutex> lk(mutex_);
   return stats_;
 }
 
 const std::vector<BucketEvent>& GradientBuckets::last_step_events() {
-  if (stream_ordered()) harvest_stream_events(false);
+  read_device_times(false);
   return events_;
 }
 

@@ -398,10 +398,10 @@ StepFlags Trainer::Impl::train_step(const data::Batch& b, int64_t step) {
 }
 
 // Exposed communication: the wait after backward has finished on the device. A stream-ordered
-// transport makes the compute stream wait for the last all-reduce, so that wait is timed with
-// device events; the host transports block the host, timed with its clock.
+// exchange makes the compute stream wait for the last all-reduce, so that wait is timed with
+// device events; a host-driven exchange blocks the host, timed with its clock.
 void Trainer::Impl::wait_for_gradients() {
-  if (buckets->transport() == comm::BucketTransport::stream_ordered) {
+  if (!buckets->exchange().host_driven()) {
     device_phase(Phase::allreduce_exposed, [&] { buckets->wait_all(); });
     return;
   }
@@ -555,7 +555,7 @@ TransportReport Trainer::transport() const {
   const comm::CommBackend b = comm::resolve_comm_backend(c.comm_backend, c.device);
   TransportReport r;
   r.backend = comm::comm_backend_name(b);
-  r.buckets = comm::bucket_transport_name(impl_->buckets->transport());
+  r.buckets = impl_->buckets->exchange().name();
   r.description = comm::gradient_transport_description(b, c.device);
   return r;
 }

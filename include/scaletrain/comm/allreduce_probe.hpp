@@ -37,9 +37,8 @@ struct ProbeOptions {
   int max_polls = 64;     // then wait() (recorded as max_polls)
   // Passes over all the sizes; each size keeps its fastest pass (seconds and polls each their least),
   // so that a pass slowed by something else on the node (a rank descheduled, a neighbour's burst of
-  // memory traffic) does not stand for the network. One start-up probe of fmnist_sepcnn had every
-  // size up to 4 MB 3-6x slower than the probes before and after it, and chose 0.25 MB buckets that
-  // trained at 464 img/s against 505-514 with 1 MB.
+  // memory traffic) does not stand for the network: a single slowed pass would make small buckets
+  // look cheaper than they are and pick a size that trains slower.
   int sweeps = 3;
 };
 
