@@ -1,6 +1,6 @@
 // The direct depthwise convolution as a standalone ConvOp over a batch: images in parallel, one padded
 // buffer and one set of gradient sums per thread, the sums added in thread order. make_conv does not
-// take it: on its own it is memory-bound like oneDNN's and measured no faster (perf/bench_conv); its
+// take it: on its own it is memory-bound like oneDNN's and no faster (perf/bench_conv compares); its
 // kernels pay off inside the fused separable convolution, where the images stay in cache.
 #include <omp.h>
 

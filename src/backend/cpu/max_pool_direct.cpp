@@ -297,8 +297,8 @@ class DirectMaxPool final : public PoolOp {
       }
   }
 
-  // The cache lines of the window at `corner` (measured: without it the loads of a forward waited on
-  // memory one line at a time, about 12 GB/s on an AMD EPYC).
+  // The cache lines of the window at `corner`, requested ahead: without it the loads of a forward
+  // wait on memory one cache line at a time.
   static constexpr int64_t kPrefetchWindows = 4;
   void prefetch_window(const T* corner) const {
     const int64_t bytes = s_.kernel_w * s_.channels * static_cast<int64_t>(sizeof(T));
