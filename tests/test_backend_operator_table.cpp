@@ -74,9 +74,10 @@ TEST(BackendOperatorTable, OpsNameTheCandidateThatMadeThem) {
   EXPECT_EQ(b->make_inner_product({4, 10, 3, true, DType::f32})->implementation(), "oneDNN sgemm");
   EXPECT_EQ(b->make_pool(pool(PoolKind::average, DType::f16))->implementation(),
             "f32 on low-precision storage [oneDNN pooling]");
-  if (!b->precision_support(DType::bf16).native)
+  if (!b->precision_support(DType::bf16).native) {
     EXPECT_EQ(b->make_conv(conv(32, 32, 3, DType::bf16))->implementation(),
               "f32 on low-precision storage [oneDNN convolution]");
+  }
 
   const std::unique_ptr<Backend> onednn = make_cpu_backend(1, true);
   EXPECT_EQ(onednn->make_conv(conv(1, 6, 5))->implementation(), "oneDNN convolution");
