@@ -6,9 +6,12 @@
 # compared with PyTorch in the same precision: fp32 with fp32, bf16 with PyTorch's bf16 autocast.
 """usage: /usr/bin/python3 perf/bench_train_step.py [--build build/cpu] [--models ...] [--steps-scale 1.0]
                                                  [--precisions fp32 bf16] [--repeats 2] [--json FILE]
+                                                 [--baseline OTHER_BUILD/src/apps/scaletrain]
 
 Each framework runs --repeats times per model and precision, alternating with the other, and each
-configuration keeps its best run (PyTorch: its best run and format).
+configuration keeps its best run (PyTorch: its best run and format). --baseline runs another build's
+scaletrain in the same alternation and adds its img/s and the ratio to it, so that a change is judged
+side by side with the build before it.
 
 Configurations (2 cores): 2x1 = 2 ranks x 1 thread (scaletrain: mpirun, one rank per core; PyTorch:
 DDP with gloo), 1x2 = 1 process x 2 threads. Precisions: fp32, and bf16 (scaletrain
@@ -47,10 +50,12 @@ def mpirun_flags():
 
 
 def run_scaletrain(build, model, ranks, threads, steps, workdir, extra=(), warmup=None):
+    """One run's figures from run.json; build: a build directory, or a scaletrain binary."""
+    binary = build if os.path.isfile(build) else os.path.join(build, "src/apps/scaletrain")
     run_dir = os.path.join(workdir, f"{model}-{ranks}x{threads}-{len(os.listdir(workdir))}")
     bind = ["--bind-to", "core"] if ranks > 1 else ["--bind-to", "none"]
     cmd = (["mpirun", "-np", str(ranks)] + mpirun_flags() + bind +
-           [os.path.join(build, "src/apps/scaletrain"), "--model.name", model, "--data.path", "synthetic",
+           [binary, "--model.name", model, "--data.path", "synthetic",
             "--data.synthetic_samples", "8192", "--train.batch", str(BATCH[model]), "--train.epochs", "1000",
             "--train.max_steps", str(steps), "--train.warmup_log_steps", str(warmup if warmup is not None else max(3, steps // 10)),
             "--train.log_every", str(max(1, steps // 10)), "--train.evaluate", "false",
@@ -133,6 +138,7 @@ def main():
     p.add_argument("--repeats", type=int, default=2,
                    help="runs of each framework per model and precision, alternating; each keeps its best")
     p.add_argument("--json", default="", help="write all figures to this file")
+    p.add_argument("--baseline", default="", help="another build's scaletrain, run alternately for a side-by-side ratio")
     a = p.parse_args()
 
     peak = json.loads(subprocess.run([os.path.join(a.build, "perf/bench_peak_flops"), "--json"], check=True,
@@ -149,12 +155,16 @@ def main():
                 runs = {"2x1": [], "1x2": []}
                 torch_runs = {"2x1": [], "1x2": []}  # each run: NCHW and channels_last for convolutional models
                 links = {"2x1": [], "1x2": [], "pytorch": []}  # core round trips (ns) before and after each run
+                base_runs = {"2x1": [], "1x2": []}  # --baseline's img/s
                 for _ in range(a.repeats):
                     for cfg, (r, t) in {"2x1": (2, 1), "1x2": (1, 2)}.items():
                         run, link = with_link(a.build, lambda: run_scaletrain(a.build, model, r, t, steps, work,
                                                                               PRECISION_FLAGS[precision]))
                         runs[cfg].append(run)
                         links[cfg].append(link)
+                        if a.baseline:
+                            base = run_scaletrain(a.baseline, model, r, t, steps, work, PRECISION_FLAGS[precision])
+                            base_runs[cfg].append(base["images_per_s"])
                     torch_lines, link = with_link(a.build, lambda: list(run_pytorch(model, precision, a.seconds)))
                     links["pytorch"].append(link)
                     for cfg, images_per_s in torch_lines:
@@ -176,7 +186,9 @@ def main():
                                  "exposed_allreduce_share": o["exposed_allreduce"],
                                  "scaletrain_runs_images_per_s": [x["images_per_s"] for x in runs[cfg]],
                                  "pytorch_runs_images_per_s": torch_runs[cfg],
-                                 "scaletrain_runs_core_link_ns": links[cfg], "pytorch_runs_core_link_ns": links["pytorch"]})
+                                 "scaletrain_runs_core_link_ns": links[cfg], "pytorch_runs_core_link_ns": links["pytorch"],
+                                 "baseline_runs_images_per_s": base_runs[cfg],
+                                 "baseline_images_per_s": max(base_runs[cfg]) if base_runs[cfg] else None})
                 compute = ours["2x1"]["compute"]
                 print(f"{model} {precision}: done" + (f" (scaletrain run.json: compute {compute})" if compute else ""),
                       file=sys.stderr, flush=True)
@@ -197,6 +209,13 @@ def main():
         print(f"  {r['model']:14s} {r['config']:6s} {r['precision']:5s} "
               + listed(r["scaletrain_runs_images_per_s"], r["scaletrain_runs_core_link_ns"]) + " | "
               + listed(r["pytorch_runs_images_per_s"], r["pytorch_runs_core_link_ns"]))
+    if a.baseline:
+        print(f"\nSide by side with --baseline {a.baseline} (best of {a.repeats}, alternating; every run listed):")
+        for r in rows:
+            print(f"  {r['model']:14s} {r['config']:6s} {r['precision']:5s} this build {r['scaletrain_images_per_s']:8.0f}, "
+                  f"baseline {r['baseline_images_per_s']:8.0f} img/s: x {r['scaletrain_images_per_s'] / r['baseline_images_per_s']:.3f}"
+                  f"   [{' '.join(f'{v:.0f}' for v in r['scaletrain_runs_images_per_s'])} | "
+                  f"{' '.join(f'{v:.0f}' for v in r['baseline_runs_images_per_s'])}]")
     print("\n2x1: 2 ranks x 1 thread (scaletrain mpirun / PyTorch DDP gloo); 1x2: 1 process x 2 threads.\n"
           "PyTorch img/s: the better of NCHW and channels_last (convolutional models), OpenBLAS for Linear.\n"
           "img/s: each framework's best of its runs (--repeats, alternating with the other framework's).\n"
