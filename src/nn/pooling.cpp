@@ -9,6 +9,10 @@ Pool2D::Pool2D(std::string name, PoolKind kind, int64_t pool, int64_t stride, Pa
 Shape Pool2D::configure(const Shape& in) {
   if (in.size() != 3) shape_error("expects [H, W, C] input per sample, got " + shape_string(in));
   if (pool_ <= 0 || stride_ <= 0) shape_error("pool size and stride must be positive");
+  // PyTorch's limit: a window then always holds at least one input cell.
+  if (padding_.amount() > pool_ / 2)
+    shape_error("padding " + padding_.to_string() + " is more than half the pool size " + std::to_string(pool_) +
+                " (at most " + std::to_string(pool_ / 2) + ", as PyTorch)");
   const Pad2D pad = compute_padding(padding_, in[0], in[1], pool_, pool_, stride_, stride_);
   if (in[0] + pad.top + pad.bottom < pool_ || in[1] + pad.left + pad.right < pool_)
     shape_error("pool size " + std::to_string(pool_) + " is larger than the input " + shape_string(in));

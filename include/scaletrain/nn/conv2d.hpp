@@ -1,5 +1,6 @@
-// Conv2D and DepthwiseConv2D: 2-D convolution over NHWC activations with stride, Keras padding,
-// groups, bias and a fused activation. Weights [OC, IC/groups, KH, KW] as in PyTorch.
+// Conv2D and DepthwiseConv2D: 2-D convolution over NHWC activations with stride, padding (Keras's
+// 'same'/'valid' or PyTorch's explicit padding, padding.hpp), groups, bias and a fused activation.
+// Weights [OC, IC/groups, KH, KW] as in PyTorch.
 #pragma once
 #include <memory>
 

@@ -1,5 +1,8 @@
-// Pooling layers over NHWC: MaxPool2D, AvgPool2D (padding excluded from the average) and
-// GlobalAvgPool ([H, W, C] -> [C]).
+// Pooling layers over NHWC: MaxPool2D, AvgPool2D and GlobalAvgPool ([H, W, C] -> [C]). Padding never
+// wins a maximum (PyTorch pads max pooling with -inf) and is left out of an average's divisor under
+// every padding: Keras's rule for 'same', and nn.AvgPool2d(padding=p, count_include_pad=False) for
+// Padding::symmetric(p) (not PyTorch's default count_include_pad=True). An explicit padding may be
+// at most half the pool size, as in PyTorch.
 #pragma once
 #include <memory>
 
