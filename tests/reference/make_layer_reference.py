@@ -3,7 +3,10 @@
 
 Each case is a group with attrs describing the layer and datasets x (NHWC or [N, F]), the
 parameters in PyTorch layout, y, a fixed upstream gradient dy, and the gradients dx and
-d<parameter>. Run with Debian's interpreter: /usr/bin/python3 tests/reference/make_layer_reference.py
+d<parameter>. The padding attr is Keras's "same" or "valid", or p in decimal ("1"): PyTorch's own
+padding=p of nn.Conv2d and nn.MaxPool2d (average pooling with count_include_pad=False). The cases
+with explicit padding come last, from their own seed, so that adding them left the others' data as
+it was. Run with Debian's interpreter: /usr/bin/python3 tests/reference/make_layer_reference.py
 """
 import math
 import os
@@ -48,6 +51,8 @@ def conv_nhwc(x, w, b, k, stride, padding, groups):
         pt, pb = same_pad(x.shape[1], k, stride)
         pl, pr = same_pad(x.shape[2], k, stride)
         xc = F.pad(xc, (pl, pr, pt, pb))
+    elif padding != "valid":
+        return nhwc(F.conv2d(xc, w, b, stride=stride, padding=int(padding), groups=groups))
     return nhwc(F.conv2d(xc, w, b, stride=stride, groups=groups))
 
 
@@ -66,6 +71,67 @@ def write_case(f, name, attrs, tensors, fwd):
         g.create_dataset("d" + k, data=t.grad.numpy().astype(np.float32))
     g.create_dataset("y", data=y.detach().numpy().astype(np.float32))
     g.create_dataset("dy", data=dy.numpy().astype(np.float32))
+
+
+def write_explicit_padding_cases(f):
+    """PyTorch's padding=p as torchvision's networks use it (ResNet's 7x7/2 stem with padding 3, its
+    3x3/2 max pooling with padding 1, 3x3 convolutions with padding 1 at stride 1 and 2, 1x1/2
+    shortcuts), on even sizes, where the last row and column of padding (or of the input, for 1x1/2)
+    fall in no window, and on odd ones."""
+    torch.manual_seed(4321)
+    conv_cases = [
+        # name, H, W, C, filters, k, stride, padding, activation
+        ("conv_3x3_pad1_even", 8, 8, 3, 6, 3, 1, "1", "relu"),
+        ("conv_3x3_pad1_odd", 7, 9, 4, 5, 3, 1, "1", "none"),
+        ("conv_3x3_pad1_stride2_even", 8, 8, 4, 6, 3, 2, "1", "none"),
+        ("conv_3x3_pad1_stride2_odd", 9, 7, 4, 5, 3, 2, "1", "relu"),
+        ("conv_7x7_pad3_stride2_even", 16, 16, 3, 8, 7, 2, "3", "relu"),
+        ("conv_1x1_pad0_stride2_even", 8, 8, 8, 12, 1, 2, "0", "none"),
+    ]
+    for name, h, w, c, fo, k, s, pad, a in conv_cases:
+        write_case(f, name,
+                   {"type": "Conv2D", "filters": fo, "kernel": k, "stride": s, "padding": pad, "activation": a,
+                    "in_shape": [h, w, c]},
+                   {"x": torch.randn(3, h, w, c), "weight": torch.randn(fo, c, k, k) * 0.2,
+                    "bias": torch.randn(fo) * 0.1},
+                   lambda x, weight, bias, k=k, s=s, pad=pad, a=a: act(conv_nhwc(x, weight, bias, k, s, pad, 1), a))
+
+    for name, h, w, c, k, s, pad, a in [("depthwise_3x3_pad1", 7, 6, 8, 3, 1, "1", "relu"),
+                                        ("depthwise_3x3_pad1_stride2_even", 8, 8, 6, 3, 2, "1", "none")]:
+        write_case(f, name,
+                   {"type": "DepthwiseConv2D", "kernel": k, "stride": s, "padding": pad, "activation": a,
+                    "in_shape": [h, w, c]},
+                   {"x": torch.randn(2, h, w, c), "weight": torch.randn(c, 1, k, k) * 0.3,
+                    "bias": torch.randn(c) * 0.1},
+                   lambda x, weight, bias, k=k, s=s, pad=pad, a=a, c=c: act(conv_nhwc(x, weight, bias, k, s, pad, c), a))
+
+    # 16x14 at stride 2: 8x7 outputs, enough for the cpu backend's fused separable op.
+    for name, h, w, c, fo, s, a in [("separable_3x3_pad1", 6, 6, 8, 12, 1, "selu"),
+                                    ("separable_3x3_pad1_stride2_even", 16, 14, 4, 6, 2, "none")]:
+        def sep(x, depthwise_weight, pointwise_weight, bias, a=a, c=c, s=s):
+            mid = conv_nhwc(x, depthwise_weight, None, 3, s, "1", c)
+            return act(conv_nhwc(mid, pointwise_weight, bias, 1, 1, "valid", 1), a)
+        write_case(f, name,
+                   {"type": "SeparableConv2D", "filters": fo, "kernel": 3, "stride": s, "padding": "1",
+                    "activation": a, "in_shape": [h, w, c]},
+                   {"x": torch.randn(2, h, w, c), "depthwise_weight": torch.randn(c, 1, 3, 3) * 0.3,
+                    "pointwise_weight": torch.randn(fo, c, 1, 1) * 0.3, "bias": torch.randn(fo) * 0.1},
+                   sep)
+
+    def pool(x, kind, k, s, pad):
+        if kind == "max":
+            return nhwc(F.max_pool2d(nchw(x), k, s, padding=pad))
+        return nhwc(F.avg_pool2d(nchw(x), k, s, padding=pad, count_include_pad=False))
+
+    for name, kind, h, w, c, k, s, pad in [("maxpool_3x3_s2_pad1_even", "max", 8, 8, 4, 3, 2, 1),
+                                           ("maxpool_3x3_s2_pad1_odd", "max", 9, 7, 5, 3, 2, 1),
+                                           ("maxpool_2x2_s2_pad1_odd", "max", 7, 7, 3, 2, 2, 1),
+                                           ("avgpool_3x3_s2_pad1_even", "average", 8, 6, 3, 3, 2, 1)]:
+        write_case(f, name,
+                   {"type": "MaxPool2D" if kind == "max" else "AvgPool2D", "pool": k, "stride": s,
+                    "padding": str(pad), "in_shape": [h, w, c]},
+                   {"x": torch.randn(2, h, w, c)},
+                   lambda x, kind=kind, k=k, s=s, pad=pad: pool(x, kind, k, s, pad))
 
 
 def main():
@@ -165,6 +231,8 @@ def main():
         g.create_dataset("labels", data=labels.numpy().astype(np.int32))
         g.create_dataset("loss", data=np.array([loss.item()], dtype=np.float64))
         g.create_dataset("dlogits", data=logits.grad.numpy().astype(np.float32))
+
+        write_explicit_padding_cases(f)
     print("wrote", os.path.relpath(OUT), "torch", torch.__version__)
 
 
