@@ -746,5 +746,29 @@ TEST_F(BackendConv, MissingBiasGradientBufferThrows) {
   EXPECT_THROW(op->backward_weights(x.data(), dy.data(), dw.data(), nullptr), Error);
 }
 
+// PyTorch's explicit padding (nn.Conv2d(padding=p), torchvision's ResNet): p on every side. With
+// stride 2 on an even size the last row and column of padding fall in no window (3x3/2 padding 1 on
+// 8 rows: 4 outputs read rows -1 .. 7), and 1x1/2 on an even size leaves the input's last row and
+// column unused; every path that admits such a shape (the operator table's choice, oneDNN's, and
+// each direct op on its own) against the reference.
+TEST(BackendConvExplicitPadding, UnusedLastRowsAndColumnsOnEveryPath) {
+  auto fast = make_cpu_backend(), onednn = make_cpu_backend(0, /*onednn_only=*/true);
+  for (const ConvShape& s : {conv_shape(2, 8, 8, 4, 6, 3, 2, 1), conv_shape(1, 16, 16, 3, 8, 7, 2, 3),
+                             conv_shape(2, 8, 8, 8, 12, 1, 2, 0), conv_shape(2, 8, 8, 6, 6, 3, 2, 1, 6, false)}) {
+    check_conv(*fast, s);
+    check_conv(*onednn, s);
+  }
+  check_few_taps(conv_shape(2, 8, 8, 2, 128, 3, 2, 1));
+  check_few_taps(conv_shape(1, 10, 10, 3, 130, 3, 2, 1, 1, false));
+  check_direct_backward_data(conv_shape(2, 16, 16, 3, 64, 7, 2, 3));  // ResNet's stem: 147 taps
+  check_direct_backward_data(conv_shape(1, 10, 9, 6, 17, 3, 2, 1));
+  ConvShape rows = conv_shape(2, 10, 12, 1, 6, 3, 1, 1);
+  rows.stride_h = 2;  // 5 output rows read padded rows 0 .. 10 of 12
+  check_narrow_rows(rows);
+  check_depthwise(conv_shape(2, 8, 8, 21, 21, 3, 2, 1, 21, false));
+  check_depthwise(conv_shape(1, 10, 10, 16, 16, 5, 2, 2, 16));
+  check_fused_separable(conv_shape(2, 16, 14, 8, 8, 3, 2, 1, 8, false), 10);
+}
+
 }  // namespace
 }  // namespace scaletrain

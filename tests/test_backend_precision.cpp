@@ -186,6 +186,15 @@ TEST_P(LowPrecisionOps, ConvolutionFirstLayerNarrow) { check_conv(*be, conv_shap
 TEST_P(LowPrecisionOps, ConvolutionFirstLayerWide) { check_conv(*be, conv_shape(1, 128, 3, 1, 1, 1, true), "1 -> 128"); }
 TEST_P(LowPrecisionOps, ConvolutionPointwise) { check_conv(*be, conv_shape(24, 40, 1, 1, 0, 1, true), "pointwise"); }
 
+// PyTorch's explicit padding on even sizes, where the last row and column of padding (or, for 1x1/2,
+// of the input) fall in no window: 3x3/2 padding 1, ResNet's 7x7/2 stem with padding 3, 1x1/2.
+TEST_P(LowPrecisionOps, ConvolutionExplicitPaddingStrideTwo) {
+  check_conv(*be, testing::conv_shape(2, 8, 8, 5, 8, 3, 2, 1), "conv 3x3/2 padding 1 on 8x8");
+  check_conv(*be, testing::conv_shape(2, 16, 16, 3, 16, 7, 2, 3), "conv 7x7/2 padding 3 on 16x16");
+  check_conv(*be, testing::conv_shape(2, 8, 8, 16, 24, 1, 2, 0), "conv 1x1/2 on 8x8");
+  check_conv(*be, testing::conv_shape(2, 8, 8, 16, 16, 3, 2, 1, 16, false), "depthwise 3x3/2 padding 1 on 8x8");
+}
+
 TEST_P(LowPrecisionOps, InnerProduct) {
   for (bool bias : {true, false}) {
     InnerProductShape s;
@@ -229,6 +238,31 @@ TEST_P(LowPrecisionOps, Pooling) {
         const auto low = run(t), ref = run(DType::f32);
         const std::string what = std::string(kind == PoolKind::max ? "max" : "average") + " pooling of " +
                                  std::to_string(channels) + " channels in " + std::string(dtype_name(t));
+        expect_near_all(low.first, ref.first, tolerance(t), what + " forward");
+        expect_near_all(low.second, ref.second, tolerance(t), what + " backward");
+      }
+}
+
+// 3x3/2 windows with padding 1 on every side (ResNet's stem pooling), on an even size (the last row
+// and column of padding in no window) and an odd one.
+TEST_P(LowPrecisionOps, PoolingExplicitPadding) {
+  for (PoolKind kind : {PoolKind::max, PoolKind::average})
+    for (auto [h, w] : {std::pair<int64_t, int64_t>{8, 8}, {9, 7}})
+      for (DType t : {DType::bf16, DType::f16}) {
+        const PoolShape s = testing::pool_shape(kind, 2, h, w, 6, 3, 2, 1);
+        const size_t nx = 2 * h * w * 6, ny = 2 * s.out_h() * s.out_w() * 6;
+        const Vec x = rounded(t, random_vec(nx, 7)), dy = rounded(t, random_vec(ny, 8));
+        auto run = [&](DType d) {
+          PoolShape c = s;
+          c.dtype = d;
+          auto op = be->make_pool(c);
+          Stored xs(d, x), ys(d, ny), dys(d, dy), dxs(d, nx);
+          op->forward(xs.data(), ys.data(), true);
+          op->backward(dys.data(), dxs.data());
+          return std::make_pair(ys.values(), dxs.values());
+        };
+        const auto low = run(t), ref = run(DType::f32);
+        const std::string what = s.to_string() + " in " + std::string(dtype_name(t));
         expect_near_all(low.first, ref.first, tolerance(t), what + " forward");
         expect_near_all(low.second, ref.second, tolerance(t), what + " backward");
       }

@@ -49,6 +49,11 @@ std::vector<ConvShape> conv_shapes() {
   ConvShape top = conv_shape(2, 9, 10, 4, 8, 3, 1, 0);
   top.pad_top = 2;  // more padding at the top than at the bottom
   v.push_back(top);
+  // PyTorch's explicit padding on even sizes: the last row and column of padding (of the input, for
+  // 1x1/2) in no window.
+  v.push_back(conv_shape(2, 16, 16, 3, 16, 7, 2, 3));           // ResNet's stem, 7x7/2 padding 3
+  v.push_back(conv_shape(2, 8, 8, 16, 32, 3, 2, 1));            // 3x3/2 padding 1
+  v.push_back(conv_shape(2, 8, 8, 16, 32, 1, 2, 0, 1, false));  // 1x1/2 shortcut
   return v;
 }
 

@@ -64,6 +64,32 @@ std::vector<LayerCase> layer_cases() {
        {14, 14, 17}},
       {"maxpool", [] { return std::make_unique<nn::MaxPool2D>("p", 2); }, {14, 14, 9}},
       {"maxpool_same_odd", [] { return std::make_unique<nn::MaxPool2D>("p", 2, 2, Padding::same); }, {7, 7, 5}},
+      // PyTorch's explicit padding (torchvision's ResNet) on even sizes, the last row and column of
+      // padding (of the input, for 1x1/2) in no window: cuDNN's symmetric descriptors.
+      {"conv_7x7_stride2_pad3",
+       [] {
+         return std::make_unique<nn::Conv2D>(
+             "c", nn::Conv2DOptions{16, 7, 2, Padding::symmetric(3), 1, false, Activation::relu});
+       },
+       {16, 16, 3}},
+      {"conv_3x3_stride2_pad1",
+       [] {
+         return std::make_unique<nn::Conv2D>(
+             "c", nn::Conv2DOptions{12, 3, 2, Padding::symmetric(1), 1, true, Activation::none});
+       },
+       {8, 8, 6}},
+      {"conv_1x1_stride2",
+       [] {
+         return std::make_unique<nn::Conv2D>(
+             "c", nn::Conv2DOptions{12, 1, 2, Padding::symmetric(0), 1, false, Activation::none});
+       },
+       {8, 8, 8}},
+      {"maxpool_3x3_stride2_pad1",
+       [] { return std::make_unique<nn::MaxPool2D>("p", 3, 2, Padding::symmetric(1)); },
+       {8, 8, 5}},
+      {"avgpool_3x3_stride2_pad1",
+       [] { return std::make_unique<nn::AvgPool2D>("p", 3, 2, Padding::symmetric(1)); },
+       {9, 8, 5}},
       {"avgpool_same_odd", [] { return std::make_unique<nn::AvgPool2D>("p", 3, 2, Padding::same); }, {9, 9, 5}},
       {"global_avgpool", [] { return std::make_unique<nn::GlobalAvgPool>("g"); }, {5, 5, 19}},
       {"dense_relu", [] { return std::make_unique<nn::Dense>("f", 84, Activation::relu); }, {120}},

@@ -35,6 +35,7 @@ std::vector<PoolShape> pool_shapes() {
     v.push_back(pool_shape(kind, 2, 7, 7, 10, 3, 2, 1));  // 3x3 stride 2, padded, overlapping
     v.push_back(pool_shape(kind, 1, 9, 7, 3, 2, 2, 0));   // batch 1, odd sizes, floor at the end
     v.push_back(pool_shape(kind, 2, 5, 6, 17, 3, 1, 1));  // stride 1
+    v.push_back(pool_shape(kind, 2, 8, 8, 10, 3, 2, 1));  // ResNet's 3x3/2 padding 1, even: last padding unused
     PoolShape same = pool_shape(kind, 2, 7, 7, 6, 2, 2, 0);
     same.pad_bottom = same.pad_right = 1;  // TensorFlow 'same' on an odd input: direct kernels
     v.push_back(same);
