@@ -44,6 +44,7 @@ std::string layer_label(const LayerTimes& f32, const LayerTimes& bf16, size_t i)
 LayerTimes time_layers(Backend& backend, const std::string& model_name, int64_t batch, int64_t steps, int64_t warmup,
                        DType dtype) {
   auto model = nn::make_zoo_model(model_name, Shape{28, 28, 1}, 10);
+  ST_CHECK(model->is_chain(), "bench_layers times the layers of chains; ", model_name, " is a graph");
   model->build(backend, batch, dtype);
   model->init_parameters(1);
   Tensor x32({batch, 28, 28, 1});
@@ -68,11 +69,11 @@ LayerTimes time_layers(Backend& backend, const std::string& model_name, int64_t 
     }
     Tensor dy = outs[n - 1]->clone();  // any gradient of the right shape and type
     const Tensor* g = &dy;
-    // As Model::backward: no dx for the first layer with parameters, no backward before it.
-    const size_t first = model->first_layer_with_parameters();
-    for (size_t k = n; k-- > first;) {
+    // As Model::backward on a chain: no dx for the first layer with parameters, no backward before it.
+    for (size_t k = n; k-- > 0;) {
+      if (!model->runs_backward(k)) continue;
       const double t0 = now_seconds();
-      g = &layers[k]->backward(*g, k > first);
+      g = &layers[k]->backward(*g, model->needs_input_gradient(k, 0));
       if (s >= warmup) r.seconds[k] += now_seconds() - t0;
     }
   }

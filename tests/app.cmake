@@ -20,7 +20,7 @@ if(TARGET scaletrain)
   file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/bad_key.toml "[train]\nepoch = 3\n")
   add_test(NAME app_unknown_toml_key_suggests COMMAND ${_fail} "unknown configuration key 'train.epoch' (did you mean 'train.epochs'?"
            -- ${_mpirun} -np 2 ${_st} --config ${CMAKE_CURRENT_BINARY_DIR}/bad_key.toml)
-  add_test(NAME app_unknown_model COMMAND ${_fail} "unknown model 'resnet' (the zoo has: mlp, lenet, lenet_dropout, fmnist_sepcnn)"
+  add_test(NAME app_unknown_model COMMAND ${_fail} "unknown model 'resnet' (the zoo has: mlp, lenet, lenet_dropout, fmnist_sepcnn, resmlp, branchnet)"
            -- ${_mpirun} -np 2 ${_st} --model.name resnet --train.max_steps 1)
   add_test(NAME app_zero_batch COMMAND ${_fail} "train.batch must be positive, got 0" -- ${_st} --train.batch 0)
   add_test(NAME app_negative_batch COMMAND ${_fail} "train.batch must be positive, got -8" -- ${_st} --train.batch -8)
@@ -115,7 +115,7 @@ if(TARGET scaletrain)
   # --help: every zoo model, no testing keys (--help-all shows them).
   add_test(NAME app_help_hides_testing_keys COMMAND ${_st} --help)
   set_tests_properties(app_help_hides_testing_keys PROPERTIES LABELS app
-    PASS_REGULAR_EXPRESSION "--help-all.*zoo model: mlp, lenet, lenet_dropout, fmnist_sepcnn"
+    PASS_REGULAR_EXPRESSION "--help-all.*zoo model: mlp, lenet, lenet_dropout, fmnist_sepcnn, resmlp, branchnet"
     FAIL_REGULAR_EXPRESSION "testing\\.|sim_delay_us|inject_")
   add_test(NAME app_help_all_shows_testing_keys COMMAND ${_st} --help-all)
   set_tests_properties(app_help_all_shows_testing_keys PROPERTIES LABELS app
@@ -133,6 +133,16 @@ if(TARGET scaletrain)
            -- ${_mpirun} -q -np 2 ${_st} --train.batch abc)
   set_tests_properties(app_user_error_is_one_line PROPERTIES PROCESSORS 2 LABELS "app;mpi"
     FAIL_REGULAR_EXPRESSION "\\.cpp:[0-9]+|\\[rank |exited with non-zero status")
+  # optimizer.no_decay: an unknown category names the key and the allowed values; a TOML array prints
+  # back in one canonical order.
+  add_test(NAME app_no_decay_unknown_category COMMAND ${_fail}
+           "scaletrain: error: command line: optimizer.no_decay: 'weights' is not one of bias, norm"
+           -- ${_mpirun} -q -np 2 ${_st} --optimizer.no_decay bias,weights)
+  set_tests_properties(app_no_decay_unknown_category PROPERTIES PROCESSORS 2 LABELS "app;mpi")
+  file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/no_decay.toml "[optimizer]\nno_decay = [\"norm\", \"bias\"]\n")
+  add_test(NAME app_no_decay_toml_array COMMAND ${_st} --config ${CMAKE_CURRENT_BINARY_DIR}/no_decay.toml --print-config)
+  set_tests_properties(app_no_decay_toml_array PROPERTIES LABELS app
+    PASS_REGULAR_EXPRESSION "\\[optimizer\\]\n(.*\n)*no_decay = \\[\"bias\", \"norm\"\\]\n")
   # The start-up: the rank table, run.device = auto resolved, precision, only the changed keys.
   set(_quiet ${CMAKE_CURRENT_BINARY_DIR}/quiet_start)
   add_test(NAME app_quiet_start

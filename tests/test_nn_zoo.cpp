@@ -21,11 +21,15 @@ TEST(Zoo, ParameterCounts) {
 // 3x the forward FLOPs, but 2x for the first layer with parameters: it computes no input gradient.
 TEST(Zoo, TrainingFlopsSkipTheFirstInputGradient) {
   auto mlp = nn::make_zoo_model("mlp", {28, 28, 1}, 10);
-  EXPECT_EQ(mlp->first_layer_with_parameters(), 1u);  // behind the Flatten
+  EXPECT_FALSE(mlp->runs_backward(0));  // the Flatten before the first Dense
+  EXPECT_TRUE(mlp->runs_backward(1));
+  EXPECT_FALSE(mlp->needs_input_gradient(1, 0));
+  EXPECT_TRUE(mlp->needs_input_gradient(2, 0));
   EXPECT_EQ(mlp->training_flops_of_layer(1), 2 * mlp->layers()[1]->flops_per_sample());
   EXPECT_EQ(mlp->training_flops_per_sample(), 3 * mlp->flops_per_sample() - mlp->layers()[1]->flops_per_sample());
   auto lenet = nn::make_zoo_model("lenet", {28, 28, 1}, 10);
-  EXPECT_EQ(lenet->first_layer_with_parameters(), 0u);
+  EXPECT_TRUE(lenet->runs_backward(0));
+  EXPECT_FALSE(lenet->needs_input_gradient(0, 0));
   EXPECT_EQ(lenet->training_flops_per_sample(),
             3 * lenet->flops_per_sample() - lenet->layers()[0]->flops_per_sample());
 }
@@ -55,7 +59,7 @@ TEST(Zoo, FlatParametersAreInReverseLayerOrder) {
 
 TEST(Zoo, UnknownModelListsTheZoo) {
   const std::string e = error_of([] { nn::make_zoo_model("resnet9000", {28, 28, 1}, 10); });
-  EXPECT_NE(e.find("unknown model 'resnet9000' (the zoo has: mlp, lenet, lenet_dropout, fmnist_sepcnn)"), std::string::npos) << e;
+  EXPECT_NE(e.find("unknown model 'resnet9000' (the zoo has: mlp, lenet, lenet_dropout, fmnist_sepcnn, resmlp, branchnet)"), std::string::npos) << e;
 }
 
 TEST(Zoo, ShapeMismatchNamesTheLayer) {

@@ -1,4 +1,4 @@
-// Deterministic parameter initialization (Keras' glorot_uniform, lecun_normal; He; PyTorch's
+// Deterministic parameter initialization and the buffers' initial values (Keras' glorot_uniform, lecun_normal; He; PyTorch's
 // default) from a counter-based generator, so every rank draws identical weights from one seed.
 #include <cmath>
 
@@ -62,6 +62,24 @@ void Model::init_parameters(uint64_t seed) {
   }
   if (!flat_params_.on_host()) backend_->copy_async(backend_->compute_stream(), flat_params_, host);
   refresh_compute_parameters();
+  init_buffers();
+}
+
+void Model::init_buffers() {
+  for (DType type : {DType::f32, DType::i64}) {
+    Tensor& flat = flat_buffers(type);
+    if (!flat.defined()) continue;
+    Tensor host = flat.on_host() ? flat : Tensor(flat.shape(), type, name_ + ".buffers.init");
+    for (const BufferSlot& b : buffer_slots_) {
+      if (b.dtype != type) continue;
+      const double v = layers_[b.layer]->buffers()[b.index].initial;
+      for (int64_t i = 0; i < b.count; ++i) {
+        if (type == DType::i64) host.data<int64_t>()[b.offset + i] = static_cast<int64_t>(v);
+        else host.data<float>()[b.offset + i] = static_cast<float>(v);
+      }
+    }
+    if (!flat.on_host()) backend_->copy_async(backend_->compute_stream(), flat, host);
+  }
 }
 
 }  // namespace scaletrain::nn

@@ -1,4 +1,4 @@
-// Layer base: parameter declaration and layer-named shape errors.
+// Layer base: parameter and buffer declaration and layer-named shape errors.
 #include "scaletrain/nn/layer.hpp"
 
 namespace scaletrain::nn {
@@ -18,6 +18,12 @@ Parameter& Layer::declare(std::string name, Shape shape, Init init, int64_t fan_
   p.fan_out = fan_out;
   params_.push_back(std::move(p));
   return params_.back();
+}
+
+Buffer& Layer::declare_buffer(std::string name, Shape shape, DType dtype, double initial) {
+  ST_CHECK(dtype == DType::f32 || dtype == DType::i64, "layer '", name_, "': buffer ", name, " must be f32 or i64");
+  buffers_.push_back(Buffer{std::move(name), std::move(shape), dtype, initial, Tensor()});
+  return buffers_.back();
 }
 
 Tensor Layer::buffer(const Shape& shape, const std::string& what, DType dtype) {

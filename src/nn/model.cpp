@@ -1,12 +1,13 @@
-// Model: configure/bind/build of the layer chain, forward in order, backward in reverse.
+// Model: declaring, checking and ordering the graph, laying out and binding the flat buffers,
+// building, forward in execution order and backward in reverse with summed gradients.
 #include "scaletrain/nn/model.hpp"
 
 #include <cctype>
-#include <map>
 
 #include "scaletrain/backend/launch.hpp"
 #include "scaletrain/core/dispatch.hpp"
 #include "scaletrain/kernels/cast.hpp"
+#include "scaletrain/kernels/merge.hpp"
 #include "scaletrain/kernels/random.hpp"
 #include "scaletrain/nn/conv2d.hpp"
 #include "scaletrain/nn/pooling.hpp"
@@ -25,9 +26,15 @@ std::string snake_case(const std::string& type) {
   }
   return out;
 }
+
+Shape with_batch(int64_t batch, const Shape& s) {
+  Shape r{batch};
+  r.insert(r.end(), s.begin(), s.end());
+  return r;
+}
 }  // namespace
 
-Layer& Model::add(LayerPtr layer) {
+std::string Model::add(LayerPtr layer, std::vector<std::string> inputs) {
   ST_CHECK(!configured_, "model '", name_, "': layers must be added before configure()");
   if (layer->name().empty()) {
     const std::string base = snake_case(layer->type());
@@ -37,33 +44,127 @@ Layer& Model::add(LayerPtr layer) {
     layer->set_name(used == 0 ? base : base + "_" + std::to_string(used));
   }
   layers_.push_back(std::move(layer));
+  inputs_.push_back(std::move(inputs));
+  return layers_.back()->name();
+}
+
+Layer& Model::add(LayerPtr layer) {
+  std::vector<std::string> last{layers_.empty() ? input() : layers_.back()->name()};
+  add(std::move(layer), std::move(last));
   return *layers_.back();
 }
 
 void Model::configure(const Shape& input_sample) {
-  ST_CHECK(!layers_.empty(), "model '", name_, "' has no layers");
+  ST_CHECK(!configured_, "model '", name_, "' is configured already");
+  order_layers();
   input_shape_ = input_sample;
-  Shape s = input_sample;
-  for (auto& l : layers_) s = l->configure(s);
-  output_shape_ = s;
+  output_shape_ = configure_layers(input_sample);
+  mark_gradient_flow();
+  lay_out_parameters();
+  lay_out_buffers();
+  bind_flat_buffers();
+  configured_ = true;
+}
 
-  // Flat layout in reverse layer order: the last layer's parameters come first.
+// Puts layers_ (and inputs_) in the graph's execution order.
+void Model::order_layers() {
+  std::vector<GraphNodeSpec> specs;
+  for (size_t i = 0; i < layers_.size(); ++i) specs.push_back(GraphNodeSpec{layers_[i]->name(), inputs_[i]});
+  const std::string output = output_.empty() && !layers_.empty() ? layers_.back()->name() : output_;
+  graph_ = order_graph(name_, specs, input(), output);
+  std::vector<LayerPtr> layers;
+  std::vector<std::vector<std::string>> inputs;
+  for (size_t id : graph_.order) {
+    layers.push_back(std::move(layers_[id]));
+    inputs.push_back(std::move(inputs_[id]));
+  }
+  layers_ = std::move(layers);
+  inputs_ = std::move(inputs);
+}
+
+// Configures every layer with its inputs' shapes; returns the model output's shape.
+Shape Model::configure_layers(const Shape& input_sample) {
+  std::vector<Shape> out(layers_.size());
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    std::vector<Shape> in;
+    for (int p : graph_.producers[i]) in.push_back(p == kModelInput ? input_sample : out[static_cast<size_t>(p)]);
+    Layer& l = *layers_[i];
+    ST_USER_CHECK(l.accepts_inputs(in.size()), "model '", name_, "': layer '", l.name(), "' (", l.type(),
+                  ") cannot take ", in.size(), " inputs");
+    out[i] = l.configure_inputs(in);
+  }
+  return out.back();
+}
+
+// A node's output needs a gradient where the node has parameters or an input that needs one.
+void Model::mark_gradient_flow() {
+  output_needs_gradient_.assign(layers_.size(), false);
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    bool needs = !layers_[i]->parameters().empty();
+    for (int p : graph_.producers[i]) needs = needs || (p != kModelInput && output_needs_gradient_[p]);
+    output_needs_gradient_[i] = needs;
+  }
+  runs_backward_ = output_needs_gradient_;
+}
+
+bool Model::needs_input_gradient(size_t layer, size_t input) const {
+  const int p = graph_.producers.at(layer).at(input);
+  return p != kModelInput && output_needs_gradient_[static_cast<size_t>(p)];
+}
+
+// The full names of layer i's parameters (then its buffers): after the twin's module count in
+// sequential naming, after the node's name otherwise.
+std::vector<std::string> Model::parameter_names(size_t layer) const {
+  int module = 0;
+  for (size_t i = 0; i < layer; ++i) module += layers_[i]->torch_module_count();
+  const Layer& l = *layers_[layer];
+  std::vector<std::string> names;
+  for (size_t k = 0; k < l.parameters().size(); ++k) {
+    const TorchParameterPlace place = l.torch_place(k);
+    names.push_back(naming_ == ParameterNaming::sequential
+                        ? std::to_string(module + place.module_offset) + "." + place.name
+                        : l.name() + "." + l.parameters()[k].name);
+  }
+  for (const Buffer& b : l.buffers())
+    names.push_back((naming_ == ParameterNaming::sequential ? std::to_string(module) : l.name()) + "." + b.name);
+  return names;
+}
+
+// Flat layout in reverse execution order: the last node's parameters come first.
+void Model::lay_out_parameters() {
   slots_.clear();
   first_slot_.assign(layers_.size(), 0);
   int64_t total = 0;
   for (size_t li = layers_.size(); li-- > 0;) {
     first_slot_[li] = slots_.size();
-    auto& ps = layers_[li]->parameters();
+    const auto& ps = layers_[li]->parameters();
+    const auto names = parameter_names(li);
     for (size_t pi = 0; pi < ps.size(); ++pi) {
       const int64_t n = shape_numel(ps[pi].shape);
-      slots_.push_back(ParameterSlot{li, pi, total, n});
+      slots_.push_back(ParameterSlot{li, pi, total, n, names[pi]});
       total += n;
     }
   }
   flat_params_ = Tensor::zeros({total}, DType::f32, name_ + ".parameters");
   flat_grads_ = Tensor::zeros({total}, DType::f32, name_ + ".gradients");
-  bind_flat_buffers();
-  configured_ = true;
+}
+
+// Buffers in execution order, one flat buffer per type.
+void Model::lay_out_buffers() {
+  buffer_slots_.clear();
+  int64_t total_f32 = 0, total_i64 = 0;
+  for (size_t li = 0; li < layers_.size(); ++li) {
+    const auto& bs = layers_[li]->buffers();
+    const auto names = parameter_names(li);
+    for (size_t bi = 0; bi < bs.size(); ++bi) {
+      int64_t& total = bs[bi].dtype == DType::i64 ? total_i64 : total_f32;
+      const int64_t n = shape_numel(bs[bi].shape);
+      buffer_slots_.push_back(BufferSlot{li, bi, bs[bi].dtype, total, n, names[layers_[li]->parameters().size() + bi]});
+      total += n;
+    }
+  }
+  if (total_f32 > 0) flat_buffers_f32_ = Tensor::zeros({total_f32}, DType::f32, name_ + ".buffers.f32");
+  if (total_i64 > 0) flat_buffers_i64_ = Tensor::zeros({total_i64}, DType::i64, name_ + ".buffers.i64");
 }
 
 void Model::bind_flat_buffers() {
@@ -73,6 +174,10 @@ void Model::bind_flat_buffers() {
     p.value = flat_params_.view(slot.offset, p.shape);
     p.grad = flat_grads_.view(slot.offset, p.shape);
     p.compute_value = low ? flat_compute_.view(slot.offset, p.shape) : p.value;
+  }
+  for (const auto& slot : buffer_slots_) {
+    Buffer& b = layers_[slot.layer]->buffers()[slot.index];
+    b.value = flat_buffers(slot.dtype).view(slot.offset, b.shape);
   }
 }
 
@@ -99,6 +204,12 @@ void Model::build(Backend& backend, int64_t batch, DType compute) {
     backend.copy_async(backend.compute_stream(), params, flat_params_);
     flat_params_ = params;
     flat_grads_ = grads;
+    for (Tensor* flat : {&flat_buffers_f32_, &flat_buffers_i64_}) {
+      if (!flat->defined()) continue;
+      Tensor moved = backend.empty(flat->shape(), flat->dtype(), flat->name());
+      backend.copy_async(backend.compute_stream(), moved, *flat);
+      *flat = moved;
+    }
     bind_flat_buffers();
   }
   backend_ = &backend;
@@ -106,8 +217,7 @@ void Model::build(Backend& backend, int64_t batch, DType compute) {
   if (compute_ != DType::f32) {
     const std::string type(dtype_name(compute_));
     flat_compute_ = backend.empty(flat_params_.shape(), compute_, name_ + ".parameters." + type);
-    Shape logits{batch};
-    logits.insert(logits.end(), output_shape_.begin(), output_shape_.end());
+    const Shape logits = with_batch(batch, output_shape_);
     logits_f32_ = backend.empty(logits, DType::f32, name_ + ".logits.f32");
     dlogits_low_ = backend.empty(logits, compute_, name_ + ".dlogits." + type);
   }
@@ -118,15 +228,33 @@ void Model::build(Backend& backend, int64_t batch, DType compute) {
     l->build(backend, batch);
   }
   absorb_poolings();
+  build_gradient_sums();
 }
 
+// A pooling takes its input from a convolution whose output nothing else consumes.
 void Model::absorb_poolings() {
-  for (size_t i = 0; i + 1 < layers_.size(); ++i) {
-    auto* pool = dynamic_cast<Pool2D*>(layers_[i + 1].get());
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    auto* pool = dynamic_cast<Pool2D*>(layers_[i].get());
     if (!pool) continue;
-    if (auto* sep = dynamic_cast<SeparableConv2D*>(layers_[i].get())) sep->absorb_pool(*pool);
-    if (auto* conv = dynamic_cast<Conv2D*>(layers_[i].get())) conv->absorb_pool(*pool);
+    const int p = graph_.producers[i].front();
+    if (p == kModelInput || graph_.consumers[static_cast<size_t>(p)].size() != 1) continue;
+    Layer& producer = *layers_[static_cast<size_t>(p)];
+    if (auto* sep = dynamic_cast<SeparableConv2D*>(&producer)) sep->absorb_pool(*pool);
+    if (auto* conv = dynamic_cast<Conv2D*>(&producer)) conv->absorb_pool(*pool);
   }
+}
+
+// A sum buffer for every output whose gradient arrives along more than one edge.
+void Model::build_gradient_sums() {
+  std::vector<int> edges(layers_.size(), 0);
+  for (size_t i = 0; i < layers_.size(); ++i)
+    for (size_t k = 0; k < graph_.producers[i].size(); ++k)
+      if (runs_backward_[i] && needs_input_gradient(i, k)) ++edges[static_cast<size_t>(graph_.producers[i][k])];
+  gradient_sums_.assign(layers_.size(), Tensor());
+  for (size_t i = 0; i < layers_.size(); ++i)
+    if (edges[i] > 1)
+      gradient_sums_[i] = backend_->empty(with_batch(batch_, layers_[i]->output_shape()), compute_,
+                                          layers_[i]->name() + ".output_gradient_sum");
 }
 
 const Tensor& Model::forward(const Tensor& x, bool training) {
@@ -135,8 +263,14 @@ const Tensor& Model::forward(const Tensor& x, bool training) {
            shape_string(x.shape()), ", expected ", batch_, " samples of ", shape_string(input_shape_));
   ST_CHECK(x.dtype() == compute_, "model '", name_, "' computes in ", dtype_name(compute_), " but its input '", x.name(),
            "' is ", dtype_name(x.dtype()));
-  const Tensor* cur = &x;
-  for (auto& l : layers_) cur = &l->forward(*cur, training);
+  outputs_.assign(layers_.size(), nullptr);
+  std::vector<const Tensor*> in;
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    in.clear();
+    for (int p : graph_.producers[i]) in.push_back(p == kModelInput ? &x : outputs_[static_cast<size_t>(p)]);
+    outputs_[i] = &layers_[i]->forward_inputs(in, training);
+  }
+  const Tensor* cur = outputs_.back();
   if (compute_ == DType::f32) return *cur;
   visit_float_type(compute_, [&](auto t) {
     using T = decltype(t);
@@ -146,31 +280,52 @@ const Tensor& Model::forward(const Tensor& x, bool training) {
   return logits_f32_;
 }
 
+// The gradient of layer p's output gains dx: the first arrival is kept as it is, later ones are
+// summed into the layer's sum buffer.
+void Model::add_gradient(int producer, const Tensor& dx) {
+  const size_t p = static_cast<size_t>(producer);
+  if (!output_grads_[p]) {
+    output_grads_[p] = &dx;
+    return;
+  }
+  Tensor& sum = gradient_sums_[p];
+  const Tensor& before = *output_grads_[p];
+  visit_float_type(compute_, [&](auto t) {
+    using T = decltype(t);
+    launch(backend_->compute_stream(), "sum_gradients", sum.numel(),
+           kernels::AddTensors<T>{before.device_data<T>(), dx.device_data<T>(), sum.device_data<T>()});
+  });
+  output_grads_[p] = &sum;
+}
+
 void Model::backward(const Tensor& dlogits, const std::function<void(size_t)>& on_layer_done) {
   ST_CHECK(dlogits.dtype() == DType::f32, "model '", name_, "': the gradient of the logits must be f32, got ",
            dtype_name(dlogits.dtype()));
-  const Tensor* cur = &dlogits;
+  output_grads_.assign(layers_.size(), nullptr);
+  output_grads_.back() = &dlogits;
   if (compute_ != DType::f32) {
     visit_float_type(compute_, [&](auto t) {
       using T = decltype(t);
       launch(backend_->compute_stream(), "dlogits_to_compute_type", dlogits.numel(),
              kernels::Cast<float, T>{dlogits.device_data<float>(), dlogits_low_.device_data<T>()});
     });
-    cur = &dlogits_low_;
+    output_grads_.back() = &dlogits_low_;
   }
-  // No gradient flows into the input, nor through the layers before the first one with parameters
-  // (mlp's Flatten): that layer computes no dx, and the ones before it run no backward.
-  const size_t first_trained = first_layer_with_parameters();
+  std::vector<bool> need;
+  std::vector<const Tensor*> dx;
   for (size_t li = layers_.size(); li-- > 0;) {
-    if (li >= first_trained) cur = &layers_[li]->backward(*cur, li > first_trained);
+    if (runs_backward_[li]) {
+      const size_t n = graph_.producers[li].size();
+      need.assign(n, false);
+      dx.assign(n, nullptr);
+      for (size_t k = 0; k < n; ++k) need[k] = needs_input_gradient(li, k);
+      ST_CHECK(output_grads_[li] != nullptr, "model '", name_, "': no gradient reached layer '", layers_[li]->name(), "'");
+      layers_[li]->backward_inputs(*output_grads_[li], need, dx);
+      for (size_t k = 0; k < n; ++k)
+        if (need[k]) add_gradient(graph_.producers[li][k], *dx[k]);
+    }
     if (on_layer_done) on_layer_done(li);
   }
-}
-
-size_t Model::first_layer_with_parameters() const {
-  for (size_t li = 0; li < layers_.size(); ++li)
-    if (!layers_[li]->parameters().empty()) return li;
-  return layers_.size();
 }
 
 void Model::set_random_state(uint64_t seed, uint64_t step, const Tensor& sample_index) {
@@ -185,8 +340,9 @@ int64_t Model::flops_per_sample() const {
 }
 
 int64_t Model::training_flops_of_layer(size_t i) const {
-  const size_t first = first_layer_with_parameters();
-  const int64_t passes = i > first ? 3 : i == first ? 2 : 1;
+  bool dx = false;
+  for (size_t k = 0; k < graph_.producers.at(i).size(); ++k) dx = dx || needs_input_gradient(i, k);
+  const int64_t passes = !runs_backward_.at(i) ? 1 : dx ? 3 : 2;
   return passes * layers_.at(i)->flops_per_sample();
 }
 

@@ -1,4 +1,5 @@
-// Model::summary(): Keras' model.summary() table with a forward FLOPs-per-sample column.
+// Model::summary(): Keras' model.summary() table with a forward FLOPs-per-sample column, and Keras'
+// "Connected to" column where the model is not a chain.
 #include <iomanip>
 #include <sstream>
 
@@ -49,22 +50,48 @@ std::vector<std::string> Model::implementations() const {
   return lines;
 }
 
+bool Model::is_chain() const {
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    const auto& p = graph_.producers.at(i);
+    if (p.size() != 1 || p[0] != static_cast<int>(i) - 1) return false;
+  }
+  return true;
+}
+
+// Keras' "Connected to": the producing nodes, as "stem[0][0], cat[0][0]".
+std::string Model::connected_to(size_t layer) const {
+  std::string out;
+  for (int p : graph_.producers.at(layer)) {
+    out += out.empty() ? "" : ", ";
+    out += (p == kModelInput ? input() : layers_[static_cast<size_t>(p)]->name()) + "[0][0]";
+  }
+  return out;
+}
+
 std::string Model::summary() const {
+  const bool graph = !is_chain();
+  const size_t width = graph ? 120 : 90;
   std::ostringstream os;
-  const std::string rule(90, '_');
-  const std::string bold(90, '=');
+  const std::string rule(width, '_');
+  const std::string bold(width, '=');
+  const auto row = [&](const std::string& label, const Shape& shape, int64_t params, const std::string& flops,
+                       const std::string& inputs) {
+    os << std::left << std::setw(40) << label << std::setw(26) << keras_shape(shape) << std::setw(12) << params;
+    if (graph) os << std::setw(14) << flops << inputs << "\n";
+    else os << flops << "\n";
+  };
   os << "Model: \"" << name_ << "\"\n" << rule << "\n";
-  os << std::left << std::setw(40) << " Layer (type)" << std::setw(26) << "Output Shape" << std::setw(12) << "Param #"
-     << "FLOPs/sample\n";
+  os << std::left << std::setw(40) << " Layer (type)" << std::setw(26) << "Output Shape" << std::setw(12) << "Param #";
+  if (graph) os << std::setw(14) << "FLOPs/sample" << "Connected to\n";
+  else os << "FLOPs/sample\n";
   os << bold << "\n";
-  os << std::left << std::setw(40) << " input (InputLayer)" << std::setw(26) << keras_shape(input_shape_)
-     << std::setw(12) << 0 << "0\n";
-  for (const auto& l : layers_) {
+  row(std::string(" input (InputLayer)"), input_shape_, 0, "0", "");
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    const Layer& l = *layers_[i];
     std::string label(1, ' ');
-    label.append(l->name()).append(" (").append(l->type()).append(")");
-    os << std::left << std::setw(40) << label << std::setw(26)
-       << keras_shape(l->output_shape()) << std::setw(12) << l->parameter_count()
-       << human_flops(static_cast<double>(l->flops_per_sample())) << "\n";
+    label.append(l.name()).append(" (").append(l.type()).append(")");
+    row(label, l.output_shape(), l.parameter_count(),
+        human_flops(static_cast<double>(l.flops_per_sample())), connected_to(i));
   }
   os << bold << "\n";
   os << "Total params: " << with_commas(parameter_count()) << "\n";

@@ -12,35 +12,39 @@ int64_t product(const Shape& s) {
   return n;
 }
 
-// The slot that holds parameter `index` of layer `layer`.
-size_t slot_of(const Model& model, size_t layer, size_t index) {
-  const size_t first = model.first_slot(layer);
-  const ParameterSlot& s = model.slots().at(first + index);
-  ST_CHECK(s.layer == layer && s.index == index, "model ", model.name(), ": slot table out of order at layer ", layer);
-  return first + index;
+// The [H, W, C] shape a Dense layer's input was flattened from: its input's producer, or the first
+// before it through layers that only pass values on (one input, no parameters, the shape kept:
+// Dropout, activations, Identity), is a Flatten of an image. Empty otherwise.
+Shape flattened_image(const Model& model, size_t dense) {
+  int p = model.producers(dense).front();
+  while (p != kModelInput) {
+    const Layer& l = *model.layers()[static_cast<size_t>(p)];
+    if (l.type() == "Flatten") return l.input_shape().size() == 3 ? l.input_shape() : Shape{};
+    const bool passes_on = l.parameters().empty() && model.producers(static_cast<size_t>(p)).size() == 1 &&
+                           l.input_shape() == l.output_shape();
+    if (!passes_on) break;
+    p = model.producers(static_cast<size_t>(p)).front();
+  }
+  return {};
 }
 
 }  // namespace
 
 std::vector<TorchParameter> torch_parameters(const Model& model) {
   std::vector<TorchParameter> out;
-  int module = 0;
-  Shape flattened_hwc;  // set by a Flatten of [H, W, C], consumed by the next layer with parameters
   for (size_t l = 0; l < model.layers().size(); ++l) {
     const Layer& layer = *model.layers()[l];
-    if (layer.type() == "Flatten" && layer.input_shape().size() == 3) flattened_hwc = layer.input_shape();
     for (size_t i = 0; i < layer.parameters().size(); ++i) {
       const Parameter& p = layer.parameters()[i];
-      const TorchParameterPlace place = layer.torch_place(i);
       TorchParameter t;
-      t.name = std::to_string(module + place.module_offset) + "." + place.name;
+      t.slot = model.first_slot(l) + i;
+      const ParameterSlot& slot = model.slots().at(t.slot);
+      ST_CHECK(slot.layer == l && slot.index == i, "model ", model.name(), ": slot table out of order at layer ", l);
+      t.name = slot.name;
       t.shape = p.shape;
-      t.slot = slot_of(model, l, i);
-      if (layer.type() == "Dense" && p.name == "weight" && !flattened_hwc.empty()) t.hwc = flattened_hwc;
+      if (layer.type() == "Dense" && p.name == "weight") t.hwc = flattened_image(model, l);
       out.push_back(std::move(t));
     }
-    if (!layer.parameters().empty()) flattened_hwc.clear();
-    module += layer.torch_module_count();
   }
   return out;
 }

@@ -1,10 +1,11 @@
-// Model zoo definitions.
+// Model zoo definitions: chains (as Keras' Sequential) and small graphs (the functional builder).
 #include "scaletrain/nn/zoo.hpp"
 
 #include "scaletrain/core/join.hpp"
 #include "scaletrain/nn/conv2d.hpp"
 #include "scaletrain/nn/dense.hpp"
 #include "scaletrain/nn/elementwise_layers.hpp"
+#include "scaletrain/nn/merge_layers.hpp"
 #include "scaletrain/nn/pooling.hpp"
 #include "scaletrain/nn/separable_conv2d.hpp"
 #include "scaletrain/nn/shape_layers.hpp"
@@ -34,14 +35,50 @@ void build_lenet(Model& m, int64_t classes) {
 
 // LeNet-5 with dropout 0.25 after the 120- and 84-unit layers (tests of rank-independent dropout).
 void build_lenet_dropout(Model& m, int64_t classes) {
-  build_lenet(m, classes);
-  LayerPtr last = std::move(m.layers().back());
-  LayerPtr fc84 = std::move(m.layers()[m.layers().size() - 2]);
-  m.layers().resize(m.layers().size() - 2);
+  m.emplace<Conv2D>("", Conv2DOptions{6, 5, 1, Padding::same, 1, true, Activation::relu});
+  m.emplace<MaxPool2D>("", 2);
+  m.emplace<Conv2D>("", Conv2DOptions{16, 5, 1, Padding::valid, 1, true, Activation::relu});
+  m.emplace<MaxPool2D>("", 2);
+  m.emplace<Flatten>("");
+  m.emplace<Dense>("", 120, Activation::relu);
   m.emplace<Dropout>("", 0.25f);
-  m.add(std::move(fc84));
+  m.emplace<Dense>("", 84, Activation::relu);
   m.emplace<Dropout>("", 0.25f);
-  m.add(std::move(last));
+  m.emplace<Dense>("", classes);
+}
+
+// A residual MLP: Flatten, Dense 64 ReLU (stem), two blocks x = relu(x + fc2(relu(fc1(x)))) of 64
+// units, Dense classes (head). Parameters named as a torch module with stem, blocks.i.fc1/fc2, head.
+void build_resmlp(Model& m, int64_t classes) {
+  std::string x = m.node<Flatten>({Model::input()}, "flatten");
+  x = m.node<Dense>({x}, "stem", 64, Activation::relu);
+  for (int b = 0; b < 2; ++b) {
+    const std::string block = "blocks." + std::to_string(b);
+    std::string h = m.node<Dense>({x}, block + ".fc1", 64, Activation::relu);
+    h = m.node<Dense>({h}, block + ".fc2", 64);
+    x = m.node<Add>({x, h}, block + ".add");
+    x = m.node<ActivationLayer>({x}, block + ".relu", Activation::relu);
+  }
+  m.node<Dense>({x}, "head", classes);
+}
+
+// A small convolutional network with a two-branch Concat and a residual Add: stem 3x3 16 ReLU;
+// branch_a 1x1 8 ReLU and branch_b 3x3 8 ReLU on the stem, concatenated (16) and added to the stem;
+// 2x2 max-pooling; conv 3x3 32 ReLU; 2x2 max-pooling; Flatten; Dense classes (head).
+void build_branchnet(Model& m, int64_t classes) {
+  const auto conv = [](int64_t filters, int64_t kernel) {
+    return Conv2DOptions{filters, kernel, 1, Padding::same, 1, true, Activation::relu};
+  };
+  const std::string stem = m.node<Conv2D>({Model::input()}, "stem", conv(16, 3));
+  const std::string a = m.node<Conv2D>({stem}, "branch_a", conv(8, 1));
+  const std::string b = m.node<Conv2D>({stem}, "branch_b", conv(8, 3));
+  const std::string cat = m.node<Concat>({a, b}, "cat");
+  std::string x = m.node<Add>({stem, cat}, "add");
+  x = m.node<MaxPool2D>({x}, "pool1", 2);
+  x = m.node<Conv2D>({x}, "conv2", conv(32, 3));
+  x = m.node<MaxPool2D>({x}, "pool2", 2);
+  x = m.node<Flatten>({x}, "flatten");
+  m.node<Dense>({x}, "head", classes);
 }
 
 // The Keras network of TensorFlow's Fashion-MNIST multi-worker example: pairs of 3x3 'same'
@@ -65,15 +102,20 @@ void build_fmnist_sepcnn(Model& m, int64_t classes) {
 
 }  // namespace
 
-std::vector<std::string> zoo_model_names() { return {"mlp", "lenet", "lenet_dropout", "fmnist_sepcnn"}; }
+std::vector<std::string> zoo_model_names() {
+  return {"mlp", "lenet", "lenet_dropout", "fmnist_sepcnn", "resmlp", "branchnet"};
+}
 
 std::unique_ptr<Model> make_zoo_model(const std::string& name, const Shape& input_sample, int64_t num_classes) {
   ST_CHECK(num_classes >= 2, "model '", name, "' needs at least 2 classes, got ", num_classes);
-  auto m = std::make_unique<Model>(name);
+  const bool graph = name == "resmlp" || name == "branchnet";
+  auto m = std::make_unique<Model>(name, graph ? ParameterNaming::node : ParameterNaming::sequential);
   if (name == "mlp") build_mlp(*m, num_classes);
   else if (name == "lenet") build_lenet(*m, num_classes);
   else if (name == "lenet_dropout") build_lenet_dropout(*m, num_classes);
   else if (name == "fmnist_sepcnn") build_fmnist_sepcnn(*m, num_classes);
+  else if (name == "resmlp") build_resmlp(*m, num_classes);
+  else if (name == "branchnet") build_branchnet(*m, num_classes);
   else
     ST_USER_FAIL("unknown model '", name, "' (the zoo has: ", join(zoo_model_names()), ")");
   m->configure(input_sample);

@@ -1,5 +1,5 @@
-// Layer: one node of a model. A layer is configured with its per-sample input shape (declaring
-// its parameters and checking the shape), its parameters are bound to storage the Model owns (flat
+// Layer: what one node of a model computes. A layer is configured with its per-sample input shape
+// (declaring its parameters and buffers and checking the shape), its parameters are bound to storage the Model owns (flat
 // buffers, so gradient buckets need no copy), then built for a batch size on a backend (ops and
 // device buffers created once), and then runs forward and backward any number of times. All of its
 // work is queued on the backend's compute stream; a layer never touches device memory itself.
@@ -34,6 +34,17 @@ struct Parameter {
   Tensor value;          // bound by the Model: f32 master weights, a view into its flat parameter buffer
   Tensor grad;           // bound by the Model: f32, a view into its flat gradient buffer
   Tensor compute_value;  // bound by the Model: the weights in the compute type (value itself in f32)
+  bool norm = false;     // a normalization layer's affine parameter (optimizer.no_decay = norm)
+};
+
+// Model state that is not trained: never all-reduced as a gradient, never touched by the optimizer,
+// saved in checkpoints by name (BatchNorm's running statistics). f32 or i64.
+struct Buffer {
+  std::string name;  // "running_mean", ...
+  Shape shape;
+  DType dtype = DType::f32;
+  double initial = 0;  // every element's value before training
+  Tensor value;        // bound by the Model: a view into its flat buffer of that type
 };
 
 class Layer {
@@ -56,6 +67,19 @@ class Layer {
   // Given dy, writes (overwrites) parameter gradients and returns dx unless !need_dx, in which
   // case the returned tensor is undefined. forward(x, true) must have run with the same x.
   virtual const Tensor& backward(const Tensor& dy, bool need_dx) = 0;
+
+  // A node's inputs, in the order it consumes them. Layers of one input (all but MergeLayer's) take
+  // them through configure, forward and backward above. backward_inputs sets dx[k] for every input
+  // k with need_dx[k] (the others are left alone); the layer overwrites its dx buffers, and the
+  // Model sums the gradients of a tensor consumed by several nodes.
+  virtual bool accepts_inputs(size_t count) const { return count == 1; }
+  virtual Shape configure_inputs(const std::vector<Shape>& in) { return configure(in.at(0)); }
+  virtual const Tensor& forward_inputs(const std::vector<const Tensor*>& x, bool training) {
+    return forward(*x.at(0), training);
+  }
+  virtual void backward_inputs(const Tensor& dy, const std::vector<bool>& need_dx, std::vector<const Tensor*>& dx) {
+    dx.at(0) = &backward(dy, need_dx.at(0));
+  }
 
   // Forward floating-point operations per sample (a multiply-add counts 2).
   virtual int64_t flops_per_sample() const { return 0; }
@@ -83,12 +107,15 @@ class Layer {
 
   std::vector<Parameter>& parameters() { return params_; }
   const std::vector<Parameter>& parameters() const { return params_; }
+  std::vector<Buffer>& buffers() { return buffers_; }
+  const std::vector<Buffer>& buffers() const { return buffers_; }
   int64_t parameter_count() const;
   const Shape& input_shape() const { return in_shape_; }
   const Shape& output_shape() const { return out_shape_; }
 
  protected:
   Parameter& declare(std::string name, Shape shape, Init init, int64_t fan_in, int64_t fan_out);
+  Buffer& declare_buffer(std::string name, Shape shape, DType dtype, double initial);
   // Layer-named shape error.
   [[noreturn]] void shape_error(const std::string& what) const;
   // A device buffer named "<layer>.<what>" (activations: in the compute type), and the stream the
@@ -102,6 +129,7 @@ class Layer {
 
   std::string name_;
   std::vector<Parameter> params_;
+  std::vector<Buffer> buffers_;
   Shape in_shape_, out_shape_;
 };
 

@@ -1,4 +1,5 @@
-// The model zoo: mlp, lenet and fmnist_sepcnn, built for a per-sample input shape [H, W, C].
+// The model zoo, built for a per-sample input shape [H, W, C]: the chains mlp, lenet, lenet_dropout and
+// fmnist_sepcnn, and the test graphs resmlp (residual MLP) and branchnet (Concat and residual Add).
 #pragma once
 #include <memory>
 #include <string>

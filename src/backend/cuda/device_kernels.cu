@@ -12,6 +12,7 @@
 #include "scaletrain/kernels/dropout.hpp"
 #include "scaletrain/kernels/launch_cuda.hpp"
 #include "scaletrain/kernels/launch_device.cuh"
+#include "scaletrain/kernels/merge.hpp"
 #include "scaletrain/kernels/normalize.hpp"
 #include "scaletrain/kernels/optimizer_update.hpp"
 #include "scaletrain/kernels/pool_direct.hpp"
@@ -39,6 +40,9 @@ ST_INSTANTIATE_STORAGE(ReluBackwardFromOutput)
 ST_INSTANTIATE_STORAGE(SeluBackwardFromOutput)
 ST_INSTANTIATE_STORAGE(DropoutForward)
 ST_INSTANTIATE_STORAGE(DropoutBackward)
+ST_INSTANTIATE_STORAGE(AddTensors)
+ST_INSTANTIATE_STORAGE(CopyIntoChannels)
+ST_INSTANTIATE_STORAGE(CopyFromChannels)
 ST_INSTANTIATE_STORAGE(NormalizeU8)
 ST_INSTANTIATE_STORAGE(NormalizeU8OneChannel)
 ST_INSTANTIATE(Cast<float, float>)

@@ -1,0 +1,44 @@
+// Element-wise sums and channel concatenation for graph models: Add's forward, the Model's sum of a
+// tensor's gradients arriving along several edges, and Concat's forward (one input into its
+// channels of the output) and backward (its channels of the gradient out). NHWC-like layouts: the
+// channel is the last dimension. T is the storage type (float, bf16, f16); sums are taken in f32.
+#pragma once
+#include <cstdint>
+
+#include "scaletrain/core/half.hpp"
+
+namespace scaletrain::kernels {
+
+// out[i] = a[i] + b[i]; out may be a.
+template <class T>
+struct AddTensors {
+  const T* a;
+  const T* b;
+  T* out;
+  SCALETRAIN_HOST_DEVICE void operator()(int64_t i) const { out[i] = from_float<T>(to_float(a[i]) + to_float(b[i])); }
+};
+
+// i over the part's elements, [rows, part_channels]: whole[row, offset + c] and part[row, c].
+template <class T>
+struct CopyIntoChannels {
+  const T* part;
+  T* whole;
+  int64_t part_channels, whole_channels, offset;
+  SCALETRAIN_HOST_DEVICE void operator()(int64_t i) const {
+    const int64_t row = i / part_channels, c = i - row * part_channels;
+    whole[row * whole_channels + offset + c] = part[i];
+  }
+};
+
+template <class T>
+struct CopyFromChannels {
+  const T* whole;
+  T* part;
+  int64_t part_channels, whole_channels, offset;
+  SCALETRAIN_HOST_DEVICE void operator()(int64_t i) const {
+    const int64_t row = i / part_channels, c = i - row * part_channels;
+    part[i] = whole[row * whole_channels + offset + c];
+  }
+};
+
+}  // namespace scaletrain::kernels

@@ -1,0 +1,111 @@
+// Add and Concat on top of the kernels/merge.hpp functors.
+#include "scaletrain/nn/merge_layers.hpp"
+
+#include "scaletrain/backend/launch.hpp"
+#include "scaletrain/core/dispatch.hpp"
+#include "scaletrain/kernels/merge.hpp"
+
+namespace scaletrain::nn {
+namespace {
+Shape with_batch(int64_t batch, const Shape& s) {
+  Shape r{batch};
+  r.insert(r.end(), s.begin(), s.end());
+  return r;
+}
+
+std::string shapes_string(const std::vector<Shape>& in) {
+  std::string s;
+  for (const Shape& x : in) s += (s.empty() ? "" : " and ") + shape_string(x);
+  return s;
+}
+}  // namespace
+
+Shape MergeLayer::configure(const Shape&) { shape_error("takes two or more inputs"); }
+const Tensor& MergeLayer::forward(const Tensor&, bool) { shape_error("takes two or more inputs"); }
+const Tensor& MergeLayer::backward(const Tensor&, bool) { shape_error("takes two or more inputs"); }
+
+Shape Add::configure_inputs(const std::vector<Shape>& in) {
+  for (const Shape& s : in)
+    if (s != in.front()) shape_error("inputs must have one shape, got " + shapes_string(in));
+  inputs_ = in.size();
+  in_shape_ = out_shape_ = in.front();
+  return out_shape_;
+}
+
+void Add::build(Backend& backend, int64_t batch) { y_ = buffer(with_batch(batch, out_shape_), "y"); }
+
+const Tensor& Add::forward_inputs(const std::vector<const Tensor*>& x, bool training) {
+  visit_float_type(dtype_, [&](auto t) {
+    using T = decltype(t);
+    for (size_t k = 1; k < x.size(); ++k) {
+      const T* a = k == 1 ? x[0]->device_data<T>() : y_.device_data<T>();
+      launch(stream(), "add_forward", y_.numel(), kernels::AddTensors<T>{a, x[k]->device_data<T>(), y_.device_data<T>()});
+    }
+  });
+  return y_;
+}
+
+void Add::backward_inputs(const Tensor& dy, const std::vector<bool>& need_dx, std::vector<const Tensor*>& dx) {
+  for (size_t k = 0; k < need_dx.size(); ++k)
+    if (need_dx[k]) dx[k] = &dy;
+}
+
+int64_t Add::flops_per_sample() const { return static_cast<int64_t>(inputs_ - 1) * shape_numel(out_shape_); }
+
+Shape Concat::configure_inputs(const std::vector<Shape>& in) {
+  channels_.clear();
+  for (const Shape& s : in) {
+    const bool same_rest = s.size() == in.front().size() && !s.empty() &&
+                           std::equal(s.begin(), s.end() - 1, in.front().begin());
+    if (!same_rest) shape_error("inputs must agree in all but the last (channel) dimension, got " + shapes_string(in));
+    channels_.push_back(s.back());
+  }
+  in_shape_ = in.front();
+  out_shape_ = in.front();
+  out_shape_.back() = 0;
+  for (int64_t c : channels_) out_shape_.back() += c;
+  return out_shape_;
+}
+
+void Concat::build(Backend& backend, int64_t batch) {
+  y_ = buffer(with_batch(batch, out_shape_), "y");
+  rows_ = y_.numel() / out_shape_.back();
+  dx_.clear();
+  for (size_t k = 0; k < channels_.size(); ++k) {
+    Shape s = with_batch(batch, out_shape_);
+    s.back() = channels_[k];
+    dx_.push_back(buffer(s, "dx" + std::to_string(k)));
+  }
+}
+
+const Tensor& Concat::forward_inputs(const std::vector<const Tensor*>& x, bool training) {
+  visit_float_type(dtype_, [&](auto t) {
+    using T = decltype(t);
+    int64_t offset = 0;
+    for (size_t k = 0; k < x.size(); ++k) {
+      launch(stream(), "concat_forward", rows_ * channels_[k],
+             kernels::CopyIntoChannels<T>{x[k]->device_data<T>(), y_.device_data<T>(), channels_[k], out_shape_.back(),
+                                          offset});
+      offset += channels_[k];
+    }
+  });
+  return y_;
+}
+
+void Concat::backward_inputs(const Tensor& dy, const std::vector<bool>& need_dx, std::vector<const Tensor*>& dx) {
+  visit_float_type(dtype_, [&](auto t) {
+    using T = decltype(t);
+    int64_t offset = 0;
+    for (size_t k = 0; k < need_dx.size(); ++k) {
+      if (need_dx[k]) {
+        launch(stream(), "concat_backward", rows_ * channels_[k],
+               kernels::CopyFromChannels<T>{dy.device_data<T>(), dx_[k].device_data<T>(), channels_[k],
+                                            out_shape_.back(), offset});
+        dx[k] = &dx_[k];
+      }
+      offset += channels_[k];
+    }
+  });
+}
+
+}  // namespace scaletrain::nn
