@@ -84,11 +84,49 @@ std::vector<float> read_named_tensors(hid_t group, const std::vector<nn::TorchPa
   return flat;
 }
 
+// The model's buffers, one dataset each under its name, beside the parameters (as a state_dict).
+void write_buffers(hid_t file, const nn::Model& model, const CheckpointState& s, const std::string& path) {
+  for (const nn::BufferSlot& b : model.buffer_slots()) {
+    const Shape& shape = model.layers()[b.layer]->buffers()[b.index].shape;
+    std::vector<hsize_t> dims(shape.begin(), shape.end());
+    H5Handle space(dims.empty() ? H5Screate(H5S_SCALAR) : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr),
+                   H5Sclose);
+    const bool i64 = b.dtype == DType::i64;
+    H5Handle ds(ST_HDF5_CHECK(H5Dcreate2(file, b.name.c_str(), i64 ? H5T_STD_I64LE : H5T_IEEE_F32LE, space.get(),
+                                         H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+                              path, ": creating dataset ", b.name),
+                H5Dclose);
+    const void* values = i64 ? static_cast<const void*>(s.buffers_i64.data() + b.offset)
+                             : static_cast<const void*>(s.buffers_f32.data() + b.offset);
+    ST_HDF5_CHECK(H5Dwrite(ds.get(), i64 ? H5T_NATIVE_INT64 : H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, values),
+                  path, ": writing dataset ", b.name);
+  }
+}
+
+void read_buffers(hid_t file, const nn::Model& model, CheckpointState& s, const std::string& path) {
+  s.buffers_f32.assign(static_cast<size_t>(model.flat_buffers(DType::f32).numel()), 0.0f);
+  s.buffers_i64.assign(static_cast<size_t>(model.flat_buffers(DType::i64).numel()), 0);
+  for (const nn::BufferSlot& b : model.buffer_slots()) {
+    ST_CHECK(H5Lexists(file, b.name.c_str(), H5P_DEFAULT) > 0, path, " has no dataset '", b.name, "' (model ",
+             model.name(), ")");
+    H5Handle ds(ST_HDF5_CHECK(H5Dopen2(file, b.name.c_str(), H5P_DEFAULT), path, ": opening ", b.name), H5Dclose);
+    H5Handle space(H5Dget_space(ds.get()), H5Sclose);
+    ST_CHECK(H5Sget_simple_extent_npoints(space.get()) == b.count, path, ": dataset '", b.name, "' holds ",
+             H5Sget_simple_extent_npoints(space.get()), " values, model ", model.name(), " expects ", b.count);
+    const bool i64 = b.dtype == DType::i64;
+    void* values = i64 ? static_cast<void*>(s.buffers_i64.data() + b.offset)
+                       : static_cast<void*>(s.buffers_f32.data() + b.offset);
+    ST_HDF5_CHECK(H5Dread(ds.get(), i64 ? H5T_NATIVE_INT64 : H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, values),
+                  path, ": reading ", b.name);
+  }
+}
+
 void write_model(const std::string& path, const nn::Model& model, const CheckpointState& s) {
   H5Handle f = create_file(path);
   data::write_int_attr(f.get(), "format_version", kCheckpointFormatVersion);
   data::write_string_attr(f.get(), "model", model.name());
   write_named_tensors(f.get(), nn::torch_parameters(model), model, s.parameters, path);
+  write_buffers(f.get(), model, s, path);
 }
 
 void write_optimizer(const std::string& path, const nn::Model& model, const CheckpointState& s) {
@@ -208,6 +246,7 @@ CheckpointState read_checkpoint(const std::string& dir, const nn::Model& model) 
     ST_CHECK(saved == model.name(), "checkpoint file ", path, " holds model '", saved, "', this run builds '",
              model.name(), "'");
     s.parameters = read_named_tensors(f.get(), params, model, path);
+    read_buffers(f.get(), model, s, path);
   }
   const std::string path = file_path(dir, kCheckpointOptimizerFile);
   H5Handle f = open_file(path);

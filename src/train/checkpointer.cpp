@@ -63,10 +63,23 @@ void Checkpointer::compare_checksums(uint64_t mine, int64_t step) {
                         "): the replicas have silently diverged; no checkpoint was written");
 }
 
+namespace {
+// The model's buffers into the state's host copies.
+void download_buffers(const TrainingState& state, CheckpointState& s) {
+  if (const Tensor& f32 = state.model.flat_buffers(DType::f32); f32.defined())
+    s.buffers_f32 = to_vector(state.backend.download(f32));
+  if (const Tensor& i64 = state.model.flat_buffers(DType::i64); i64.defined()) {
+    const Tensor host = state.backend.download(i64);
+    s.buffers_i64.assign(host.data<int64_t>(), host.data<int64_t>() + host.numel());
+  }
+}
+}  // namespace
+
 CheckpointState Checkpointer::snapshot(const TrainingState& state, const TrainingPosition& position,
                                        std::vector<float> params, uint64_t checksum) {
   CheckpointState s;
   s.parameters = std::move(params);
+  download_buffers(state, s);
   s.optimizer = state.optimizer.name();
   s.optimizer_steps = state.optimizer.steps_taken();
   const auto buffers = state.optimizer.state();
@@ -137,6 +150,16 @@ void restore_parameters(const TrainingState& state, const std::vector<float>& pa
   state.model.refresh_compute_parameters();
 }
 
+void restore_buffers(const TrainingState& state, const CheckpointState& saved) {
+  if (Tensor& f32 = state.model.flat_buffers(DType::f32); f32.defined()) state.backend.upload(f32, saved.buffers_f32);
+  if (Tensor& i64 = state.model.flat_buffers(DType::i64); i64.defined()) {
+    Tensor host(i64.shape(), DType::i64, "checkpoint.buffers.i64");
+    std::copy(saved.buffers_i64.begin(), saved.buffers_i64.end(), host.data<int64_t>());
+    state.backend.copy_async(state.backend.compute_stream(), i64, host);
+    state.backend.synchronize();
+  }
+}
+
 std::string saved_precision(const CheckpointMeta& m) {
   for (const auto& [k, v] : m.identity)
     if (k == "train.precision") return v;
@@ -191,6 +214,7 @@ std::optional<ResumeRecord> resume_from_checkpoint(const RunConfig& cfg, comm::C
              "checkpoint ", path, ": the parameters do not match the checksum in ", kCheckpointTrainerFile,
              " (a damaged file)");
     restore_parameters(state, saved.parameters);
+    restore_buffers(state, saved);
     state.optimizer.restore(saved.optimizer_steps, saved.optimizer_buffers, state.model.parameter_count());
     if (state.scaler.enabled() && saved_precision(saved.meta) == "fp16")
       state.scaler.restore(saved.meta.loss_scale, saved.meta.loss_scale_clean_steps, saved.meta.skipped_steps);

@@ -55,6 +55,9 @@ struct CheckpointMeta {
 struct CheckpointState {
   CheckpointMeta meta;
   std::vector<float> parameters;
+  // The model's buffers (Model::flat_buffers), empty where it has none of that type.
+  std::vector<float> buffers_f32;
+  std::vector<int64_t> buffers_i64;
   std::string optimizer;  // "sgd" | "adamw"
   int64_t optimizer_steps = 0;
   std::vector<std::string> optimizer_buffer_names;
