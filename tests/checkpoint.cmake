@@ -13,6 +13,12 @@ if(TARGET scaletrain)
   add_test(NAME checkpoint_resume_bitwise_adamw_fp16_np2 COMMAND ${_rc} ${_ck}/bitwise_adamw_fp16 bitwise 2 25)
   set_tests_properties(checkpoint_resume_bitwise_adamw_fp16_np2 PROPERTIES ENVIRONMENT
                        "EXTRA=--optimizer.name adamw --train.precision fp16 --optimizer.loss_scale_interval 10;LR=0.001")
+  # Graph models: summed gradients, Add and Concat, parameters by node name.
+  foreach(model resmlp branchnet)
+    add_test(NAME checkpoint_resume_bitwise_${model}_np2 COMMAND ${_rc} ${_ck}/bitwise_${model} bitwise 2 25)
+    set_tests_properties(checkpoint_resume_bitwise_${model}_np2 PROPERTIES ENVIRONMENT "MODEL=${model}"
+                         PROCESSORS 2 LABELS "checkpoint;mpi" TIMEOUT 300)
+  endforeach()
   add_test(NAME checkpoint_resume_2_to_1_ranks COMMAND ${_rc} ${_ck}/2_to_1 ranks 2 1 25 1e-5)
   add_test(NAME checkpoint_resume_2_to_3_ranks COMMAND ${_rc} ${_ck}/2_to_3 ranks 2 3 25 1e-5)
   add_test(NAME checkpoint_crash_between_files_np2 COMMAND ${_rc} ${_ck}/crash crash 2)

@@ -2,7 +2,8 @@
 // B/W end with the same weights as 1 rank with batch B (up to float summation order), here after
 // several SGD-momentum steps of lenet on a real HDF5 file, with tiny gradient buckets so that many
 // all-reduces overlap backward, in both progress modes, on the cpu and the simulated device (through
-// MPI and through the simulated NCCL path), and with augmentation and dropout on. Passes at any rank count dividing B.
+// MPI and through the simulated NCCL path), with augmentation and dropout on, and for the graph models
+// (resmlp's residual Adds, branchnet's Concat and Add). Passes at any rank count dividing B.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -97,7 +98,9 @@ INSTANTIATE_TEST_SUITE_P(Runs, Equivalence,
                                            Case{"cpu", "test", "lenet_dropout", true},
                                            Case{"sim", "test", "lenet_dropout", true},
                                            Case{"sim", "thread", "lenet", false},
-                                           Case{"sim", "test", "lenet_dropout", true, "nccl"}),
+                                           Case{"sim", "test", "lenet_dropout", true, "nccl"},
+                                           Case{"cpu", "test", "resmlp", false},
+                                           Case{"sim", "thread", "branchnet", true}),
                          [](const auto& info) {
                            const Case& k = info.param;
                            return k.device + "_" + k.progress + "_" + k.model + (k.augment ? "_augment" : "") +
