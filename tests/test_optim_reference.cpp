@@ -1,6 +1,8 @@
 // SGD, AdamW and the learning-rate schedules against torch.optim 1.13 (tests/data/optim_reference.h5,
 // written by tests/reference/make_optim_reference.py): the same gradients and learning rates fed for
-// several steps give the same parameters, and the schedules give the same rates step by step.
+// several steps give the same parameters, also with the buffer split into tensors and the biases
+// excluded from weight decay (two torch param groups), and the schedules give the same rates step by
+// step. Also the update ranges that per-tensor options produce.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -24,12 +26,32 @@ const std::string kFile = std::string(SCALETRAIN_TEST_DATA_DIR) + "/optim_refere
 
 class OptimizerReference : public ::testing::TestWithParam<std::string> {};
 
+std::vector<std::string> split_commas(const std::string& s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  for (size_t comma; (comma = s.find(',', start)) != std::string::npos; start = comma + 1)
+    out.push_back(s.substr(start, comma - start));
+  out.push_back(s.substr(start));
+  return out;
+}
+
 TEST_P(OptimizerReference, TrajectoryMatchesTorch) {
   ReferenceFile f(kFile);
   const std::string g = "optim/" + GetParam();
   const Tensor p0 = f.dataset(g + "/p0"), grads = f.dataset(g + "/grads"), lrs = f.dataset(g + "/lrs"),
                ref = f.dataset(g + "/p");
   const int64_t n = p0.numel(), steps = lrs.numel();
+  // The split cases: named tensors, and the categories torch's second param group (no decay) holds.
+  std::vector<optim::ParameterTensor> tensors;
+  std::vector<optim::NoDecayCategory> no_decay;
+  if (GetParam().find("no_decay") != std::string::npos) {
+    const auto names = split_commas(f.attr_string(g, "tensor_names"));
+    const auto offsets = f.attr_ints(g, "tensor_offsets"), counts = f.attr_ints(g, "tensor_counts");
+    ASSERT_EQ(names.size(), offsets.size());
+    ASSERT_EQ(names.size(), counts.size());
+    for (size_t i = 0; i < names.size(); ++i) tensors.push_back({names[i], offsets[i], counts[i]});
+    for (const auto& c : split_commas(f.attr_string(g, "no_decay"))) no_decay.push_back(optim::parse_no_decay_category(c));
+  }
   std::unique_ptr<optim::Optimizer> opt;
   if (GetParam().rfind("sgd", 0) == 0) {
     optim::SgdOptions o;
@@ -37,14 +59,14 @@ TEST_P(OptimizerReference, TrajectoryMatchesTorch) {
     o.dampening = static_cast<float>(f.attr_double(g, "dampening"));
     o.weight_decay = static_cast<float>(f.attr_double(g, "weight_decay"));
     o.nesterov = f.attr_int(g, "nesterov") != 0;
-    opt = optim::make_sgd(o, *cpu_backend());
+    opt = optim::make_sgd(o, *cpu_backend(), tensors, no_decay);
   } else {
     optim::AdamWOptions o;
     o.beta1 = static_cast<float>(f.attr_double(g, "beta1"));
     o.beta2 = static_cast<float>(f.attr_double(g, "beta2"));
     o.eps = static_cast<float>(f.attr_double(g, "eps"));
     o.weight_decay = static_cast<float>(f.attr_double(g, "weight_decay"));
-    opt = optim::make_adamw(o, *cpu_backend());
+    opt = optim::make_adamw(o, *cpu_backend(), tensors, no_decay);
   }
   Tensor p = p0.clone();
   for (int64_t s = 0; s < steps; ++s) {
@@ -60,7 +82,8 @@ TEST_P(OptimizerReference, TrajectoryMatchesTorch) {
 
 INSTANTIATE_TEST_SUITE_P(Torch, OptimizerReference,
                          ::testing::Values("sgd_plain", "sgd_momentum_wd", "sgd_dampening", "sgd_nesterov_wd",
-                                           "adamw_default", "adamw_custom"),
+                                           "adamw_default", "adamw_custom", "sgd_momentum_wd_no_decay_bias",
+                                           "adamw_no_decay_bias"),
                          [](const auto& info) { return info.param; });
 
 class ScheduleReference : public ::testing::TestWithParam<std::string> {};
@@ -117,6 +140,90 @@ TEST(Optimizer, LengthMismatchIsAClearError) {
   auto opt = optim::make_sgd({}, *cpu_backend());
   Tensor p = Tensor::zeros({4}), g = Tensor::zeros({5});
   EXPECT_THROW(opt->step(p, g, 0.1f), Error);
+}
+
+// Layer-major tensors as a model lays them out: weight, bias, weight, bias.
+std::vector<optim::ParameterTensor> two_layers() {
+  return {{"1.weight", 0, 20}, {"1.bias", 20, 5}, {"0.weight", 25, 8}, {"0.bias", 33, 4}};
+}
+
+TEST(UpdateRanges, TensorsWithEqualOptionsShareOneLaunch) {
+  optim::UpdateRanges all(two_layers(), {});
+  const auto& one = all.of(37);
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(one[0].offset, 0);
+  EXPECT_EQ(one[0].count, 37);
+  EXPECT_TRUE(one[0].options.weight_decay);
+  // No tensor is a normalization layer's: still one range.
+  EXPECT_EQ(optim::UpdateRanges(two_layers(), {optim::NoDecayCategory::norm}).of(37).size(), 1u);
+}
+
+TEST(UpdateRanges, NoDecayOnBiasesSplitsWhereTheOptionsChange) {
+  // Given out of order, with neighbouring biases and a normalization layer's scale.
+  std::vector<optim::ParameterTensor> t = {{"fc.bias", 30, 2},   {"fc.weight", 0, 10},      {"bn.weight", 10, 4, true},
+                                           {"bn.bias", 14, 4, true}, {"conv.bias", 18, 12}};
+  optim::UpdateRanges r(t, {optim::NoDecayCategory::bias});
+  const auto& ranges = r.of(32);
+  ASSERT_EQ(ranges.size(), 2u);
+  EXPECT_EQ(ranges[0].offset, 0);
+  EXPECT_EQ(ranges[0].count, 14);
+  EXPECT_TRUE(ranges[0].options.weight_decay);
+  EXPECT_EQ(ranges[1].offset, 14);
+  EXPECT_EQ(ranges[1].count, 18);
+  EXPECT_FALSE(ranges[1].options.weight_decay);
+  const auto& both = optim::UpdateRanges(t, {optim::NoDecayCategory::bias, optim::NoDecayCategory::norm}).of(32);
+  ASSERT_EQ(both.size(), 2u);
+  EXPECT_EQ(both[1].offset, 10);
+  EXPECT_EQ(both[1].count, 22);
+}
+
+TEST(UpdateRanges, BiasIsTheNamesLastComponent) {
+  const std::vector<optim::NoDecayCategory> bias = {optim::NoDecayCategory::bias};
+  EXPECT_FALSE(optim::tensor_options({"layer1.0.bn1.bias", 0, 1}, bias).weight_decay);
+  EXPECT_FALSE(optim::tensor_options({"bias", 0, 1}, bias).weight_decay);
+  EXPECT_TRUE(optim::tensor_options({"bias.weight", 0, 1}, bias).weight_decay);
+  EXPECT_TRUE(optim::tensor_options({"lstm.bias_hh", 0, 1}, bias).weight_decay);
+  EXPECT_TRUE(optim::tensor_options({"0.bias", 0, 1}, {}).weight_decay);
+}
+
+TEST(UpdateRanges, TensorsThatDoNotTileTheBufferAreClearErrors) {
+  auto t = two_layers();
+  t[2].offset = 26;  // a gap before 0.weight
+  EXPECT_THROW(optim::UpdateRanges(t, {}), Error);
+  t[2].offset = 24;  // overlapping 1.bias
+  EXPECT_THROW(optim::UpdateRanges(t, {}), Error);
+  optim::UpdateRanges r(two_layers(), {});
+  EXPECT_THROW(r.of(38), Error);
+  EXPECT_THROW(optim::make_sgd({}, *cpu_backend(), {}, {optim::NoDecayCategory::bias}), Error);
+  try {
+    optim::parse_no_decay_category("weights");
+    ADD_FAILURE() << "unknown category accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("optimizer.no_decay: 'weights' is not one of bias, norm"), std::string::npos);
+  }
+}
+
+// The tensors with equal options are the same single launch as the whole buffer: bitwise equal.
+TEST(UpdateRanges, TensorsWithoutNoDecayUpdateBitwiseAsOneBuffer) {
+  ReferenceFile f(kFile);
+  const Tensor p0 = f.dataset("optim/sgd_momentum_wd/p0"), grads = f.dataset("optim/sgd_momentum_wd/grads");
+  const int64_t n = p0.numel();
+  ASSERT_EQ(n, 37);
+  optim::SgdOptions s;
+  s.weight_decay = 0.1f;
+  optim::AdamWOptions a;
+  a.weight_decay = 0.05f;
+  std::unique_ptr<optim::Optimizer> pairs[][2] = {
+      {optim::make_sgd(s, *cpu_backend()), optim::make_sgd(s, *cpu_backend(), two_layers())},
+      {optim::make_adamw(a, *cpu_backend()), optim::make_adamw(a, *cpu_backend(), two_layers())}};
+  for (auto& pair : pairs) {
+    Tensor whole = p0.clone(), split = p0.clone();
+    for (int64_t step = 0; step < 3; ++step) {
+      pair[0]->step(whole, grads.view(step * n, {n}), 0.1f);
+      pair[1]->step(split, grads.view(step * n, {n}), 0.1f);
+    }
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(whole.data<float>()[i], split.data<float>()[i]) << pair[0]->name() << " i " << i;
+  }
 }
 
 TEST(LinearScaling, ScalesWithGlobalBatch) {

@@ -1,5 +1,7 @@
-// AdamW (decoupled weight decay, bias-corrected moments), as torch.optim.AdamW with amsgrad off.
+// AdamW (decoupled weight decay, bias-corrected moments), as torch.optim.AdamW with amsgrad off;
+// tensors without weight decay are updated as a param group with weight_decay 0.
 #include <cmath>
+#include <utility>
 
 #include "scaletrain/core/error.hpp"
 #include "scaletrain/backend/launch.hpp"
@@ -11,7 +13,9 @@ namespace {
 
 class AdamW final : public Optimizer {
  public:
-  AdamW(const AdamWOptions& o, Backend& backend) : o_(o), backend_(backend) {
+  AdamW(const AdamWOptions& o, Backend& backend, std::vector<ParameterTensor> tensors,
+        const std::vector<NoDecayCategory>& no_decay)
+      : o_(o), backend_(backend), ranges_(std::move(tensors), no_decay) {
     ST_CHECK(o.beta1 >= 0.0f && o.beta1 < 1.0f, "AdamW beta1 must be in [0, 1), got ", o.beta1);
     ST_CHECK(o.beta2 >= 0.0f && o.beta2 < 1.0f, "AdamW beta2 must be in [0, 1), got ", o.beta2);
     ST_CHECK(o.eps > 0.0f, "AdamW eps must be > 0, got ", o.eps);
@@ -21,6 +25,7 @@ class AdamW final : public Optimizer {
     ST_CHECK(params.dtype() == DType::f32 && grads.dtype() == DType::f32, "AdamW updates f32 parameters");
     ST_CHECK(params.numel() == grads.numel(), "AdamW: ", params.numel(), " parameters but ", grads.numel(),
              " gradients");
+    const std::vector<UpdateRange>& ranges = ranges_.of(params.numel());
     if (m_.numel() != params.numel()) {
       m_ = backend_.zeros({params.numel()}, DType::f32, "adamw.m");
       v_ = backend_.zeros({params.numel()}, DType::f32, "adamw.v");
@@ -29,9 +34,14 @@ class AdamW final : public Optimizer {
     const double t = static_cast<double>(steps_);
     const float bc1 = static_cast<float>(1.0 - std::pow(static_cast<double>(o_.beta1), t));
     const float bc2 = static_cast<float>(1.0 - std::pow(static_cast<double>(o_.beta2), t));
-    launch(backend_.compute_stream(), "adamw_update", params.numel(),
-           kernels::AdamWUpdate{params.device_data<float>(), grads.device_data<float>(), m_.device_data<float>(),
-                                v_.device_data<float>(), lr, o_.beta1, o_.beta2, o_.eps, o_.weight_decay, bc1, bc2});
+    float* param = params.device_data<float>();
+    const float* grad = grads.device_data<float>();
+    float* m = m_.device_data<float>();
+    float* v = v_.device_data<float>();
+    for (const UpdateRange& r : ranges)
+      launch(backend_.compute_stream(), "adamw_update", r.count,
+             kernels::AdamWUpdate{param + r.offset, grad + r.offset, m + r.offset, v + r.offset, lr, o_.beta1, o_.beta2,
+                                  o_.eps, r.options.weight_decay ? o_.weight_decay : 0.0f, bc1, bc2});
   }
   std::string name() const override { return "adamw"; }
   std::vector<const Tensor*> state() const override {
@@ -54,14 +64,17 @@ class AdamW final : public Optimizer {
  private:
   AdamWOptions o_;
   Backend& backend_;
+  UpdateRanges ranges_;
   Tensor m_, v_;
   int64_t steps_ = 0;
 };
 
 }  // namespace
 
-std::unique_ptr<Optimizer> make_adamw(const AdamWOptions& options, Backend& backend) {
-  return std::make_unique<AdamW>(options, backend);
+std::unique_ptr<Optimizer> make_adamw(const AdamWOptions& options, Backend& backend,
+                                      std::vector<ParameterTensor> tensors,
+                                      const std::vector<NoDecayCategory>& no_decay) {
+  return std::make_unique<AdamW>(options, backend, std::move(tensors), no_decay);
 }
 
 }  // namespace scaletrain::optim

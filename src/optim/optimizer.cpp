@@ -1,5 +1,9 @@
-// What every optimizer shares: the kind names of optimizer.name, and restoring a state buffer.
+// What every optimizer shares: the kind names of optimizer.name, the categories of
+// optimizer.no_decay, the per-tensor options and their update ranges, and restoring a state buffer.
+#include <algorithm>
+
 #include "scaletrain/core/error.hpp"
+#include "scaletrain/core/join.hpp"
 #include "scaletrain/optim/optimizer.hpp"
 
 namespace scaletrain::optim {
@@ -11,6 +15,63 @@ OptimizerKind parse_optimizer_kind(const std::string& name) {
 }
 
 std::string optimizer_kind_name(OptimizerKind k) { return k == OptimizerKind::sgd ? "sgd" : "adamw"; }
+
+const std::vector<std::string>& no_decay_category_names() {
+  static const std::vector<std::string> names = {"bias", "norm"};
+  return names;
+}
+
+NoDecayCategory parse_no_decay_category(const std::string& name) {
+  if (name == "bias") return NoDecayCategory::bias;
+  if (name == "norm") return NoDecayCategory::norm;
+  ST_FAIL("optimizer.no_decay: '", name, "' is not one of ", join(no_decay_category_names()));
+}
+
+std::string no_decay_category_name(NoDecayCategory c) { return c == NoDecayCategory::bias ? "bias" : "norm"; }
+
+TensorOptions tensor_options(const ParameterTensor& tensor, const std::vector<NoDecayCategory>& no_decay) {
+  const size_t dot = tensor.name.rfind('.');
+  const std::string last = dot == std::string::npos ? tensor.name : tensor.name.substr(dot + 1);
+  TensorOptions o;
+  for (NoDecayCategory c : no_decay) {
+    if (c == NoDecayCategory::bias && last == "bias") o.weight_decay = false;
+    if (c == NoDecayCategory::norm && tensor.norm) o.weight_decay = false;
+  }
+  return o;
+}
+
+UpdateRanges::UpdateRanges(std::vector<ParameterTensor> tensors, const std::vector<NoDecayCategory>& no_decay) {
+  if (tensors.empty()) {
+    ST_CHECK(no_decay.empty(), "optimizer.no_decay needs the parameter tensors it applies to; none were given");
+    whole_buffer_ = true;
+    return;
+  }
+  std::stable_sort(tensors.begin(), tensors.end(),
+                   [](const ParameterTensor& a, const ParameterTensor& b) { return a.offset < b.offset; });
+  for (const ParameterTensor& t : tensors) {
+    ST_CHECK(t.count >= 0, "parameter tensor '", t.name, "' has a negative length ", t.count);
+    ST_CHECK(t.offset == covered_, "parameter tensor '", t.name, "' starts at element ", t.offset,
+             " of the flat buffer, but the tensors before it end at element ", covered_,
+             " (the tensors must tile the buffer without gaps or overlaps)");
+    covered_ += t.count;
+    if (t.count == 0) continue;
+    const TensorOptions o = tensor_options(t, no_decay);
+    if (!ranges_.empty() && ranges_.back().options.weight_decay == o.weight_decay)
+      ranges_.back().count += t.count;
+    else
+      ranges_.push_back(UpdateRange{t.offset, t.count, o});
+  }
+}
+
+const std::vector<UpdateRange>& UpdateRanges::of(int64_t numel) {
+  if (whole_buffer_) {
+    if (ranges_.empty() || ranges_.front().count != numel) ranges_ = {UpdateRange{0, numel, TensorOptions{}}};
+    return ranges_;
+  }
+  ST_CHECK(numel == covered_, "the optimizer's parameter tensors cover ", covered_, " elements, but the buffer has ",
+           numel);
+  return ranges_;
+}
 
 Tensor restore_buffer(Backend& backend, const std::vector<float>& values, int64_t numel, const std::string& name) {
   ST_CHECK(static_cast<int64_t>(values.size()) == numel, name, ": the checkpoint holds ", values.size(),

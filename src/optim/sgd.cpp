@@ -1,4 +1,7 @@
-// SGD with momentum, dampening, Nesterov and (coupled, L2) weight decay, as torch.optim.SGD.
+// SGD with momentum, dampening, Nesterov and (coupled, L2) weight decay, as torch.optim.SGD; tensors
+// without weight decay are updated as a param group with weight_decay 0.
+#include <utility>
+
 #include "scaletrain/core/error.hpp"
 #include "scaletrain/backend/launch.hpp"
 #include "scaletrain/kernels/optimizer_update.hpp"
@@ -9,7 +12,9 @@ namespace {
 
 class Sgd final : public Optimizer {
  public:
-  Sgd(const SgdOptions& o, Backend& backend) : o_(o), backend_(backend) {
+  Sgd(const SgdOptions& o, Backend& backend, std::vector<ParameterTensor> tensors,
+      const std::vector<NoDecayCategory>& no_decay)
+      : o_(o), backend_(backend), ranges_(std::move(tensors), no_decay) {
     ST_CHECK(o.momentum >= 0.0f, "SGD momentum must be >= 0, got ", o.momentum);
     ST_CHECK(o.weight_decay >= 0.0f, "SGD weight decay must be >= 0, got ", o.weight_decay);
     ST_CHECK(!o.nesterov || (o.momentum > 0.0f && o.dampening == 0.0f),
@@ -19,13 +24,18 @@ class Sgd final : public Optimizer {
     ST_CHECK(params.dtype() == DType::f32 && grads.dtype() == DType::f32, "SGD updates f32 parameters");
     ST_CHECK(params.numel() == grads.numel(), "SGD: ", params.numel(), " parameters but ", grads.numel(),
              " gradients");
+    const std::vector<UpdateRange>& ranges = ranges_.of(params.numel());
     // Written before it is read (first_step), so it needs no zeroing.
     if (o_.momentum != 0.0f && buffer_.numel() != params.numel())
       buffer_ = backend_.empty({params.numel()}, DType::f32, "sgd.momentum");
-    launch(backend_.compute_stream(), "sgd_update", params.numel(),
-           kernels::SgdUpdate{params.device_data<float>(), grads.device_data<float>(),
-                              o_.momentum != 0.0f ? buffer_.device_data<float>() : nullptr, lr, o_.momentum,
-                              o_.dampening, o_.weight_decay, o_.nesterov, steps_ == 0});
+    float* param = params.device_data<float>();
+    const float* grad = grads.device_data<float>();
+    float* momentum = o_.momentum != 0.0f ? buffer_.device_data<float>() : nullptr;
+    for (const UpdateRange& r : ranges)
+      launch(backend_.compute_stream(), "sgd_update", r.count,
+             kernels::SgdUpdate{param + r.offset, grad + r.offset, momentum ? momentum + r.offset : nullptr, lr,
+                                o_.momentum, o_.dampening, r.options.weight_decay ? o_.weight_decay : 0.0f,
+                                o_.nesterov, steps_ == 0});
     ++steps_;
   }
   std::string name() const override { return "sgd"; }
@@ -51,14 +61,16 @@ class Sgd final : public Optimizer {
  private:
   SgdOptions o_;
   Backend& backend_;
+  UpdateRanges ranges_;
   Tensor buffer_;
   int64_t steps_ = 0;
 };
 
 }  // namespace
 
-std::unique_ptr<Optimizer> make_sgd(const SgdOptions& options, Backend& backend) {
-  return std::make_unique<Sgd>(options, backend);
+std::unique_ptr<Optimizer> make_sgd(const SgdOptions& options, Backend& backend, std::vector<ParameterTensor> tensors,
+                                    const std::vector<NoDecayCategory>& no_decay) {
+  return std::make_unique<Sgd>(options, backend, std::move(tensors), no_decay);
 }
 
 }  // namespace scaletrain::optim

@@ -3,7 +3,10 @@
 
 Each optimizer case is a group: attrs (optimizer settings), p0 (initial parameters), grads
 [steps, n] (fixed gradients fed at each step), lrs [steps] and p (parameters after every step,
-[steps, n]). Schedule cases: attrs and lrs [steps] from torch.optim.lr_scheduler.
+[steps, n]). The split cases also cut the flat vector into named tensors (attrs tensor_names,
+comma-separated, tensor_offsets, tensor_counts, and no_decay) and give torch two param groups: the weights
+with the case's weight decay, the biases with weight_decay 0 (optimizer.no_decay = bias).
+Schedule cases: attrs and lrs [steps] from torch.optim.lr_scheduler.
 Run with Debian's interpreter: /usr/bin/python3 tests/reference/make_optim_reference.py
 """
 import math
@@ -31,6 +34,29 @@ def trajectory(make):
         p.grad = torch.tensor(GRADS[s])
         opt.step()
         out.append(p.detach().numpy().copy())
+    return np.stack(out)
+
+
+# The split cases' tensors, in flat-buffer order: (name, count), summing to N.
+SPLIT = [("1.weight", 20), ("1.bias", 5), ("0.weight", 8), ("0.bias", 4)]
+
+
+def split_trajectory(make, weight_decay):
+    """Parameters after every step, [steps, n], with weights decayed and biases not (two param groups)."""
+    offsets = np.cumsum([0] + [c for _, c in SPLIT])
+    assert offsets[-1] == N
+    params = [torch.nn.Parameter(torch.tensor(P0[offsets[i]:offsets[i + 1]])) for i in range(len(SPLIT))]
+    decay = [p for (name, _), p in zip(SPLIT, params) if not name.endswith(".bias")]
+    no_decay = [p for (name, _), p in zip(SPLIT, params) if name.endswith(".bias")]
+    opt = make([{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}])
+    out = []
+    for s in range(STEPS):
+        for g in opt.param_groups:
+            g["lr"] = float(LRS[s])
+        for i, p in enumerate(params):
+            p.grad = torch.tensor(GRADS[s, offsets[i]:offsets[i + 1]])
+        opt.step()
+        out.append(np.concatenate([p.detach().numpy().copy() for p in params]))
     return np.stack(out)
 
 
@@ -82,6 +108,26 @@ def main():
             g["grads"] = GRADS
             g["lrs"] = LRS
             g["p"] = trajectory(make)
+        split_cases = {
+            "sgd_momentum_wd_no_decay_bias": (
+                dict(kind="sgd", momentum=0.9, dampening=0.0, weight_decay=0.1, nesterov=0),
+                lambda groups: torch.optim.SGD(groups, lr=0.1, momentum=0.9)),
+            "adamw_no_decay_bias": (
+                dict(kind="adamw", beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.05),
+                lambda groups: torch.optim.AdamW(groups, lr=0.1)),
+        }
+        for name, (attrs, make) in split_cases.items():
+            g = f.create_group("optim/" + name)
+            for k, v in attrs.items():
+                g.attrs[k] = v
+            g.attrs["no_decay"] = "bias"
+            g.attrs["tensor_names"] = ",".join(n for n, _ in SPLIT)
+            g.attrs["tensor_offsets"] = np.cumsum([0] + [c for _, c in SPLIT])[:-1].astype(np.int64)
+            g.attrs["tensor_counts"] = np.array([c for _, c in SPLIT], dtype=np.int64)
+            g["p0"] = P0
+            g["grads"] = GRADS
+            g["lrs"] = LRS
+            g["p"] = split_trajectory(make, attrs["weight_decay"])
         sched_cases = {
             "constant": dict(kind="constant", base=0.1, steps=10, warmup=0),
             "warmup_constant": dict(kind="constant", base=0.1, steps=12, warmup=5, start_factor=0.1),

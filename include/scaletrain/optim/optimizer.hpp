@@ -1,7 +1,9 @@
 // Optimizers over one flat parameter buffer and its flat gradient buffer (the layout the
-// gradient buckets all-reduce). Semantics match torch.optim.SGD and torch.optim.AdamW exactly;
-// the per-element updates are the kernels/optimizer_update.hpp functors, launched on the backend's
-// compute stream; the state buffers live on the backend's device.
+// gradient buckets all-reduce), told at construction which parameter tensors the buffer holds so
+// that options can differ per tensor (optimizer.no_decay). Semantics match torch.optim.SGD and
+// torch.optim.AdamW exactly, with one param group per set of options; the per-element updates are
+// the kernels/optimizer_update.hpp functors, launched on the backend's compute stream once per
+// contiguous range of tensors sharing their options; the state buffers live on the backend's device.
 #pragma once
 #include <memory>
 #include <string>
@@ -12,10 +14,58 @@
 
 namespace scaletrain::optim {
 
+// One parameter tensor inside the flat buffer.
+struct ParameterTensor {
+  std::string name;    // hierarchical, PyTorch-style: "0.bias", "layer1.0.bn1.weight"
+  int64_t offset = 0;  // first element in the flat buffer
+  int64_t count = 0;   // elements
+  bool norm = false;   // an affine parameter (scale or shift) of a normalization layer
+};
+
+// What optimizer.no_decay can exclude from weight decay: tensors whose name's last component is
+// "bias", and tensors marked norm.
+enum class NoDecayCategory { bias, norm };
+// "bias" | "norm"; Error naming optimizer.no_decay and the allowed values otherwise.
+NoDecayCategory parse_no_decay_category(const std::string& name);
+std::string no_decay_category_name(NoDecayCategory c);
+const std::vector<std::string>& no_decay_category_names();  // every category, in enum order
+
+// The options one tensor is updated with.
+struct TensorOptions {
+  bool weight_decay = true;  // false: the optimizer's weight decay is 0 for this tensor
+};
+TensorOptions tensor_options(const ParameterTensor& tensor, const std::vector<NoDecayCategory>& no_decay);
+
+// A contiguous range of the flat buffer whose tensors share their options: one kernel launch.
+struct UpdateRange {
+  int64_t offset = 0;
+  int64_t count = 0;
+  TensorOptions options;
+};
+
+// The ranges an optimizer launches over. Built from the tensors (in any order; in offset order they
+// must tile the buffer from element 0 without gaps or overlaps, else Error naming the tensors) and
+// optimizer.no_decay, neighbours with equal options merged. No tensors means one tensor over the
+// whole buffer with weight decay on, whatever its length.
+class UpdateRanges {
+ public:
+  UpdateRanges(std::vector<ParameterTensor> tensors, const std::vector<NoDecayCategory>& no_decay);
+  // The ranges over a buffer of `numel` elements; Error when the tensors cover another length.
+  const std::vector<UpdateRange>& of(int64_t numel);
+  // The elements the tensors cover (0 when no tensors were given).
+  int64_t covered() const { return covered_; }
+
+ private:
+  bool whole_buffer_ = false;
+  int64_t covered_ = 0;
+  std::vector<UpdateRange> ranges_;
+};
+
 class Optimizer {
  public:
   virtual ~Optimizer() = default;
-  // One update of `params` (f32) from `grads` (f32, same length) at learning rate `lr`.
+  // One update of `params` (f32) from `grads` (f32, same length) at learning rate `lr`; the length
+  // must be the one the tensors given at construction cover.
   virtual void step(Tensor& params, const Tensor& grads, float lr) = 0;
   virtual std::string name() const = 0;
   // The optimizer's state buffers (momentum, moments), for checkpoints and tests.
@@ -50,8 +100,14 @@ struct AdamWOptions {
 // A device f32 buffer holding `values` (numel of them), for Optimizer::restore.
 Tensor restore_buffer(Backend& backend, const std::vector<float>& values, int64_t numel, const std::string& name);
 
-// Throws Error on invalid options (negative momentum, Nesterov without momentum, betas outside [0,1)).
-std::unique_ptr<Optimizer> make_sgd(const SgdOptions& options, Backend& backend);
-std::unique_ptr<Optimizer> make_adamw(const AdamWOptions& options, Backend& backend);
+// Throws Error on invalid options (negative momentum, Nesterov without momentum, betas outside [0,1)),
+// and on tensors that do not tile the buffer (UpdateRanges). `tensors` empty: one tensor over the
+// whole buffer, with weight decay; `no_decay` then needs tensors to apply to.
+std::unique_ptr<Optimizer> make_sgd(const SgdOptions& options, Backend& backend,
+                                    std::vector<ParameterTensor> tensors = {},
+                                    const std::vector<NoDecayCategory>& no_decay = {});
+std::unique_ptr<Optimizer> make_adamw(const AdamWOptions& options, Backend& backend,
+                                      std::vector<ParameterTensor> tensors = {},
+                                      const std::vector<NoDecayCategory>& no_decay = {});
 
 }  // namespace scaletrain::optim
