@@ -79,6 +79,7 @@ bool parse_command_line(int argc, char** argv, int rank, CommandLine& cl) {
                    : k.type == "string"     ? "TEXT"
                    : k.type == "int"        ? "INT"
                    : k.type == "auto|float" ? "auto|FLOAT"
+                   : k.type == "list"       ? "LIST"
                                             : "FLOAT");
   }
   try {

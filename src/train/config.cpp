@@ -116,6 +116,34 @@ ConfigKey bucket_size_key(std::string key, std::string help) {
   return k;
 }
 
+// optimizer.no_decay: a list of categories, kept in the enum's order without repeats so that the
+// printed form is canonical; an unknown category's Error names the key and the allowed values.
+ConfigKey no_decay_key(std::string key, std::string help) {
+  ConfigKey k;
+  k.key = std::move(key);
+  k.help = std::move(help);
+  k.type = "list";
+  k.get = [](const RunConfig& c) {
+    std::string text(1, '[');  // appended piecewise, as in enum_key
+    for (optim::NoDecayCategory cat : c.no_decay) {
+      if (text.size() > 1) text += ", ";
+      text += '"';
+      text += optim::no_decay_category_name(cat);
+      text += '"';
+    }
+    text += ']';
+    return text;
+  };
+  k.set = [](RunConfig& c, const std::string& v) {
+    std::vector<optim::NoDecayCategory> cats;
+    for (const std::string& item : config_list_items(v)) cats.push_back(optim::parse_no_decay_category(item));
+    std::sort(cats.begin(), cats.end());
+    cats.erase(std::unique(cats.begin(), cats.end()), cats.end());
+    c.no_decay = std::move(cats);
+  };
+  return k;
+}
+
 bool has_default_value(const ConfigKey& k, const RunConfig& cfg) {
   static const RunConfig defaults;
   return k.get(cfg) == k.get(defaults);
@@ -138,7 +166,19 @@ std::string toml_value_text(const toml::node& n, const std::string& key, const s
   if (auto i = n.as_integer()) return std::to_string(i->get());
   if (auto f = n.as_floating_point()) return format_double(f->get());
   if (auto b = n.as_boolean()) return b->get() ? "true" : "false";
-  ST_USER_FAIL(origin, ": key '", key, "' must be a string, number or boolean");
+  if (auto a = n.as_array()) {
+    const ConfigKey* k = find_config_key(key);  // an unknown key is reported by set_config_value
+    ST_USER_CHECK(k == nullptr || k->type == "list", origin, ": key '", key, "' takes one value (", k->type,
+                  "), not an array");
+    std::vector<std::string> items;
+    for (const toml::node& item : *a) {
+      const auto* s = item.as_string();
+      ST_USER_CHECK(s != nullptr, origin, ": key '", key, "' must be an array of strings");
+      items.push_back(s->get());
+    }
+    return join(items, ",");
+  }
+  ST_USER_FAIL(origin, ": key '", key, "' must be a string, number, boolean or array of strings");
 }
 
 void walk(RunConfig& cfg, const toml::table& t, const std::string& prefix, const std::string& origin) {
@@ -197,6 +237,9 @@ const std::vector<ConfigKey>& config_keys() {
       key_of("optimizer.momentum", &RunConfig::momentum, "SGD momentum"),
       key_of("optimizer.nesterov", &RunConfig::nesterov, "SGD Nesterov momentum"),
       key_of("optimizer.weight_decay", &RunConfig::weight_decay, "L2 weight decay (SGD) or decoupled decay (AdamW)"),
+      no_decay_key("optimizer.no_decay",
+                   "tensors without weight decay: bias (names ending in .bias), norm (normalization layers' "
+                   "parameters); a TOML array, or bias,norm on the command line"),
       key_of("optimizer.beta1", &RunConfig::beta1, "AdamW beta1"),
       key_of("optimizer.beta2", &RunConfig::beta2, "AdamW beta2"),
       key_of("optimizer.eps", &RunConfig::eps, "AdamW epsilon"),
@@ -292,6 +335,27 @@ const std::vector<ConfigKey>& config_keys() {
              "this rank perturbs one weight before the first checkpoint (-1: off)"),
   };
   return keys;
+}
+
+std::vector<std::string> config_list_items(const std::string& text) {
+  const auto trim = [](const std::string& s) {
+    const size_t b = s.find_first_not_of(" \t\n"), e = s.find_last_not_of(" \t\n");
+    return b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
+  };
+  std::string body = trim(text);
+  if (body.size() >= 2 && body.front() == '[' && body.back() == ']') body = body.substr(1, body.size() - 2);
+  std::vector<std::string> items;
+  size_t start = 0;
+  while (start <= body.size()) {
+    size_t comma = body.find(',', start);
+    if (comma == std::string::npos) comma = body.size();
+    std::string item = trim(body.substr(start, comma - start));
+    if (item.size() >= 2 && (item.front() == '"' || item.front() == '\'') && item.back() == item.front())
+      item = item.substr(1, item.size() - 2);
+    if (!item.empty()) items.push_back(item);
+    start = comma + 1;
+  }
+  return items;
 }
 
 const ConfigKey* find_config_key(const std::string& key) {

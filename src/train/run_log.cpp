@@ -35,6 +35,7 @@ nlohmann::json config_json(const RunConfig& cfg) {
     if (k.type == "string" || (k.type == "auto|float" && v.front() == '"')) j[sec][name] = v.substr(1, v.size() - 2);
     else if (k.type == "bool") j[sec][name] = v == "true";
     else if (k.type == "int") j[sec][name] = std::stoll(v);
+    else if (k.type == "list") j[sec][name] = config_list_items(v);
     else j[sec][name] = std::stod(v);
   }
   return j;

@@ -2,6 +2,10 @@
 #include "scaletrain/train/training_setup.hpp"
 
 #include <cmath>
+#include <utility>
+
+#include "scaletrain/core/error.hpp"
+#include "scaletrain/nn/model.hpp"
 
 namespace scaletrain::train {
 
@@ -42,20 +46,45 @@ optim::LrScheduleOptions lr_schedule_options(const RunConfig& cfg, int64_t steps
   return so;
 }
 
-std::unique_ptr<optim::Optimizer> make_optimizer(const RunConfig& cfg, Backend& backend) {
+std::vector<optim::ParameterTensor> optimizer_tensors(const nn::Model& model) {
+  std::vector<optim::ParameterTensor> tensors;
+  for (const nn::ParameterSlot& s : model.slots()) {
+    const nn::Layer& layer = *model.layers()[s.layer];
+    tensors.push_back(optim::ParameterTensor{layer.name() + "." + layer.parameters()[s.index].name, s.offset, s.count,
+                                             false});
+  }
+  return tensors;
+}
+
+namespace {
+
+std::unique_ptr<optim::Optimizer> make_optimizer(const RunConfig& cfg, Backend& backend,
+                                                 std::vector<optim::ParameterTensor> tensors) {
   if (cfg.optimizer == optim::OptimizerKind::sgd) {
     optim::SgdOptions o;
     o.momentum = static_cast<float>(cfg.momentum);
     o.nesterov = cfg.nesterov;
     o.weight_decay = static_cast<float>(cfg.weight_decay);
-    return optim::make_sgd(o, backend);
+    return optim::make_sgd(o, backend, std::move(tensors), cfg.no_decay);
   }
   optim::AdamWOptions o;
   o.beta1 = static_cast<float>(cfg.beta1);
   o.beta2 = static_cast<float>(cfg.beta2);
   o.eps = static_cast<float>(cfg.eps);
   o.weight_decay = static_cast<float>(cfg.weight_decay);
-  return optim::make_adamw(o, backend);
+  return optim::make_adamw(o, backend, std::move(tensors), cfg.no_decay);
+}
+
+}  // namespace
+
+std::unique_ptr<optim::Optimizer> make_optimizer(const RunConfig& cfg, Backend& backend, const nn::Model& model) {
+  return make_optimizer(cfg, backend, optimizer_tensors(model));
+}
+
+std::unique_ptr<optim::Optimizer> make_optimizer(const RunConfig& cfg, Backend& backend) {
+  ST_USER_CHECK(cfg.no_decay.empty(), "optimizer.no_decay needs the model's parameter tensors, and this optimizer was "
+                                      "made without the model");
+  return make_optimizer(cfg, backend, {});
 }
 
 optim::LossScalerOptions loss_scaler_options(const RunConfig& cfg) {

@@ -61,6 +61,8 @@ struct RunConfig {
   double momentum = 0.9;
   bool nesterov = false;
   double weight_decay = 0.0;
+  // Tensors excluded from weight decay: biases, normalization layers' parameters (none: all decay).
+  std::vector<optim::NoDecayCategory> no_decay;
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
   optim::LrScheduleKind schedule = optim::LrScheduleKind::constant;
   double warmup_epochs = 0.0;
@@ -139,7 +141,9 @@ BackendOptions backend_options(const RunConfig& cfg);
 
 struct ConfigKey {
   std::string key;   // "train.batch"; the testing section's keys start with "testing."
-  std::string type;  // "int", "float", "bool", "string", "auto|float" (get: "\"auto\"" or a number)
+  // "int", "float", "bool", "string", "auto|float" (get: "\"auto\"" or a number), "list" (get: a TOML
+  // array of strings, ["bias", "norm"]; set: that, or the items separated by commas)
+  std::string type;
   std::string help;
   std::function<std::string(const RunConfig&)> get;
   std::function<void(RunConfig&, const std::string&)> set;  // parses; throws Error naming the key
@@ -149,6 +153,10 @@ const std::vector<ConfigKey>& config_keys();
 const ConfigKey* find_config_key(const std::string& key);
 // The closest registered key by edit distance ("did you mean ...").
 std::string nearest_config_key(const std::string& key);
+
+// The items of a list key's text: a TOML array of strings (["a", "b"]) or a comma list (a,b);
+// "", "[]": none. Surrounding blanks and quotes are dropped.
+std::vector<std::string> config_list_items(const std::string& text);
 
 // Applies a TOML file; `origin` names it in errors.
 void apply_toml_file(RunConfig& cfg, const std::string& path);

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "scaletrain/backend/backend.hpp"
 #include "scaletrain/data/loader.hpp"
@@ -12,6 +13,10 @@
 #include "scaletrain/optim/lr_schedule.hpp"
 #include "scaletrain/optim/optimizer.hpp"
 #include "scaletrain/train/config.hpp"
+
+namespace scaletrain::nn {
+class Model;
+}
 
 namespace scaletrain::train {
 
@@ -23,6 +28,12 @@ data::LoaderOptions eval_loader_options(const data::LoaderOptions& train, const 
 
 // The schedule spans the configured epochs; train.max_steps only cuts a run short along it.
 optim::LrScheduleOptions lr_schedule_options(const RunConfig& cfg, int64_t steps_per_epoch);
+// The model's parameter tensors as the optimizer sees them, in flat-buffer order: named
+// "<layer name>.<parameter name>" ("conv2d.bias"); no tensor is marked norm yet.
+std::vector<optim::ParameterTensor> optimizer_tensors(const nn::Model& model);
+// The optimizer over the model's flat parameter buffer, with optimizer.no_decay applied to its tensors.
+std::unique_ptr<optim::Optimizer> make_optimizer(const RunConfig& cfg, Backend& backend, const nn::Model& model);
+// Without the model: one tensor over the whole buffer, decayed; UserError when optimizer.no_decay is set.
 std::unique_ptr<optim::Optimizer> make_optimizer(const RunConfig& cfg, Backend& backend);
 // Enabled for train.precision = fp16 only.
 optim::LossScalerOptions loss_scaler_options(const RunConfig& cfg);
