@@ -143,6 +143,14 @@ if(TARGET scaletrain)
   add_test(NAME app_no_decay_toml_array COMMAND ${_st} --config ${CMAKE_CURRENT_BINARY_DIR}/no_decay.toml --print-config)
   set_tests_properties(app_no_decay_toml_array PROPERTIES LABELS app
     PASS_REGULAR_EXPRESSION "\nno_decay = \\[\"bias\", \"norm\"\\]\n")
+  # A graph model trains with no weight decay on its biases; its summary shows the graph.
+  add_test(NAME app_no_decay_trains_resmlp
+           COMMAND ${_mpirun} -q -np 2 ${_st} --model.name resmlp --optimizer.no_decay bias --optimizer.weight_decay 0.01
+                   --train.max_steps 3 --train.evaluate false)
+  set_tests_properties(app_no_decay_trains_resmlp PROPERTIES PROCESSORS 2 LABELS "app;mpi" TIMEOUT 120)
+  add_test(NAME app_summary_of_a_graph COMMAND ${_st} --model.name branchnet --summary)
+  set_tests_properties(app_summary_of_a_graph PROPERTIES LABELS app
+    PASS_REGULAR_EXPRESSION "add \\(Add\\)[^\n]*stem\\[0\\]\\[0\\], cat\\[0\\]\\[0\\]")
   # The start-up: the rank table, run.device = auto resolved, precision, only the changed keys.
   set(_quiet ${CMAKE_CURRENT_BINARY_DIR}/quiet_start)
   add_test(NAME app_quiet_start

@@ -111,13 +111,4 @@ TEST(OptimizerTensors, NoDecayBiasLeavesTheModelsBiasesAlone) {
   }
 }
 
-TEST(OptimizerTensors, NoDecayWithoutTheModelIsAClearError) {
-  std::unique_ptr<Backend> backend = make_cpu_backend(1);
-  RunConfig cfg;
-  EXPECT_NE(make_optimizer(cfg, *backend), nullptr);
-  cfg.no_decay = {optim::NoDecayCategory::bias};
-  EXPECT_NE(error_of([&] { make_optimizer(cfg, *backend); }).find("optimizer.no_decay needs the model's parameter tensors"),
-            std::string::npos);
-}
-
 }  // namespace

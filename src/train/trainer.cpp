@@ -258,7 +258,7 @@ void Trainer::Impl::choose_bf16_gemm() {
 void Trainer::Impl::setup_optimizer() {
   collective_check(comm, [&] {
     schedule = std::make_unique<optim::LrSchedule>(lr_schedule_options(cfg, train_loader->steps_per_epoch()));
-    optimizer = make_optimizer(cfg, *backend);
+    optimizer = make_optimizer(cfg, *backend, *model);
     scaler = std::make_unique<optim::LossScaler>(loss_scaler_options(cfg));
   });
   std::vector<int64_t> slice_elements;

@@ -48,11 +48,9 @@ optim::LrScheduleOptions lr_schedule_options(const RunConfig& cfg, int64_t steps
 
 std::vector<optim::ParameterTensor> optimizer_tensors(const nn::Model& model) {
   std::vector<optim::ParameterTensor> tensors;
-  for (const nn::ParameterSlot& s : model.slots()) {
-    const nn::Layer& layer = *model.layers()[s.layer];
-    tensors.push_back(optim::ParameterTensor{layer.name() + "." + layer.parameters()[s.index].name, s.offset, s.count,
-                                             false});
-  }
+  for (const nn::ParameterSlot& s : model.slots())
+    tensors.push_back(
+        optim::ParameterTensor{s.name, s.offset, s.count, model.layers()[s.layer]->parameters()[s.index].norm});
   return tensors;
 }
 
@@ -79,12 +77,6 @@ std::unique_ptr<optim::Optimizer> make_optimizer(const RunConfig& cfg, Backend& 
 
 std::unique_ptr<optim::Optimizer> make_optimizer(const RunConfig& cfg, Backend& backend, const nn::Model& model) {
   return make_optimizer(cfg, backend, optimizer_tensors(model));
-}
-
-std::unique_ptr<optim::Optimizer> make_optimizer(const RunConfig& cfg, Backend& backend) {
-  ST_USER_CHECK(cfg.no_decay.empty(), "optimizer.no_decay needs the model's parameter tensors, and this optimizer was "
-                                      "made without the model");
-  return make_optimizer(cfg, backend, {});
 }
 
 optim::LossScalerOptions loss_scaler_options(const RunConfig& cfg) {

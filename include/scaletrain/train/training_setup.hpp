@@ -28,13 +28,11 @@ data::LoaderOptions eval_loader_options(const data::LoaderOptions& train, const 
 
 // The schedule spans the configured epochs; train.max_steps only cuts a run short along it.
 optim::LrScheduleOptions lr_schedule_options(const RunConfig& cfg, int64_t steps_per_epoch);
-// The model's parameter tensors as the optimizer sees them, in flat-buffer order: named
-// "<layer name>.<parameter name>" ("conv2d.bias"); no tensor is marked norm yet.
+// The model's parameter tensors as the optimizer sees them, in flat-buffer order, under their slots'
+// names ("3.bias", "blocks.0.fc1.bias"), marked norm where the layer says so.
 std::vector<optim::ParameterTensor> optimizer_tensors(const nn::Model& model);
 // The optimizer over the model's flat parameter buffer, with optimizer.no_decay applied to its tensors.
 std::unique_ptr<optim::Optimizer> make_optimizer(const RunConfig& cfg, Backend& backend, const nn::Model& model);
-// Without the model: one tensor over the whole buffer, decayed; UserError when optimizer.no_decay is set.
-std::unique_ptr<optim::Optimizer> make_optimizer(const RunConfig& cfg, Backend& backend);
 // Enabled for train.precision = fp16 only.
 optim::LossScalerOptions loss_scaler_options(const RunConfig& cfg);
 
