@@ -258,6 +258,35 @@ TEST(GraphOrder, InputGradientsAreAReachabilityQuestion) {
   EXPECT_TRUE(m.needs_input_gradient(2, 1));
 }
 
+// x + fc(x) with the shortcut through an Identity gives what it gives without one, and a tensor read
+// twice by one Add (x + x) gets both gradients.
+TEST(GraphGradients, IdentityShortcutsAndRepeatedInputs) {
+  const auto run = [](bool identity, bool twice) {
+    nn::Model m("shortcut", nn::ParameterNaming::node);
+    const std::string fc = dense(m, {nn::Model::input()}, "fc");
+    const std::string skip = identity ? m.node<nn::Identity>({fc}, "skip") : fc;
+    const std::string h = dense(m, {fc}, "h");
+    m.node<nn::Add>(twice ? std::vector<std::string>{skip, skip, h} : std::vector<std::string>{skip, h}, "sum");
+    m.configure({4});
+    const auto backend = make_cpu_backend();
+    m.build(*backend, 2);
+    m.init_parameters(3);
+    Tensor x({2, 4});
+    for (int i = 0; i < 8; ++i) x.data<float>()[i] = 0.1f * static_cast<float>(i) - 0.3f;
+    Tensor dy({2, 4});
+    for (int i = 0; i < 8; ++i) dy.data<float>()[i] = 0.05f * static_cast<float>(i % 3) - 0.02f;
+    const Tensor& y = m.forward(x, true);
+    std::vector<float> out(y.data<float>(), y.data<float>() + y.numel());
+    m.backward(dy);
+    out.insert(out.end(), m.flat_gradients().data<float>(), m.flat_gradients().data<float>() + m.parameter_count());
+    return out;
+  };
+  EXPECT_EQ(run(true, false), run(false, false));
+  const std::vector<float> once = run(false, false), twice = run(false, true);
+  EXPECT_NE(once, twice);  // fc's output enters the sum twice: its gradient doubles
+  EXPECT_EQ(run(true, true), twice);
+}
+
 // A convolution whose output a second node also reads keeps its pooling apart.
 TEST(GraphBuild, PoolingIsAbsorbedOnlyWhereItIsTheProducersOneConsumer) {
   const auto build = [](bool shared) {
