@@ -173,6 +173,16 @@ struct CpuPaths {
   Bf16GemmCompute bf16_gemm;
 };
 
+// One pooling op's forward and backward in `d` on x (ny outputs) and dy: (y, dx).
+std::pair<Vec, Vec> run_pool(Backend& be, PoolShape s, DType d, const Vec& x, const Vec& dy, size_t ny) {
+  s.dtype = d;
+  auto op = be.make_pool(s);
+  Stored xs(d, x), ys(d, ny), dys(d, dy), dxs(d, x.size());
+  op->forward(xs.data(), ys.data(), true);
+  op->backward(dys.data(), dxs.data());
+  return std::make_pair(ys.values(), dxs.values());
+}
+
 class LowPrecisionOps : public ::testing::TestWithParam<CpuPaths> {
  protected:
   std::unique_ptr<Backend> be = make_cpu_backend(1, GetParam().onednn_only, GetParam().bf16_gemm);
@@ -226,16 +236,7 @@ TEST_P(LowPrecisionOps, Pooling) {
         s.channels = channels;
         const size_t nx = 2 * 8 * 8 * channels, ny = 2 * 4 * 4 * channels;
         const Vec x = rounded(t, random_vec(nx, 5)), dy = rounded(t, random_vec(ny, 6));
-        auto run = [&](DType d) {
-          PoolShape c = s;
-          c.dtype = d;
-          auto op = be->make_pool(c);
-          Stored xs(d, x), ys(d, ny), dys(d, dy), dxs(d, nx);
-          op->forward(xs.data(), ys.data(), true);
-          op->backward(dys.data(), dxs.data());
-          return std::make_pair(ys.values(), dxs.values());
-        };
-        const auto low = run(t), ref = run(DType::f32);
+        const auto low = run_pool(*be, s, t, x, dy, ny), ref = run_pool(*be, s, DType::f32, x, dy, ny);
         const std::string what = std::string(kind == PoolKind::max ? "max" : "average") + " pooling of " +
                                  std::to_string(channels) + " channels in " + std::string(dtype_name(t));
         expect_near_all(low.first, ref.first, tolerance(t), what + " forward");
@@ -252,16 +253,7 @@ TEST_P(LowPrecisionOps, PoolingExplicitPadding) {
         const PoolShape s = testing::pool_shape(kind, 2, h, w, 6, 3, 2, 1);
         const size_t nx = 2 * h * w * 6, ny = 2 * s.out_h() * s.out_w() * 6;
         const Vec x = rounded(t, random_vec(nx, 7)), dy = rounded(t, random_vec(ny, 8));
-        auto run = [&](DType d) {
-          PoolShape c = s;
-          c.dtype = d;
-          auto op = be->make_pool(c);
-          Stored xs(d, x), ys(d, ny), dys(d, dy), dxs(d, nx);
-          op->forward(xs.data(), ys.data(), true);
-          op->backward(dys.data(), dxs.data());
-          return std::make_pair(ys.values(), dxs.values());
-        };
-        const auto low = run(t), ref = run(DType::f32);
+        const auto low = run_pool(*be, s, t, x, dy, ny), ref = run_pool(*be, s, DType::f32, x, dy, ny);
         const std::string what = s.to_string() + " in " + std::string(dtype_name(t));
         expect_near_all(low.first, ref.first, tolerance(t), what + " forward");
         expect_near_all(low.second, ref.second, tolerance(t), what + " backward");

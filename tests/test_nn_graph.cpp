@@ -17,6 +17,7 @@
 #include "scaletrain/nn/zoo.hpp"
 #include "support/layer_harness.hpp"
 #include "support/reference_file.hpp"
+#include "support/tracking_layer.hpp"
 
 using namespace scaletrain;
 using scaletrain::testing::ReferenceFile;
@@ -319,31 +320,16 @@ TEST(GraphSummary, GraphsShowWhatEachLayerIsConnectedTo) {
   EXPECT_EQ(chain.find("Connected to"), std::string::npos) << chain;
 }
 
-// A layer with buffers (as BatchNorm's running statistics): an f32 statistic per feature and an i64 count.
-class Tracking : public nn::Layer {
- public:
-  explicit Tracking(std::string name) : Layer(std::move(name)) {}
-  std::string type() const override { return "Tracking"; }
-  Shape configure(const Shape& in) override {
-    declare_buffer("running", in, DType::f32, 1.0);
-    declare_buffer("steps", {}, DType::i64, 0);
-    return in_shape_ = out_shape_ = in;
-  }
-  void build(Backend&, int64_t) override {}
-  const Tensor& forward(const Tensor& x, bool) override { return x; }
-  const Tensor& backward(const Tensor& dy, bool need_dx) override { return need_dx ? dy : nn::no_gradient(); }
-};
-
 TEST(GraphBuffers, BuffersAreNamedAndLaidOutApartFromParameters) {
   for (const nn::ParameterNaming naming : {nn::ParameterNaming::sequential, nn::ParameterNaming::node}) {
     nn::Model m("buffers", naming);
     m.emplace<nn::Dense>("fc", 3);
-    m.emplace<Tracking>("track");
+    m.emplace<scaletrain::testing::TrackingLayer>("track", 1.0);
     m.configure({4});
     ASSERT_EQ(m.buffer_slots().size(), 2u);
     const bool seq = naming == nn::ParameterNaming::sequential;
-    EXPECT_EQ(m.buffer_slots()[0].name, seq ? "1.running" : "track.running");
-    EXPECT_EQ(m.buffer_slots()[1].name, seq ? "1.steps" : "track.steps");
+    EXPECT_EQ(m.buffer_slots()[0].name, seq ? "1.running_mean" : "track.running_mean");
+    EXPECT_EQ(m.buffer_slots()[1].name, seq ? "1.num_batches_tracked" : "track.num_batches_tracked");
     EXPECT_EQ(m.parameter_count(), 4 * 3 + 3);  // the buffers are no parameters
     EXPECT_EQ(m.flat_gradients().numel(), m.parameter_count());
     EXPECT_EQ(m.flat_buffers(DType::f32).numel(), 3);

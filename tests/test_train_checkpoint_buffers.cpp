@@ -8,30 +8,16 @@
 #include "scaletrain/nn/dense.hpp"
 #include "scaletrain/nn/model.hpp"
 #include "scaletrain/train/checkpoint.hpp"
+#include "support/tracking_layer.hpp"
 
 using namespace scaletrain;
 
 namespace {
 
-// A running statistic per feature and a step count, as BatchNorm's buffers.
-class Tracking : public nn::Layer {
- public:
-  explicit Tracking(std::string name) : Layer(std::move(name)) {}
-  std::string type() const override { return "Tracking"; }
-  Shape configure(const Shape& in) override {
-    declare_buffer("running_mean", in, DType::f32, 0.0);
-    declare_buffer("num_batches_tracked", {}, DType::i64, 0);
-    return in_shape_ = out_shape_ = in;
-  }
-  void build(Backend&, int64_t) override {}
-  const Tensor& forward(const Tensor& x, bool) override { return x; }
-  const Tensor& backward(const Tensor& dy, bool need_dx) override { return need_dx ? dy : nn::no_gradient(); }
-};
-
 std::unique_ptr<nn::Model> tracked_model() {
   auto m = std::make_unique<nn::Model>("tracked", nn::ParameterNaming::node);
   m->emplace<nn::Dense>("fc", 3);
-  m->emplace<Tracking>("bn");
+  m->emplace<scaletrain::testing::TrackingLayer>("bn");
   m->configure({4});
   return m;
 }

@@ -8,13 +8,6 @@
 #include "scaletrain/kernels/dropout.hpp"
 
 namespace scaletrain::nn {
-namespace {
-Shape with_batch(int64_t batch, const Shape& s) {
-  Shape r{batch};
-  r.insert(r.end(), s.begin(), s.end());
-  return r;
-}
-}  // namespace
 
 Shape ActivationLayer::configure(const Shape& in) {
   in_shape_ = out_shape_ = in;

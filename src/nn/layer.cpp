@@ -31,6 +31,12 @@ Tensor Layer::buffer(const Shape& shape, const std::string& what, DType dtype) {
   return backend_->empty(shape, dtype, name_ + "." + what);
 }
 
+Shape with_batch(int64_t batch, const Shape& sample) {
+  Shape r{batch};
+  r.insert(r.end(), sample.begin(), sample.end());
+  return r;
+}
+
 const Tensor& no_gradient() {
   static const Tensor undefined;
   return undefined;

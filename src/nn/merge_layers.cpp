@@ -7,11 +7,6 @@
 
 namespace scaletrain::nn {
 namespace {
-Shape with_batch(int64_t batch, const Shape& s) {
-  Shape r{batch};
-  r.insert(r.end(), s.begin(), s.end());
-  return r;
-}
 
 std::string shapes_string(const std::vector<Shape>& in) {
   std::string s;

@@ -27,11 +27,6 @@ std::string snake_case(const std::string& type) {
   return out;
 }
 
-Shape with_batch(int64_t batch, const Shape& s) {
-  Shape r{batch};
-  r.insert(r.end(), s.begin(), s.end());
-  return r;
-}
 }  // namespace
 
 std::string Model::add(LayerPtr layer, std::vector<std::string> inputs) {

@@ -21,29 +21,19 @@ void build_mlp(Model& m, int64_t classes) {
   m.emplace<Dense>("", classes);
 }
 
-// LeNet-5 for 28x28 input: conv 5x5 'same' 6, pool, conv 5x5 'valid' 16, pool, 120, 84, classes.
-void build_lenet(Model& m, int64_t classes) {
+// LeNet-5 for 28x28 input: conv 5x5 'same' 6, pool, conv 5x5 'valid' 16, pool, 120, 84, classes;
+// with `dropout` > 0, Dropout of that rate after the 120- and 84-unit layers (lenet_dropout, for the
+// tests of rank-independent dropout).
+void build_lenet(Model& m, int64_t classes, float dropout = 0.0f) {
   m.emplace<Conv2D>("", Conv2DOptions{6, 5, 1, Padding::same, 1, true, Activation::relu});
   m.emplace<MaxPool2D>("", 2);
   m.emplace<Conv2D>("", Conv2DOptions{16, 5, 1, Padding::valid, 1, true, Activation::relu});
   m.emplace<MaxPool2D>("", 2);
   m.emplace<Flatten>("");
-  m.emplace<Dense>("", 120, Activation::relu);
-  m.emplace<Dense>("", 84, Activation::relu);
-  m.emplace<Dense>("", classes);
-}
-
-// LeNet-5 with dropout 0.25 after the 120- and 84-unit layers (tests of rank-independent dropout).
-void build_lenet_dropout(Model& m, int64_t classes) {
-  m.emplace<Conv2D>("", Conv2DOptions{6, 5, 1, Padding::same, 1, true, Activation::relu});
-  m.emplace<MaxPool2D>("", 2);
-  m.emplace<Conv2D>("", Conv2DOptions{16, 5, 1, Padding::valid, 1, true, Activation::relu});
-  m.emplace<MaxPool2D>("", 2);
-  m.emplace<Flatten>("");
-  m.emplace<Dense>("", 120, Activation::relu);
-  m.emplace<Dropout>("", 0.25f);
-  m.emplace<Dense>("", 84, Activation::relu);
-  m.emplace<Dropout>("", 0.25f);
+  for (int64_t units : {120, 84}) {
+    m.emplace<Dense>("", units, Activation::relu);
+    if (dropout > 0.0f) m.emplace<Dropout>("", dropout);
+  }
   m.emplace<Dense>("", classes);
 }
 
@@ -112,7 +102,7 @@ std::unique_ptr<Model> make_zoo_model(const std::string& name, const Shape& inpu
   auto m = std::make_unique<Model>(name, graph ? ParameterNaming::node : ParameterNaming::sequential);
   if (name == "mlp") build_mlp(*m, num_classes);
   else if (name == "lenet") build_lenet(*m, num_classes);
-  else if (name == "lenet_dropout") build_lenet_dropout(*m, num_classes);
+  else if (name == "lenet_dropout") build_lenet(*m, num_classes, 0.25f);
   else if (name == "fmnist_sepcnn") build_fmnist_sepcnn(*m, num_classes);
   else if (name == "resmlp") build_resmlp(*m, num_classes);
   else if (name == "branchnet") build_branchnet(*m, num_classes);

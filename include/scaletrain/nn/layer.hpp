@@ -138,4 +138,7 @@ using LayerPtr = std::unique_ptr<Layer>;
 // The undefined tensor backward returns when need_dx is false.
 const Tensor& no_gradient();
 
+// A batch of `batch` samples of shape `sample`: [batch, sample...].
+Shape with_batch(int64_t batch, const Shape& sample);
+
 }  // namespace scaletrain::nn
