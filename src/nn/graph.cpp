@@ -101,7 +101,6 @@ GraphOrder order_graph(const std::string& model, const std::vector<GraphNodeSpec
     for (const auto& in : nodes[g.order[p]].inputs) {
       if (in == input) {
         g.producers[p].push_back(kModelInput);
-        if (g.input_consumers.empty() || g.input_consumers.back() != p) g.input_consumers.push_back(p);
         continue;
       }
       const size_t q = position[id.at(in)];

@@ -21,7 +21,6 @@ struct GraphOrder {
   std::vector<size_t> order;                  // order[i]: the id (declaration index) of the i-th node to run
   std::vector<std::vector<int>> producers;    // per position: the position producing each input, or kModelInput
   std::vector<std::vector<size_t>> consumers;  // per position: positions consuming its output, ascending
-  std::vector<size_t> input_consumers;        // positions consuming the model input
 };
 
 // Throws Error naming the model and the nodes at fault. `input` is the model input's name, `output`
