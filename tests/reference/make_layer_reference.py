@@ -73,6 +73,28 @@ def write_case(f, name, attrs, tensors, fwd):
     g.create_dataset("dy", data=dy.numpy().astype(np.float32))
 
 
+def write_conv_cases(f, cases):
+    """Conv2D cases (name, H, W, C, filters, k, stride, padding, activation), batch 3, one group."""
+    for name, h, w, c, fo, k, s, pad, a in cases:
+        write_case(f, name,
+                   {"type": "Conv2D", "filters": fo, "kernel": k, "stride": s, "padding": pad, "activation": a,
+                    "in_shape": [h, w, c]},
+                   {"x": torch.randn(3, h, w, c), "weight": torch.randn(fo, c, k, k) * 0.2,
+                    "bias": torch.randn(fo) * 0.1},
+                   lambda x, weight, bias, k=k, s=s, pad=pad, a=a: act(conv_nhwc(x, weight, bias, k, s, pad, 1), a))
+
+
+def write_depthwise_cases(f, cases):
+    """DepthwiseConv2D cases (name, H, W, C, k, stride, padding, activation), batch 2."""
+    for name, h, w, c, k, s, pad, a in cases:
+        write_case(f, name,
+                   {"type": "DepthwiseConv2D", "kernel": k, "stride": s, "padding": pad, "activation": a,
+                    "in_shape": [h, w, c]},
+                   {"x": torch.randn(2, h, w, c), "weight": torch.randn(c, 1, k, k) * 0.3,
+                    "bias": torch.randn(c) * 0.1},
+                   lambda x, weight, bias, k=k, s=s, pad=pad, a=a, c=c: act(conv_nhwc(x, weight, bias, k, s, pad, c), a))
+
+
 def write_explicit_padding_cases(f):
     """PyTorch's padding=p as torchvision's networks use it (ResNet's 7x7/2 stem with padding 3, its
     3x3/2 max pooling with padding 1, 3x3 convolutions with padding 1 at stride 1 and 2, 1x1/2
@@ -88,22 +110,9 @@ def write_explicit_padding_cases(f):
         ("conv_7x7_pad3_stride2_even", 16, 16, 3, 8, 7, 2, "3", "relu"),
         ("conv_1x1_pad0_stride2_even", 8, 8, 8, 12, 1, 2, "0", "none"),
     ]
-    for name, h, w, c, fo, k, s, pad, a in conv_cases:
-        write_case(f, name,
-                   {"type": "Conv2D", "filters": fo, "kernel": k, "stride": s, "padding": pad, "activation": a,
-                    "in_shape": [h, w, c]},
-                   {"x": torch.randn(3, h, w, c), "weight": torch.randn(fo, c, k, k) * 0.2,
-                    "bias": torch.randn(fo) * 0.1},
-                   lambda x, weight, bias, k=k, s=s, pad=pad, a=a: act(conv_nhwc(x, weight, bias, k, s, pad, 1), a))
-
-    for name, h, w, c, k, s, pad, a in [("depthwise_3x3_pad1", 7, 6, 8, 3, 1, "1", "relu"),
-                                        ("depthwise_3x3_pad1_stride2_even", 8, 8, 6, 3, 2, "1", "none")]:
-        write_case(f, name,
-                   {"type": "DepthwiseConv2D", "kernel": k, "stride": s, "padding": pad, "activation": a,
-                    "in_shape": [h, w, c]},
-                   {"x": torch.randn(2, h, w, c), "weight": torch.randn(c, 1, k, k) * 0.3,
-                    "bias": torch.randn(c) * 0.1},
-                   lambda x, weight, bias, k=k, s=s, pad=pad, a=a, c=c: act(conv_nhwc(x, weight, bias, k, s, pad, c), a))
+    write_conv_cases(f, conv_cases)
+    write_depthwise_cases(f, [("depthwise_3x3_pad1", 7, 6, 8, 3, 1, "1", "relu"),
+                              ("depthwise_3x3_pad1_stride2_even", 8, 8, 6, 3, 2, "1", "none")])
 
     # 16x14 at stride 2: 8x7 outputs, enough for the cpu backend's fused separable op.
     for name, h, w, c, fo, s, a in [("separable_3x3_pad1", 6, 6, 8, 12, 1, "selu"),
@@ -154,22 +163,9 @@ def main():
             ("conv_3x3_stride2_same", 8, 8, 6, 10, 3, 2, "same", "selu"),
             ("conv_1x1", 5, 5, 16, 32, 1, 1, "same", "none"),
         ]
-        for name, h, w, c, fo, k, s, pad, a in conv_cases:
-            write_case(f, name,
-                       {"type": "Conv2D", "filters": fo, "kernel": k, "stride": s, "padding": pad, "activation": a,
-                        "in_shape": [h, w, c]},
-                       {"x": torch.randn(3, h, w, c), "weight": torch.randn(fo, c, k, k) * 0.2,
-                        "bias": torch.randn(fo) * 0.1},
-                       lambda x, weight, bias, k=k, s=s, pad=pad, a=a: act(conv_nhwc(x, weight, bias, k, s, pad, 1), a))
-
-        for name, h, w, c, k, s, pad, a in [("depthwise_3x3_same", 7, 7, 8, 3, 1, "same", "relu"),
-                                            ("depthwise_5x5_stride2", 10, 10, 6, 5, 2, "same", "none")]:
-            write_case(f, name,
-                       {"type": "DepthwiseConv2D", "kernel": k, "stride": s, "padding": pad, "activation": a,
-                        "in_shape": [h, w, c]},
-                       {"x": torch.randn(2, h, w, c), "weight": torch.randn(c, 1, k, k) * 0.3,
-                        "bias": torch.randn(c) * 0.1},
-                       lambda x, weight, bias, k=k, s=s, pad=pad, a=a, c=c: act(conv_nhwc(x, weight, bias, k, s, pad, c), a))
+        write_conv_cases(f, conv_cases)
+        write_depthwise_cases(f, [("depthwise_3x3_same", 7, 7, 8, 3, 1, "same", "relu"),
+                                  ("depthwise_5x5_stride2", 10, 10, 6, 5, 2, "same", "none")])
 
         for name, h, w, c, fo, a in [("separable_3x3_selu", 6, 6, 8, 12, "selu"), ("separable_3x3_none", 5, 7, 3, 4, "none")]:
             def sep(x, depthwise_weight, pointwise_weight, bias, a=a, c=c):
