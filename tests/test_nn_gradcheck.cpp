@@ -6,6 +6,7 @@
 #include <functional>
 #include <random>
 
+#include "scaletrain/nn/batch_norm.hpp"
 #include "scaletrain/nn/conv2d.hpp"
 #include "scaletrain/nn/dense.hpp"
 #include "scaletrain/nn/elementwise_layers.hpp"
@@ -110,7 +111,10 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"flatten", [] { return std::make_unique<nn::Flatten>(""); }, {3, 2, 2}},
         Case{"relu", [] { return std::make_unique<nn::ActivationLayer>("", nn::Activation::relu); }, {4, 4, 2}, 2, 1e-3},
         Case{"selu", [] { return std::make_unique<nn::ActivationLayer>("", nn::Activation::selu); }, {4, 4, 2}, 2, 1e-3},
-        Case{"dropout", [] { return std::make_unique<nn::Dropout>("", 0.3f); }, {20}}),
+        Case{"dropout", [] { return std::make_unique<nn::Dropout>("", 0.3f); }, {20}},
+        Case{"batch_norm", [] { return std::make_unique<nn::BatchNorm2d>(""); }, {3, 3, 4}, 2, 1e-3},
+        Case{"batch_norm_relu", [] { return std::make_unique<nn::BatchNorm2d>("", nn::Activation::relu); }, {3, 2, 3}, 3, 1e-4},
+        Case{"batch_norm_features", [] { return std::make_unique<nn::BatchNorm2d>(""); }, {5}, 4, 1e-3}),
     [](const auto& info) { return info.param.name; });
 
 TEST(GradCheckLoss, SoftmaxCrossEntropyMatchesFiniteDifferences) {

@@ -1,5 +1,5 @@
-// Deterministic parameter initialization and the buffers' initial values (Keras' glorot_uniform, lecun_normal; He; PyTorch's
-// default) from a counter-based generator, so every rank draws identical weights from one seed.
+// Deterministic parameter initialization and the buffers' initial values (Keras' glorot_uniform, lecun_normal; He's uniform and
+// normal; PyTorch's default) from a counter-based generator, so every rank draws identical weights from one seed.
 #include <cmath>
 
 #include "scaletrain/kernels/random.hpp"
@@ -20,6 +20,13 @@ float truncated_normal(uint64_t seed, uint64_t stream, uint64_t index) {
   }
 }
 
+// Standard normal (Box-Muller on two counter-based uniforms).
+float standard_normal(uint64_t seed, uint64_t stream, uint64_t index) {
+  const float u1 = kernels::uniform01(seed, stream, 2 * index);
+  const float u2 = kernels::uniform01(seed, stream, 2 * index + 1);
+  return std::sqrt(-2.0f * std::log(1.0f - u1)) * std::cos(6.283185307179586f * u2);
+}
+
 }  // namespace
 
 void Model::init_parameters(uint64_t seed) {
@@ -37,6 +44,14 @@ void Model::init_parameters(uint64_t seed) {
       case Init::zeros:
         for (int64_t i = 0; i < n; ++i) w[i] = 0.0f;
         break;
+      case Init::ones:
+        for (int64_t i = 0; i < n; ++i) w[i] = 1.0f;
+        break;
+      case Init::he_normal_fan_out: {
+        const float sd = static_cast<float>(std::sqrt(2.0 / fan_out));
+        for (int64_t i = 0; i < n; ++i) w[i] = standard_normal(seed, stream, static_cast<uint64_t>(i)) * sd;
+        break;
+      }
       case Init::glorot_uniform: {
         const float limit = static_cast<float>(std::sqrt(6.0 / (fan_in + fan_out)));
         for (int64_t i = 0; i < n; ++i) w[i] = (2.0f * kernels::uniform01(seed, stream, i) - 1.0f) * limit;

@@ -23,8 +23,9 @@ struct TorchParameterPlace {
   std::string name;
 };
 
-// How a parameter's initial values are drawn.
-enum class Init { zeros, glorot_uniform, lecun_normal, he_uniform, pytorch_default };
+// How a parameter's initial values are drawn. he_normal_fan_out: normal with std sqrt(2 / fan_out)
+// (torch.nn.init.kaiming_normal_(mode='fan_out', nonlinearity='relu'), torchvision's ResNet convolutions).
+enum class Init { zeros, ones, glorot_uniform, lecun_normal, he_uniform, he_normal_fan_out, pytorch_default };
 
 struct Parameter {
   std::string name;  // "weight", "bias", "depthwise_weight", ...

@@ -6,6 +6,7 @@
 
 #include "scaletrain/core/error.hpp"
 #include "scaletrain/kernels/activation.hpp"
+#include "scaletrain/kernels/batch_norm.hpp"
 #include "scaletrain/kernels/bias.hpp"
 #include "scaletrain/kernels/cast.hpp"
 #include "scaletrain/kernels/conv_layout.hpp"
@@ -41,6 +42,18 @@ ST_INSTANTIATE_STORAGE(SeluBackwardFromOutput)
 ST_INSTANTIATE_STORAGE(DropoutForward)
 ST_INSTANTIATE_STORAGE(DropoutBackward)
 ST_INSTANTIATE_STORAGE(AddTensors)
+ST_INSTANTIATE_STORAGE(BnChunkSums)
+ST_INSTANTIATE_STORAGE(BnChunkSquaredDeviations)
+ST_INSTANTIATE_STORAGE(BnChunkGradientSums)
+ST_INSTANTIATE_STORAGE(BnApply)
+ST_INSTANTIATE_STORAGE(BnBackwardData)
+ST_INSTANTIATE(BnReduceChunks)
+ST_INSTANTIATE(BnSetCount)
+ST_INSTANTIATE(BnMean)
+ST_INSTANTIATE(BnTrainingScale)
+ST_INSTANTIATE(BnCountBatch)
+ST_INSTANTIATE(BnEvalScale)
+ST_INSTANTIATE(BnParameterGradients)
 ST_INSTANTIATE_STORAGE(CopyIntoChannels)
 ST_INSTANTIATE_STORAGE(CopyFromChannels)
 ST_INSTANTIATE_STORAGE(NormalizeU8)

@@ -1,0 +1,45 @@
+// BatchNorm2d as PyTorch's nn.BatchNorm2d over the channel (last) dimension of NHWC activations, or
+// of any [..., C] input: affine weight and bias; buffers running_mean, running_var (the unbiased
+// batch variance enters it) and num_batches_tracked (i64). Training normalizes with the batch's
+// statistics and updates the buffers (momentum 0.1); evaluation uses the buffers. A ReLU after it
+// may be fused (the pass that normalizes applies it, and backward takes its mask from the output).
+// Statistics are f32 in every compute type. With a BatchStatisticsReducer (SyncBatchNorm), the
+// batch statistics and the backward pass's sums are taken over the ranks' global batch.
+#pragma once
+#include "scaletrain/nn/activation.hpp"
+#include "scaletrain/nn/batch_statistics.hpp"
+#include "scaletrain/nn/layer.hpp"
+
+namespace scaletrain::nn {
+
+class BatchNorm2d : public Layer {
+ public:
+  BatchNorm2d(std::string name, Activation activation = Activation::none, float momentum = 0.1f, float eps = 1e-5f);
+  std::string type() const override { return "BatchNormalization"; }
+  Shape configure(const Shape& in) override;
+  void build(Backend& backend, int64_t batch) override;
+  const Tensor& forward(const Tensor& x, bool training) override;
+  const Tensor& backward(const Tensor& dy, bool need_dx) override;
+  int64_t flops_per_sample() const override;
+  int torch_module_count() const override { return activation_ == Activation::none ? 1 : 2; }
+  // Sums over the ranks (SyncBatchNorm); null: this rank's batch alone (the default).
+  void use_statistics_reducer(BatchStatisticsReducer* reducer) { reducer_ = reducer; }
+  bool synchronized() const { return reducer_ != nullptr; }
+  Activation activation() const { return activation_; }
+
+ private:
+  void batch_statistics(const Tensor& x);
+  void update_running_statistics();
+  Activation activation_;
+  float momentum_, eps_;
+  BatchStatisticsReducer* reducer_ = nullptr;
+  int64_t channels_ = 0, rows_ = 0, chunk_rows_ = 0, chunks_ = 0;
+  Tensor x_, y_, dx_;
+  Tensor partial_, acc_;   // f64 and f32 [chunks, 2C]: per-chunk sums, and their f32 accumulators
+  Tensor sums_;            // f64 [2C + 1]: the reduced sums (sum, count; squared deviations; dy and dy*xhat)
+  Tensor mean_, invstd_;   // f32 [C]: the statistics forward normalized with
+  Tensor scale_, shift_;   // f32 [C]: y = x * scale + shift
+  Tensor count_;           // f32 [1]: the rows the statistics cover (summed over the ranks when synchronized)
+};
+
+}  // namespace scaletrain::nn

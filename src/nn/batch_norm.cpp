@@ -1,0 +1,145 @@
+// BatchNorm2d on top of the kernels/batch_norm.hpp functors: chunked per-channel sums, the sums
+// over the ranks where a reducer is set, then one pass that normalizes (and applies the ReLU).
+#include "scaletrain/nn/batch_norm.hpp"
+
+#include "scaletrain/backend/launch.hpp"
+#include "scaletrain/core/dispatch.hpp"
+#include "scaletrain/kernels/batch_norm.hpp"
+
+namespace scaletrain::nn {
+namespace {
+
+// Enough chunks to spread the sums over many indices, each long enough to amortize its row of partial sums.
+constexpr int64_t kMaxChunks = 256;
+constexpr int64_t kMinChunkRows = 16;
+
+}  // namespace
+
+BatchNorm2d::BatchNorm2d(std::string name, Activation activation, float momentum, float eps)
+    : Layer(std::move(name)), activation_(activation), momentum_(momentum), eps_(eps) {
+  ST_CHECK(activation == Activation::none || activation == Activation::relu, "layer '", name_,
+           "' (BatchNormalization): only a ReLU can be fused after it, got ", activation_name(activation));
+}
+
+Shape BatchNorm2d::configure(const Shape& in) {
+  if (in.empty()) shape_error("expects [..., C] input per sample, got a scalar");
+  channels_ = in.back();
+  in_shape_ = out_shape_ = in;
+  params_.clear();
+  buffers_.clear();
+  declare("weight", {channels_}, Init::ones, 0, 0).norm = true;
+  declare("bias", {channels_}, Init::zeros, 0, 0).norm = true;
+  declare_buffer("running_mean", {channels_}, DType::f32, 0.0);
+  declare_buffer("running_var", {channels_}, DType::f32, 1.0);
+  declare_buffer("num_batches_tracked", {}, DType::i64, 0.0);
+  return out_shape_;
+}
+
+void BatchNorm2d::build(Backend& backend, int64_t batch) {
+  rows_ = batch * shape_numel(in_shape_) / channels_;
+  chunk_rows_ = std::max(kMinChunkRows, (rows_ + kMaxChunks - 1) / kMaxChunks);
+  chunks_ = (rows_ + chunk_rows_ - 1) / chunk_rows_;
+  y_ = buffer(with_batch(batch, out_shape_), "y");
+  dx_ = buffer(with_batch(batch, in_shape_), "dx");
+  partial_ = buffer({chunks_, 2 * channels_}, "partial_sums", DType::f64);
+  acc_ = buffer({chunks_, 2 * channels_}, "chunk_sums", DType::f32);
+  sums_ = buffer({2 * channels_ + 1}, "sums", DType::f64);
+  mean_ = buffer({channels_}, "mean", DType::f32);
+  invstd_ = buffer({channels_}, "invstd", DType::f32);
+  scale_ = buffer({channels_}, "scale", DType::f32);
+  shift_ = buffer({channels_}, "shift", DType::f32);
+  count_ = buffer({1}, "count", DType::f32);
+}
+
+// mean_, invstd_, scale_ and shift_ from x's statistics (over the ranks with a reducer): the sums
+// and the count, the mean, then the squared deviations from it (two passes, which keeps the variance
+// exact where the mean is large against the spread). Updates the running statistics.
+void BatchNorm2d::batch_statistics(const Tensor& x) {
+  double* sums = sums_.device_data<double>();
+  double* partial = partial_.device_data<double>();
+  float* acc = acc_.device_data<float>();
+  visit_float_type(dtype_, [&](auto t) {
+    using T = decltype(t);
+    launch(stream(), "bn_chunk_sums", chunks_,
+           kernels::BnChunkSums<T>{x.device_data<T>(), acc, partial, rows_, channels_, chunk_rows_});
+  });
+  launch(stream(), "bn_reduce_chunks", channels_, kernels::BnReduceChunks{partial, sums, chunks_, channels_});
+  launch(stream(), "bn_set_count", 1, kernels::BnSetCount{sums, channels_, static_cast<double>(rows_)});
+  if (reducer_) reducer_->sum(sums, channels_ + 1, stream());
+  launch(stream(), "bn_mean", channels_,
+         kernels::BnMean{sums, mean_.device_data<float>(), count_.device_data<float>(), channels_});
+  visit_float_type(dtype_, [&](auto t) {
+    using T = decltype(t);
+    launch(stream(), "bn_chunk_squared_deviations", chunks_,
+           kernels::BnChunkSquaredDeviations<T>{x.device_data<T>(), mean_.device_data<float>(), acc, partial, rows_,
+                                                channels_, chunk_rows_});
+  });
+  launch(stream(), "bn_reduce_chunks", channels_, kernels::BnReduceChunks{partial, sums, chunks_, channels_});
+  if (reducer_) reducer_->sum(sums, channels_, stream());
+  update_running_statistics();
+}
+
+void BatchNorm2d::update_running_statistics() {
+  launch(stream(), "bn_training_scale", channels_,
+         kernels::BnTrainingScale{sums_.device_data<double>(), count_.device_data<float>(), mean_.device_data<float>(),
+                                  params_[0].value.device_data<float>(), params_[1].value.device_data<float>(),
+                                  invstd_.device_data<float>(), scale_.device_data<float>(),
+                                  shift_.device_data<float>(), buffers_[0].value.device_data<float>(),
+                                  buffers_[1].value.device_data<float>(), momentum_, eps_});
+  launch(stream(), "bn_count_batch", 1, kernels::BnCountBatch{buffers_[2].value.device_data<int64_t>()});
+}
+
+const Tensor& BatchNorm2d::forward(const Tensor& x, bool training) {
+  x_ = x;
+  if (training) {
+    batch_statistics(x);
+  } else {
+    launch(stream(), "bn_eval_scale", channels_,
+           kernels::BnEvalScale{buffers_[0].value.device_data<float>(), buffers_[1].value.device_data<float>(),
+                                params_[0].value.device_data<float>(), params_[1].value.device_data<float>(),
+                                scale_.device_data<float>(), shift_.device_data<float>(), eps_});
+  }
+  visit_float_type(dtype_, [&](auto t) {
+    using T = decltype(t);
+    launch(stream(), "bn_apply", rows_,
+           kernels::BnApply<T>{x.device_data<T>(), y_.device_data<T>(), scale_.device_data<float>(),
+                               shift_.device_data<float>(), channels_, activation_ == Activation::relu});
+  });
+  return y_;
+}
+
+// The sums of the (masked) gradient and of its product with xhat give the affine parameters'
+// gradients (this rank's rows: the gradient all-reduce sums them over the ranks), then, summed over
+// the ranks where a reducer is set, the input's gradient.
+const Tensor& BatchNorm2d::backward(const Tensor& dy, bool need_dx) {
+  const bool relu = activation_ == Activation::relu;
+  double* sums = sums_.device_data<double>();
+  double* partial = partial_.device_data<double>();
+  float* acc = acc_.device_data<float>();
+  visit_float_type(dtype_, [&](auto t) {
+    using T = decltype(t);
+    launch(stream(), "bn_chunk_gradient_sums", chunks_,
+           kernels::BnChunkGradientSums<T>{x_.device_data<T>(), y_.device_data<T>(), dy.device_data<T>(),
+                                           mean_.device_data<float>(), invstd_.device_data<float>(), acc, partial, rows_,
+                                           channels_, chunk_rows_, relu});
+  });
+  launch(stream(), "bn_reduce_chunks", 2 * channels_, kernels::BnReduceChunks{partial, sums, chunks_, 2 * channels_});
+  launch(stream(), "bn_parameter_gradients", channels_,
+         kernels::BnParameterGradients{sums, params_[0].grad.device_data<float>(), params_[1].grad.device_data<float>(),
+                                       channels_});
+  if (!need_dx) return no_gradient();
+  if (reducer_) reducer_->sum(sums, 2 * channels_, stream());
+  visit_float_type(dtype_, [&](auto t) {
+    using T = decltype(t);
+    launch(stream(), "bn_backward_data", rows_,
+           kernels::BnBackwardData<T>{x_.device_data<T>(), y_.device_data<T>(), dy.device_data<T>(),
+                                      dx_.device_data<T>(), mean_.device_data<float>(), invstd_.device_data<float>(),
+                                      params_[0].value.device_data<float>(), sums, count_.device_data<float>(),
+                                      channels_, relu});
+  });
+  return dx_;
+}
+
+int64_t BatchNorm2d::flops_per_sample() const { return 2 * shape_numel(in_shape_); }
+
+}  // namespace scaletrain::nn

@@ -1,0 +1,211 @@
+// BatchNorm2d's behaviour as PyTorch's nn.BatchNorm2d (momentum 0.1, eps 1e-5): training normalizes
+// with the batch's statistics and moves the running ones (unbiased variance), evaluation uses the
+// running ones; the fused ReLU equals a ReLU layer after it; statistics stay exact on data with a
+// large offset; bf16 and f16 stay near f32; cpu and the simulated device agree bitwise.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "scaletrain/nn/batch_norm.hpp"
+#include "scaletrain/nn/elementwise_layers.hpp"
+#include "support/layer_harness.hpp"
+
+using namespace scaletrain;
+using scaletrain::testing::tensors_close;
+
+namespace {
+
+constexpr int64_t kBatch = 3;
+const Shape kSample{4, 5, 6};  // [H, W, C]: 60 rows per batch of 3, 6 channels
+
+std::unique_ptr<Backend> make_backend(DeviceKind kind) {
+  if (kind == DeviceKind::cpu) return make_cpu_backend();
+  BackendOptions options;
+  options.kind = DeviceKind::sim;
+  return make_sim_backend(options);
+}
+
+std::vector<float> random_values(int64_t n, float offset, float spread, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& x : v) x = offset + spread * d(rng);
+  return v;
+}
+
+// A device tensor of `dtype` holding `values` (rounded to it).
+Tensor on_device(Backend& backend, const Shape& shape, const std::vector<float>& values, DType dtype) {
+  Tensor f32(shape, DType::f32, "x");
+  std::copy(values.begin(), values.end(), f32.data<float>());
+  Tensor stored = dtype == DType::f32 ? f32 : Tensor(shape, dtype, "x");
+  for (int64_t i = 0; i < f32.numel() && dtype != DType::f32; ++i) {
+    if (dtype == DType::bf16) stored.data<bf16>()[i] = from_float<bf16>(values[static_cast<size_t>(i)]);
+    else stored.data<f16>()[i] = from_float<f16>(values[static_cast<size_t>(i)]);
+  }
+  Tensor d = backend.empty(shape, dtype, "x.device");
+  backend.copy_async(backend.compute_stream(), d, stored);
+  backend.synchronize();
+  return d;
+}
+
+std::vector<float> to_host(Backend& backend, const Tensor& t) {
+  Tensor h(t.shape(), DType::f32, "host");
+  backend.copy_async(backend.compute_stream(), h, t);
+  backend.synchronize();
+  return std::vector<float>(h.data<float>(), h.data<float>() + h.numel());
+}
+
+// One BatchNorm2d in a model of its own on a backend, with weight 1 + 0.1 c and bias 0.05 c.
+struct BatchNormRun {
+  std::unique_ptr<Backend> backend;
+  nn::Model model{"bn", nn::ParameterNaming::node};
+
+  BatchNormRun(DeviceKind kind, DType dtype, nn::Activation act = nn::Activation::none, const Shape& sample = kSample)
+      : backend(make_backend(kind)) {
+    model.node<nn::BatchNorm2d>({nn::Model::input()}, "bn", act);
+    model.configure(sample);
+    model.build(*backend, kBatch, dtype);
+    model.init_parameters(1);
+    const int64_t c = sample.back();
+    std::vector<float> params(static_cast<size_t>(model.parameter_count()));
+    for (const nn::ParameterSlot& s : model.slots())
+      for (int64_t i = 0; i < c; ++i)
+        params[static_cast<size_t>(s.offset + i)] = s.name == "bn.weight" ? 1.0f + 0.1f * i : 0.05f * i;
+    Tensor host({model.parameter_count()}, DType::f32, "params");
+    std::copy(params.begin(), params.end(), host.data<float>());
+    backend->copy_async(backend->compute_stream(), model.flat_parameters(), host);
+    model.refresh_compute_parameters();
+  }
+  Shape batch_shape() const { return nn::with_batch(kBatch, model.input_shape()); }
+  std::vector<float> forward(const std::vector<float>& x, DType dtype, bool training) {
+    return to_host(*backend, model.forward(on_device(*backend, batch_shape(), x, dtype), training));
+  }
+  std::vector<float> buffer(const std::string& name) {
+    const std::vector<float> all = to_host(*backend, model.flat_buffers(DType::f32));
+    for (const nn::BufferSlot& b : model.buffer_slots())
+      if (b.name == name) return {all.begin() + b.offset, all.begin() + b.offset + b.count};
+    ADD_FAILURE() << "no buffer " << name;
+    return {};
+  }
+  int64_t batches_tracked() {
+    Tensor h({1}, DType::i64, "n");
+    backend->copy_async(backend->compute_stream(), h, model.flat_buffers(DType::i64));
+    backend->synchronize();
+    return h.data<int64_t>()[0];
+  }
+};
+
+// Per-channel mean and biased variance of rows [rows, C], in double.
+void channel_statistics(const std::vector<float>& x, int64_t c, std::vector<double>& mean, std::vector<double>& var) {
+  const int64_t rows = static_cast<int64_t>(x.size()) / c;
+  mean.assign(static_cast<size_t>(c), 0.0);
+  var.assign(static_cast<size_t>(c), 0.0);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t k = 0; k < c; ++k) mean[static_cast<size_t>(k)] += x[static_cast<size_t>(r * c + k)] / double(rows);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t k = 0; k < c; ++k) {
+      const double d = x[static_cast<size_t>(r * c + k)] - mean[static_cast<size_t>(k)];
+      var[static_cast<size_t>(k)] += d * d / double(rows);
+    }
+}
+
+// y = (x - mean) / sqrt(var + eps) * weight + bias, in double, with the test's weight and bias.
+std::vector<float> expected_output(const std::vector<float>& x, int64_t c, const std::vector<double>& mean,
+                                   const std::vector<double>& var) {
+  std::vector<float> y(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    const size_t k = i % static_cast<size_t>(c);
+    y[i] = static_cast<float>((x[i] - mean[k]) / std::sqrt(var[k] + 1e-5) * (1.0 + 0.1 * k) + 0.05 * k);
+  }
+  return y;
+}
+
+}  // namespace
+
+TEST(BatchNorm, TrainingNormalizesWithTheBatchAndMovesTheRunningStatistics) {
+  BatchNormRun bn(DeviceKind::cpu, DType::f32);
+  const int64_t c = kSample.back(), n = kBatch * 20;
+  const std::vector<float> x = random_values(n * c, 2.0f, 3.0f, 5);
+  const std::vector<float> y = bn.forward(x, DType::f32, true);
+  std::vector<double> mean, var;
+  channel_statistics(x, c, mean, var);
+  const std::vector<float> want = expected_output(x, c, mean, var);
+  EXPECT_TRUE(tensors_close(y.data(), want.data(), static_cast<int64_t>(y.size()), 1e-5, 1e-5));
+  const std::vector<float> rm = bn.buffer("bn.running_mean"), rv = bn.buffer("bn.running_var");
+  for (int64_t k = 0; k < c; ++k) {
+    EXPECT_NEAR(rm[static_cast<size_t>(k)], 0.1 * mean[static_cast<size_t>(k)], 1e-5) << k;
+    // The unbiased variance (n / (n - 1)) enters the running variance, as in PyTorch.
+    EXPECT_NEAR(rv[static_cast<size_t>(k)], 0.9 + 0.1 * var[static_cast<size_t>(k)] * n / (n - 1), 1e-5) << k;
+  }
+  EXPECT_EQ(bn.batches_tracked(), 1);
+  bn.forward(x, DType::f32, true);
+  EXPECT_EQ(bn.batches_tracked(), 2);
+  EXPECT_NEAR(bn.buffer("bn.running_mean")[1], 0.19 * mean[1], 1e-5);
+}
+
+TEST(BatchNorm, EvaluationUsesTheRunningStatisticsAndLeavesThemAlone) {
+  BatchNormRun bn(DeviceKind::cpu, DType::f32);
+  const int64_t c = kSample.back(), n = kBatch * 20;
+  const std::vector<float> x = random_values(n * c, 1.0f, 2.0f, 6);
+  bn.forward(x, DType::f32, true);
+  const std::vector<float> rm = bn.buffer("bn.running_mean"), rv = bn.buffer("bn.running_var");
+  const std::vector<float> y = bn.forward(x, DType::f32, false);
+  const std::vector<double> mean(rm.begin(), rm.end()), var(rv.begin(), rv.end());
+  const std::vector<float> want = expected_output(x, c, mean, var);
+  EXPECT_TRUE(tensors_close(y.data(), want.data(), static_cast<int64_t>(y.size()), 1e-5, 1e-5));
+  EXPECT_EQ(bn.buffer("bn.running_mean"), rm);
+  EXPECT_EQ(bn.batches_tracked(), 1);
+}
+
+// Values near 1e4 with unit spread: E[x^2] - E[x]^2 in f32 would lose the variance altogether (its
+// rounding, ~6e-8 of 1e8, is several times the variance); two passes keep it. What remains is the
+// f32 rounding of x and of the mean near 1e4 (up to 5e-4 each), hence the absolute tolerance.
+TEST(BatchNorm, StatisticsStayExactOnALargeOffset) {
+  BatchNormRun bn(DeviceKind::cpu, DType::f32);
+  const int64_t c = kSample.back(), n = kBatch * 20;
+  const std::vector<float> x = random_values(n * c, 1e4f, 1.0f, 7);
+  const std::vector<float> y = bn.forward(x, DType::f32, true);
+  std::vector<double> mean, var;
+  channel_statistics(x, c, mean, var);
+  const std::vector<float> want = expected_output(x, c, mean, var);
+  EXPECT_TRUE(tensors_close(y.data(), want.data(), static_cast<int64_t>(y.size()), 1e-3, 3e-3));
+}
+
+TEST(BatchNorm, FusedReluEqualsAReluLayerAfterIt) {
+  const int64_t n = kBatch * 20, c = kSample.back();
+  const std::vector<float> x = random_values(n * c, 0.0f, 1.0f, 8);
+  BatchNormRun fused(DeviceKind::cpu, DType::f32, nn::Activation::relu);
+  BatchNormRun plain(DeviceKind::cpu, DType::f32);
+  std::vector<float> y = plain.forward(x, DType::f32, true);
+  for (float& v : y) v = std::max(v, 0.0f);
+  EXPECT_EQ(fused.forward(x, DType::f32, true), y);
+}
+
+// Each DType: cpu and sim run the same functors in the same order, so they agree bitwise, and bf16
+// and f16 stay within their rounding of f32.
+TEST(BatchNorm, BackendsAgreeAndLowPrecisionStaysNearF32) {
+  const int64_t n = kBatch * 20, c = kSample.back();
+  const std::vector<float> x = random_values(n * c, 0.5f, 1.5f, 9);
+  const std::vector<float> ref = BatchNormRun(DeviceKind::cpu, DType::f32).forward(x, DType::f32, true);
+  for (DType dtype : {DType::f32, DType::bf16, DType::f16}) {
+    const std::vector<float> cpu = BatchNormRun(DeviceKind::cpu, dtype).forward(x, dtype, true);
+    EXPECT_EQ(BatchNormRun(DeviceKind::sim, dtype).forward(x, dtype, true), cpu) << dtype_name(dtype);
+    const double tol = dtype == DType::bf16 ? 2e-2 : dtype == DType::f16 ? 3e-3 : 1e-7;
+    EXPECT_TRUE(tensors_close(cpu.data(), ref.data(), static_cast<int64_t>(ref.size()), tol, tol)) << dtype_name(dtype);
+  }
+}
+
+TEST(BatchNorm, DeclaresPyTorchsParametersAndBuffers) {
+  BatchNormRun bn(DeviceKind::cpu, DType::f32);
+  std::vector<std::string> names;
+  for (const nn::ParameterSlot& s : bn.model.slots()) names.push_back(s.name);
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"bn.bias", "bn.weight"}));
+  names.clear();
+  for (const nn::BufferSlot& b : bn.model.buffer_slots()) names.push_back(b.name + ":" + std::string(dtype_name(b.dtype)));
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"bn.num_batches_tracked:i64", "bn.running_mean:f32", "bn.running_var:f32"}));
+  for (const nn::Parameter& p : bn.model.layers()[0]->parameters()) EXPECT_TRUE(p.norm) << p.name;
+  EXPECT_FLOAT_EQ(bn.buffer("bn.running_var")[0], 1.0f);
+}
