@@ -6,6 +6,10 @@ namespace scaletrain::nn {
 
 Conv2D::Conv2D(std::string name, Conv2DOptions o) : Layer(std::move(name)), opt_(o), act_(o.activation) {}
 
+Conv2D::Conv2D(std::string name, Conv2DOptions o, Init weight_init) : Conv2D(std::move(name), o) {
+  weight_init_ = weight_init;
+}
+
 Shape Conv2D::configure(const Shape& in) {
   if (in.size() != 3) shape_error("expects [H, W, C] input per sample, got " + shape_string(in));
   if (opt_.filters <= 0 || opt_.kernel <= 0 || opt_.stride <= 0 || opt_.groups <= 0)
@@ -34,7 +38,8 @@ Shape Conv2D::configure(const Shape& in) {
   out_shape_ = {conv_.out_h(), conv_.out_w(), conv_.out_c};
   params_.clear();
   const int64_t k2 = opt_.kernel * opt_.kernel;
-  const Init winit = opt_.activation == Activation::selu ? Init::lecun_normal : Init::glorot_uniform;
+  const Init winit =
+      weight_init_.value_or(opt_.activation == Activation::selu ? Init::lecun_normal : Init::glorot_uniform);
   declare("weight", {opt_.filters, c / opt_.groups, opt_.kernel, opt_.kernel}, winit, k2 * c / opt_.groups,
           k2 * opt_.filters / opt_.groups);
   if (opt_.bias) declare("bias", {opt_.filters}, Init::zeros, 0, 0);

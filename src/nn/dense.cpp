@@ -3,8 +3,8 @@
 
 namespace scaletrain::nn {
 
-Dense::Dense(std::string name, int64_t units, Activation act, bool bias)
-    : Layer(std::move(name)), units_(units), bias_(bias), act_(act) {}
+Dense::Dense(std::string name, int64_t units, Activation act, bool bias, std::optional<Init> init)
+    : Layer(std::move(name)), units_(units), bias_(bias), init_(init), act_(act) {}
 
 Shape Dense::configure(const Shape& in) {
   if (in.size() != 1)
@@ -17,9 +17,13 @@ Shape Dense::configure(const Shape& in) {
   in_shape_ = in;
   out_shape_ = {units_};
   params_.clear();
-  const Init winit = act_.kind() == Activation::selu ? Init::lecun_normal : Init::glorot_uniform;
+  const Init winit = init_.value_or(act_.kind() == Activation::selu ? Init::lecun_normal : Init::glorot_uniform);
   declare("weight", {units_, in[0]}, winit, in[0], units_);
-  if (bias_) declare("bias", {units_}, Init::zeros, 0, 0);
+  if (bias_ && init_) {
+    declare("bias", {units_}, *init_, in[0], units_);
+  } else if (bias_) {
+    declare("bias", {units_}, Init::zeros, 0, 0);
+  }
   return out_shape_;
 }
 

@@ -3,6 +3,7 @@
 // Weights [OC, IC/groups, KH, KW] as in PyTorch.
 #pragma once
 #include <memory>
+#include <optional>
 
 #include "scaletrain/nn/activation.hpp"
 #include "scaletrain/nn/layer.hpp"
@@ -23,7 +24,10 @@ struct Conv2DOptions {
 
 class Conv2D : public Layer {
  public:
+  // The weight drawn with glorot_uniform (lecun_normal before a SELU), the bias zeros.
   Conv2D(std::string name, Conv2DOptions o);
+  // The weight drawn with `weight_init` instead (Init::he_normal_fan_out: torchvision's ResNets).
+  Conv2D(std::string name, Conv2DOptions o, Init weight_init);
   std::string type() const override { return "Conv2D"; }
   Shape configure(const Shape& in) override;
   void build(Backend& backend, int64_t batch) override;
@@ -39,6 +43,7 @@ class Conv2D : public Layer {
 
  protected:
   Conv2DOptions opt_;
+  std::optional<Init> weight_init_;
   ConvShape conv_;
   std::unique_ptr<ActivatedConvOp> op_;
   FusedActivation act_;

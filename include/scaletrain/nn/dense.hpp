@@ -1,6 +1,7 @@
 // Dense (fully connected): y = x W^T + b with a fused activation; W is [units, in] as in PyTorch.
 #pragma once
 #include <memory>
+#include <optional>
 
 #include "scaletrain/nn/activation.hpp"
 #include "scaletrain/nn/layer.hpp"
@@ -9,7 +10,11 @@ namespace scaletrain::nn {
 
 class Dense : public Layer {
  public:
-  Dense(std::string name, int64_t units, Activation act = Activation::none, bool bias = true);
+  // Without `init`: the weight drawn with glorot_uniform (lecun_normal before a SELU), the bias zeros.
+  // With it: the weight and the bias both drawn with `init` from the layer's fan-in (Init::pytorch_default:
+  // torch.nn.Linear's reset_parameters, uniform in +-1/sqrt(in_features)).
+  Dense(std::string name, int64_t units, Activation act = Activation::none, bool bias = true,
+        std::optional<Init> init = std::nullopt);
   std::string type() const override { return "Dense"; }
   Shape configure(const Shape& in) override;
   void build(Backend& backend, int64_t batch) override;
@@ -22,6 +27,7 @@ class Dense : public Layer {
  private:
   int64_t units_;
   bool bias_;
+  std::optional<Init> init_;
   InnerProductShape ip_;
   std::unique_ptr<InnerProductOp> op_;
   FusedActivation act_;

@@ -1,5 +1,7 @@
 // The model zoo, built for a per-sample input shape [H, W, C]: the chains mlp, lenet, lenet_dropout and
-// fmnist_sepcnn, and the test graphs resmlp (residual MLP) and branchnet (Concat and residual Add).
+// fmnist_sepcnn, the test graphs resmlp (residual MLP) and branchnet (Concat and residual Add), and the
+// ResNets with BatchNorm: resnet20 (He et al.'s CIFAR network, option-A shortcuts, akamaster's names) and
+// resnet18 and resnet50 (torchvision's, parameters and buffers named as its state_dict keys).
 #pragma once
 #include <memory>
 #include <string>

@@ -19,6 +19,7 @@
 #include "scaletrain/kernels/pool_direct.hpp"
 #include "scaletrain/kernels/scale.hpp"
 #include "scaletrain/kernels/softmax_cross_entropy.hpp"
+#include "scaletrain/kernels/subsample_pad.hpp"
 
 namespace scaletrain::kernels {
 
@@ -56,6 +57,8 @@ ST_INSTANTIATE(BnEvalScale)
 ST_INSTANTIATE(BnParameterGradients)
 ST_INSTANTIATE_STORAGE(CopyIntoChannels)
 ST_INSTANTIATE_STORAGE(CopyFromChannels)
+ST_INSTANTIATE_STORAGE(SubsamplePadForward)
+ST_INSTANTIATE_STORAGE(SubsamplePadBackward)
 ST_INSTANTIATE_STORAGE(NormalizeU8)
 ST_INSTANTIATE_STORAGE(NormalizeU8OneChannel)
 ST_INSTANTIATE(Cast<float, float>)
