@@ -17,7 +17,7 @@ packages=(
   # image decoding for data-tools
   libjpeg62-turbo-dev libpng-dev zlib1g-dev
   # reference data, anchors and plots
-  python3 python3-torch python3-h5py python3-numpy python3-matplotlib
+  python3 python3-torch python3-torchvision python3-h5py python3-numpy python3-matplotlib
   # OpenBLAS for PyTorch's Linear layers (Debian's torch calls libblas.so.3, else the reference BLAS)
   libopenblas0-openmp
   # the real data set
