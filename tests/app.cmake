@@ -20,7 +20,7 @@ if(TARGET scaletrain)
   file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/bad_key.toml "[train]\nepoch = 3\n")
   add_test(NAME app_unknown_toml_key_suggests COMMAND ${_fail} "unknown configuration key 'train.epoch' (did you mean 'train.epochs'?"
            -- ${_mpirun} -np 2 ${_st} --config ${CMAKE_CURRENT_BINARY_DIR}/bad_key.toml)
-  add_test(NAME app_unknown_model COMMAND ${_fail} "unknown model 'resnet' (the zoo has: mlp, lenet, lenet_dropout, fmnist_sepcnn, resmlp, branchnet)"
+  add_test(NAME app_unknown_model COMMAND ${_fail} "unknown model 'resnet' (the zoo has: mlp, lenet, lenet_dropout, fmnist_sepcnn, resmlp, branchnet, resnet20, resnet18, resnet50)"
            -- ${_mpirun} -np 2 ${_st} --model.name resnet --train.max_steps 1)
   add_test(NAME app_zero_batch COMMAND ${_fail} "train.batch must be positive, got 0" -- ${_st} --train.batch 0)
   add_test(NAME app_negative_batch COMMAND ${_fail} "train.batch must be positive, got -8" -- ${_st} --train.batch -8)
@@ -151,6 +151,21 @@ if(TARGET scaletrain)
   add_test(NAME app_summary_of_a_graph COMMAND ${_st} --model.name branchnet --summary)
   set_tests_properties(app_summary_of_a_graph PROPERTIES LABELS app
     PASS_REGULAR_EXPRESSION "add \\(Add\\)[^\n]*stem\\[0\\]\\[0\\], cat\\[0\\]\\[0\\]")
+  # model.input and model.classes: with both set, --summary builds the model without a data set; in
+  # training they must match the data set's shape, and an error names both.
+  add_test(NAME app_summary_resnet50_without_data
+           COMMAND ${_st} --model.name resnet50 --model.input 224,224,3 --model.classes 1000 --summary
+                   --data.path /nonexistent/imagenet.h5)
+  set_tests_properties(app_summary_resnet50_without_data PROPERTIES LABELS app
+    PASS_REGULAR_EXPRESSION "Total params: 25,557,032\n")
+  add_test(NAME app_model_input_differs_from_data COMMAND ${_fail}
+           "model.input is [32, 32, 3] but the samples of the data set (data.path = synthetic) are [28, 28, 1]"
+           -- ${_mpirun} -q -np 2 ${_st} --model.input 32,32,3 --train.max_steps 1 --data.synthetic_samples 1024)
+  add_test(NAME app_model_input_malformed COMMAND ${_fail}
+           "command line: model.input expects H,W,C (three positive integers, as 224,224,3), got '224x224x3'"
+           -- ${_mpirun} -q -np 2 ${_st} --model.input 224x224x3 --summary)
+  set_tests_properties(app_model_input_differs_from_data app_model_input_malformed PROPERTIES PROCESSORS 2
+    LABELS "app;mpi" TIMEOUT 120)
   # The start-up: the rank table, run.device = auto resolved, precision, only the changed keys.
   set(_quiet ${CMAKE_CURRENT_BINARY_DIR}/quiet_start)
   add_test(NAME app_quiet_start

@@ -29,6 +29,7 @@
 #include "scaletrain/train/binding_check.hpp"
 #include "scaletrain/train/config.hpp"
 #include "scaletrain/train/mlperf_log.hpp"
+#include "scaletrain/train/model_shape.hpp"
 #include "scaletrain/train/synthetic_data.hpp"
 #include "scaletrain/train/errors.hpp"
 #include "scaletrain/train/run_dir_guard.hpp"
@@ -335,8 +336,9 @@ int run_command(int argc, char** argv, int rank, double init_start) {
     if (rank == 0) std::printf("%s", config_to_toml(cfg).c_str());
     return 0;
   }
-  if (cl.summary) {
-    const DatasetShape ds = dataset_shape(cfg);
+  if (cl.summary) {  // without a data set where model.input and model.classes are both set
+    const std::optional<DatasetShape> configured = configured_model_shape(cfg);
+    const DatasetShape ds = configured ? *configured : model_shape_for(cfg, dataset_shape(cfg));
     auto model = nn::make_zoo_model(cfg.model, ds.sample_shape, ds.classes);
     if (rank == 0) std::printf("%s", model->summary().c_str());
     return 0;

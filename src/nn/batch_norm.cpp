@@ -65,7 +65,7 @@ void BatchNorm2d::batch_statistics(const Tensor& x) {
   });
   launch(stream(), "bn_reduce_chunks", channels_, kernels::BnReduceChunks{partial, sums, chunks_, channels_});
   launch(stream(), "bn_set_count", 1, kernels::BnSetCount{sums, channels_, static_cast<double>(rows_)});
-  if (reducer_) reducer_->sum(sums, channels_ + 1, stream());
+  if (reducer_) reducer_->sum(sums_.view(0, {channels_ + 1}), stream());
   launch(stream(), "bn_mean", channels_,
          kernels::BnMean{sums, mean_.device_data<float>(), count_.device_data<float>(), channels_});
   visit_float_type(dtype_, [&](auto t) {
@@ -75,7 +75,7 @@ void BatchNorm2d::batch_statistics(const Tensor& x) {
                                                 channels_, chunk_rows_});
   });
   launch(stream(), "bn_reduce_chunks", channels_, kernels::BnReduceChunks{partial, sums, chunks_, channels_});
-  if (reducer_) reducer_->sum(sums, channels_, stream());
+  if (reducer_) reducer_->sum(sums_.view(0, {channels_}), stream());
   update_running_statistics();
 }
 
@@ -128,7 +128,7 @@ const Tensor& BatchNorm2d::backward(const Tensor& dy, bool need_dx) {
          kernels::BnParameterGradients{sums, params_[0].grad.device_data<float>(), params_[1].grad.device_data<float>(),
                                        channels_});
   if (!need_dx) return no_gradient();
-  if (reducer_) reducer_->sum(sums, 2 * channels_, stream());
+  if (reducer_) reducer_->sum(sums_.view(0, {2 * channels_}), stream());
   visit_float_type(dtype_, [&](auto t) {
     using T = decltype(t);
     launch(stream(), "bn_backward_data", rows_,

@@ -8,6 +8,7 @@
 #include "scaletrain/core/error.hpp"
 #include "scaletrain/core/timer.hpp"
 #include "scaletrain/train/errors.hpp"
+#include "scaletrain/train/model_buffers.hpp"
 #include "scaletrain/train/run_log.hpp"
 
 namespace scaletrain::train {
@@ -59,7 +60,7 @@ void Checkpointer::compare_checksums(uint64_t mine, int64_t step) {
   char first[24];
   std::snprintf(first, sizeof first, "%016llx", static_cast<unsigned long long>(all[0]));
   throw ConsistentError("checkpoint at step " + std::to_string(step) + ": the parameters of rank(s) " + differing +
-                        " differ from rank 0's (checksum " + first +
+                        " differ from rank 0's (parameters and buffers: checksum " + first +
                         "): the replicas have silently diverged; no checkpoint was written");
 }
 
@@ -114,7 +115,7 @@ CheckpointRecord Checkpointer::save(const TrainingState& state, const TrainingPo
     diverged_once_ = true;
   }
   const uint64_t checksum = parameter_checksum(params.data(), static_cast<int64_t>(params.size()));
-  compare_checksums(checksum, position.step);
+  compare_checksums(checksum * 1099511628211ull ^ model_buffers_checksum(state.backend, state.model), position.step);
   const int crash = position.step == cfg_.inject_checkpoint_crash_step ? 1 : -1;
   root_check(comm_, [&] {
     rec.path = store_->write(state.model, snapshot(state, position, std::move(params), checksum), crash);

@@ -144,6 +144,29 @@ ConfigKey no_decay_key(std::string key, std::string help) {
   return k;
 }
 
+// model.input: a TOML string "H,W,C" ("": the data set's shape).
+ConfigKey model_input_key(std::string key, std::string help) {
+  ConfigKey k;
+  k.key = std::move(key);
+  k.help = std::move(help);
+  k.type = "string";
+  k.get = [](const RunConfig& c) {
+    std::string text(1, '"');  // appended piecewise, as in enum_key
+    for (size_t i = 0; i < c.model_input.size(); ++i) {
+      if (i > 0) text += ',';
+      text += std::to_string(c.model_input[i]);
+    }
+    text += '"';
+    return text;
+  };
+  k.set = [](RunConfig& c, const std::string& v) {
+    std::string s = v;
+    if (s.size() >= 2 && s.front() == '"' && s.back() == '"') s = s.substr(1, s.size() - 2);
+    c.model_input = parse_model_input(s);
+  };
+  return k;
+}
+
 bool has_default_value(const ConfigKey& k, const RunConfig& cfg) {
   static const RunConfig defaults;
   return k.get(cfg) == k.get(defaults);
@@ -197,6 +220,14 @@ void walk(RunConfig& cfg, const toml::table& t, const std::string& prefix, const
 const std::vector<ConfigKey>& config_keys() {
   static const std::vector<ConfigKey> keys = {
       key_of("model.name", &RunConfig::model, "zoo model: " + join(nn::zoo_model_names())),
+      model_input_key("model.input",
+                      "per-sample input H,W,C the model is built for (empty: the data set's; set, it must match it)"),
+      key_of("model.classes", &RunConfig::model_classes,
+             "classes the model is built for (0: the data set's; set, it must match it). With model.input set too, "
+             "--summary needs no data set"),
+      key_of("model.sync_bn", &RunConfig::sync_bn,
+             "SyncBatchNorm: BatchNorm statistics over the global batch, summed over the ranks (false: each "
+             "rank's own, rank 0's running statistics broadcast before evaluation and checkpoints)"),
       key_of("data.path", &RunConfig::data_path, "HDF5 dataset (data-tools format v1), or \"synthetic\""),
       enum_key("data.mode", &RunConfig::data_mode, data::parse_loader_mode, data::loader_mode_name,
                "stage (read the data into memory) or stream (chunked reads)"),
@@ -337,6 +368,26 @@ const std::vector<ConfigKey>& config_keys() {
   return keys;
 }
 
+Shape parse_model_input(const std::string& text) {
+  const std::vector<std::string> items = config_list_items(text);
+  Shape shape;
+  for (const std::string& item : items) {
+    size_t used = 0;
+    long long d = 0;
+    try {
+      d = std::stoll(item, &used);
+    } catch (...) {
+      used = 0;
+    }
+    ST_USER_CHECK(used == item.size() && d > 0,
+                  "model.input expects H,W,C (three positive integers, as 224,224,3), got '", text, "'");
+    shape.push_back(d);
+  }
+  ST_USER_CHECK(shape.empty() || shape.size() == 3,
+                "model.input expects H,W,C (three positive integers, as 224,224,3), got '", text, "'");
+  return shape;
+}
+
 std::vector<std::string> config_list_items(const std::string& text) {
   const auto trim = [](const std::string& s) {
     const size_t b = s.find_first_not_of(" \t\n"), e = s.find_last_not_of(" \t\n");
@@ -411,6 +462,8 @@ void apply_toml_file(RunConfig& cfg, const std::string& path) {
 }
 
 void validate_config(const RunConfig& c) {
+  ST_USER_CHECK(c.model_classes == 0 || c.model_classes >= 2,
+                "model.classes must be at least 2 (0: the data set's), got ", c.model_classes);
   ST_USER_CHECK(c.batch > 0, "train.batch must be positive, got ", c.batch);
   ST_USER_CHECK(c.epochs > 0, "train.epochs must be positive, got ", c.epochs);
   ST_USER_CHECK(c.log_every > 0, "train.log_every must be positive, got ", c.log_every);

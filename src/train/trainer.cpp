@@ -36,6 +36,8 @@
 #include "scaletrain/train/errors.hpp"
 #include "scaletrain/train/gpu_telemetry.hpp"
 #include "scaletrain/train/interval_reducer.hpp"
+#include "scaletrain/train/model_buffers.hpp"
+#include "scaletrain/train/model_shape.hpp"
 #include "scaletrain/train/nonfinite_guard.hpp"
 #include "scaletrain/train/phase_clock.hpp"
 #include "scaletrain/train/progress.hpp"
@@ -70,6 +72,7 @@ struct Trainer::Impl {
   std::string data_path;
   std::unique_ptr<data::DataLoader> train_loader, eval_loader;
   std::unique_ptr<nn::Model> model;
+  std::unique_ptr<CommunicatorStatisticsReducer> statistics_reducer;  // model.sync_bn
   std::optional<Bf16GemmChoice> bf16_gemm;  // run.cpu_bf16_gemm where the backend has the choice
   nn::SoftmaxCrossEntropy loss;
   std::unique_ptr<optim::Optimizer> optimizer;
@@ -225,7 +228,9 @@ void Trainer::Impl::check_eval_split() {
 void Trainer::Impl::setup_model() {
   const data::DatasetInfo& info = train_loader->info();
   collective_check(comm, [&] {
-    model = nn::make_zoo_model(cfg.model, info.sample_shape, static_cast<int64_t>(info.classes.size()));
+    const DatasetShape shape =
+        model_shape_for(cfg, DatasetShape{info.sample_shape, static_cast<int64_t>(info.classes.size())});
+    model = nn::make_zoo_model(cfg.model, shape.sample_shape, shape.classes);
     build_model();
     loss.build(*backend, local_batch, static_cast<int64_t>(info.classes.size()));
   });
@@ -236,7 +241,12 @@ void Trainer::Impl::setup_model() {
   model->refresh_compute_parameters();
 }
 
-void Trainer::Impl::build_model() { model->build(*backend, local_batch, precision_dtype(cfg.precision)); }
+void Trainer::Impl::build_model() {
+  model->build(*backend, local_batch, precision_dtype(cfg.precision));
+  if (!cfg.sync_bn) return;
+  statistics_reducer = std::make_unique<CommunicatorStatisticsReducer>(*backend, comm);
+  use_statistics_reducer(*model, statistics_reducer.get());
+}
 
 // A bf16 model on a backend that can run its GEMM-shaped ops two ways: the choice every rank takes
 // (train/bf16_gemm_choice.hpp), and the model built again where it differs from the backend's start.
@@ -492,6 +502,7 @@ EpochReport Trainer::Impl::evaluate(int64_t epoch) {
   r.epoch = epoch;
   if (!eval_loader) return r;
   watchdog->enter("evaluation", position.step, true);
+  broadcast_model_buffers(*backend, *model, comm);
   eval_loader->start_epoch(0);
   const int64_t n_total = eval_loader->info().num_samples;
   Stream& s = backend->compute_stream();
@@ -612,6 +623,7 @@ void Trainer::Impl::finish_interval(int64_t epoch, IntervalReducer& reducer, Pro
 
 void Trainer::Impl::checkpoint() {
   watchdog->enter("checkpoint", position.step, true);
+  if (checkpointer->enabled()) broadcast_model_buffers(*backend, *model, comm);
   const CheckpointRecord rec = checkpointer->save(state(), position);
   if (!rec.path.empty()) rank0_hook(checkpoint_hook, rec);
 }

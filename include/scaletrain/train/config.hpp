@@ -23,6 +23,12 @@ namespace scaletrain::train {
 struct RunConfig {
   // [model]
   std::string model = "lenet";
+  // The per-sample input [H, W, C] and the class count the model is built for; empty and 0: the data
+  // set's. Where set they must agree with the data set; with both set, --summary needs none.
+  Shape model_input;
+  int64_t model_classes = 0;
+  // SyncBatchNorm: BatchNorm takes its statistics over the global batch (sums over the ranks).
+  bool sync_bn = false;
   // [data]
   std::string data_path = "synthetic";  // an HDF5 dataset, or "synthetic"
   data::LoaderMode data_mode = data::LoaderMode::stage;
@@ -153,6 +159,10 @@ const std::vector<ConfigKey>& config_keys();
 const ConfigKey* find_config_key(const std::string& key);
 // The closest registered key by edit distance ("did you mean ...").
 std::string nearest_config_key(const std::string& key);
+
+// model.input's text, "H,W,C" (three positive integers; blanks allowed), as a shape; "": empty.
+// An Error naming the key for anything else.
+Shape parse_model_input(const std::string& text);
 
 // The items of a list key's text: a TOML array of strings (["a", "b"]) or a comma list (a,b);
 // "", "[]": none. Surrounding blanks and quotes are dropped.
