@@ -41,7 +41,7 @@ scaletrain_model() {  # MODEL
       echo "{\"model\": \"$m\", \"precision\": \"$p\", \"deterministic\": $det, \"batch\": ${batch[$m]}," \
            "\"run_json\": \"$dir/run.json\"}" >> "$KIT_WORK/scaletrain.jsonl"
       kit_py -c 'import json, sys; r = json.load(open(sys.argv[1]))
-print(f"{sys.argv[2]}: {r[\"samples_per_s\"]:.0f} images/s")' "$dir/run.json" "$m $p deterministic=$det"
+print("%s: %.0f images/s" % (sys.argv[2], r["samples_per_s"]))' "$dir/run.json" "$m $p deterministic=$det"
     done
   done
   return "$failed"

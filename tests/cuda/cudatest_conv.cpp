@@ -195,7 +195,8 @@ TEST_F(CudaConv, OperatorChoicesNameTheShapes) {
     EXPECT_EQ(found, 1) << prefix;
   }
   for (const std::string& l : lines) {
-    EXPECT_NE(l.find(" ms, "), std::string::npos) << l;
+    // Timed (run.deterministic = false) or the heuristic's rank (the default, deterministic).
+    EXPECT_TRUE(l.find(" ms, ") != std::string::npos || l.find(", untimed, ") != std::string::npos) << l;
     EXPECT_NE(l.find(" MiB workspace, deterministic"), std::string::npos) << l;
   }
 }

@@ -139,7 +139,7 @@ TEST_F(CudaStreams, DescriptionNamesTheDeviceAndTheLibraries) {
   EXPECT_NE(d.find(", NCCL 2."), std::string::npos) << d;
   EXPECT_NE(d.find(backend->device_id()), std::string::npos) << "the PCI bus id: " << backend->device_id();
   EXPECT_EQ(backend->device(), Device::cuda);
-  EXPECT_NE(error_of([&] { (void)backend->make_conv(ConvShape{}); }).find("issue 16"), std::string::npos);
+  EXPECT_NE(error_of([&] { (void)backend->make_conv(ConvShape{}); }).find("invalid convolution conv{"), std::string::npos);
 }
 
 }  // namespace
