@@ -164,8 +164,11 @@ if(TARGET scaletrain)
   add_test(NAME app_model_input_malformed COMMAND ${_fail}
            "command line: model.input expects H,W,C (three positive integers, as 224,224,3), got '224x224x3'"
            -- ${_mpirun} -q -np 2 ${_st} --model.input 224x224x3 --summary)
-  set_tests_properties(app_model_input_differs_from_data app_model_input_malformed PROPERTIES PROCESSORS 2
-    LABELS "app;mpi" TIMEOUT 120)
+  add_test(NAME app_model_classes_differ_from_data COMMAND ${_fail}
+           "model.classes is 100 but the data set (data.path = synthetic) has 10 classes"
+           -- ${_mpirun} -q -np 2 ${_st} --model.name resnet20 --model.classes 100 --summary)
+  set_tests_properties(app_model_input_differs_from_data app_model_input_malformed app_model_classes_differ_from_data
+    PROPERTIES PROCESSORS 2 LABELS "app;mpi" TIMEOUT 120)
   # The start-up: the rank table, run.device = auto resolved, precision, only the changed keys.
   set(_quiet ${CMAKE_CURRENT_BINARY_DIR}/quiet_start)
   add_test(NAME app_quiet_start

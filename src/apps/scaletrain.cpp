@@ -338,7 +338,12 @@ int run_command(int argc, char** argv, int rank, double init_start) {
   }
   if (cl.summary) {  // without a data set where model.input and model.classes are both set
     const std::optional<DatasetShape> configured = configured_model_shape(cfg);
-    const DatasetShape ds = configured ? *configured : model_shape_for(cfg, dataset_shape(cfg));
+    DatasetShape ds;
+    try {
+      ds = configured ? *configured : model_shape_for(cfg, dataset_shape(cfg));
+    } catch (const UserError& e) {
+      throw ConsistentError(e.message());  // every rank finds the same: rank 0 says it once
+    }
     auto model = nn::make_zoo_model(cfg.model, ds.sample_shape, ds.classes);
     if (rank == 0) std::printf("%s", model->summary().c_str());
     return 0;
