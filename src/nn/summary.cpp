@@ -1,5 +1,6 @@
 // Model::summary(): Keras' model.summary() table with a forward FLOPs-per-sample column, and Keras'
 // "Connected to" column where the model is not a chain.
+#include <algorithm>
 #include <iomanip>
 #include <sstream>
 
@@ -70,18 +71,21 @@ std::string Model::connected_to(size_t layer) const {
 
 std::string Model::summary() const {
   const bool graph = !is_chain();
-  const size_t width = graph ? 120 : 90;
+  // The layer column fits the longest " name (Type)" and a blank (at least Keras' 40 characters).
+  size_t label_width = 40;
+  for (const LayerPtr& l : layers_) label_width = std::max(label_width, l->name().size() + l->type().size() + 5);
+  const size_t width = (graph ? 120 : 90) + (label_width - 40);
   std::ostringstream os;
   const std::string rule(width, '_');
   const std::string bold(width, '=');
   const auto row = [&](const std::string& label, const Shape& shape, int64_t params, const std::string& flops,
                        const std::string& inputs) {
-    os << std::left << std::setw(40) << label << std::setw(26) << keras_shape(shape) << std::setw(12) << params;
+    os << std::left << std::setw(static_cast<int>(label_width)) << label << std::setw(26) << keras_shape(shape) << std::setw(12) << params;
     if (graph) os << std::setw(14) << flops << inputs << "\n";
     else os << flops << "\n";
   };
   os << "Model: \"" << name_ << "\"\n" << rule << "\n";
-  os << std::left << std::setw(40) << " Layer (type)" << std::setw(26) << "Output Shape" << std::setw(12) << "Param #";
+  os << std::left << std::setw(static_cast<int>(label_width)) << " Layer (type)" << std::setw(26) << "Output Shape" << std::setw(12) << "Param #";
   if (graph) os << std::setw(14) << "FLOPs/sample" << "Connected to\n";
   else os << "FLOPs/sample\n";
   os << bold << "\n";
@@ -97,6 +101,13 @@ std::string Model::summary() const {
   os << "Total params: " << with_commas(parameter_count()) << "\n";
   os << "Trainable params: " << with_commas(parameter_count()) << "\n";
   os << "Non-trainable params: 0\n";
+  // Buffers are model state but not parameters (PyTorch's count, which the totals above follow;
+  // Keras would count BatchNorm's moving statistics as non-trainable parameters).
+  int64_t buffer_elements = 0;
+  for (const BufferSlot& b : buffer_slots_) buffer_elements += b.count;
+  if (!buffer_slots_.empty())
+    os << "Buffers: " << with_commas(buffer_elements) << " values in " << buffer_slots_.size()
+       << " tensors (running statistics and counters; checkpointed, not trained)\n";
   os << "Forward FLOPs per sample: " << human_flops(static_cast<double>(flops_per_sample())) << "FLOP ("
      << with_commas(flops_per_sample()) << ")\n";
   os << rule << "\n";
