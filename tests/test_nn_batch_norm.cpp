@@ -9,10 +9,13 @@
 
 #include "scaletrain/nn/batch_norm.hpp"
 #include "scaletrain/nn/elementwise_layers.hpp"
+#include "support/device_tensors.hpp"
 #include "support/layer_harness.hpp"
 
 using namespace scaletrain;
+using scaletrain::testing::on_device;
 using scaletrain::testing::tensors_close;
+using scaletrain::testing::to_host;
 
 namespace {
 
@@ -35,25 +38,10 @@ std::vector<float> random_values(int64_t n, float offset, float spread, uint32_t
 }
 
 // A device tensor of `dtype` holding `values` (rounded to it).
-Tensor on_device(Backend& backend, const Shape& shape, const std::vector<float>& values, DType dtype) {
-  Tensor f32(shape, DType::f32, "x");
-  std::copy(values.begin(), values.end(), f32.data<float>());
-  Tensor stored = dtype == DType::f32 ? f32 : Tensor(shape, dtype, "x");
-  for (int64_t i = 0; i < f32.numel() && dtype != DType::f32; ++i) {
-    if (dtype == DType::bf16) stored.data<bf16>()[i] = from_float<bf16>(values[static_cast<size_t>(i)]);
-    else stored.data<f16>()[i] = from_float<f16>(values[static_cast<size_t>(i)]);
-  }
-  Tensor d = backend.empty(shape, dtype, "x.device");
-  backend.copy_async(backend.compute_stream(), d, stored);
-  backend.synchronize();
-  return d;
-}
-
-std::vector<float> to_host(Backend& backend, const Tensor& t) {
-  Tensor h(t.shape(), DType::f32, "host");
-  backend.copy_async(backend.compute_stream(), h, t);
-  backend.synchronize();
-  return std::vector<float>(h.data<float>(), h.data<float>() + h.numel());
+Tensor values_on_device(Backend& backend, const Shape& shape, const std::vector<float>& values, DType dtype) {
+  Tensor host(shape, DType::f32, "x");
+  std::copy(values.begin(), values.end(), host.data<float>());
+  return on_device(backend, host, dtype);
 }
 
 // One BatchNorm2d in a model of its own on a backend, with weight 1 + 0.1 c and bias 0.05 c.
@@ -79,7 +67,7 @@ struct BatchNormRun {
   }
   Shape batch_shape() const { return nn::with_batch(kBatch, model.input_shape()); }
   std::vector<float> forward(const std::vector<float>& x, DType dtype, bool training) {
-    return to_host(*backend, model.forward(on_device(*backend, batch_shape(), x, dtype), training));
+    return to_host(*backend, model.forward(values_on_device(*backend, batch_shape(), x, dtype), training));
   }
   std::vector<float> buffer(const std::string& name) {
     const std::vector<float> all = to_host(*backend, model.flat_buffers(DType::f32));
@@ -89,10 +77,7 @@ struct BatchNormRun {
     return {};
   }
   int64_t batches_tracked() {
-    Tensor h({1}, DType::i64, "n");
-    backend->copy_async(backend->compute_stream(), h, model.flat_buffers(DType::i64));
-    backend->synchronize();
-    return h.data<int64_t>()[0];
+    return to_host<int64_t>(*backend, model.flat_buffers(DType::i64)).at(0);
   }
 };
 

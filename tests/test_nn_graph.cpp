@@ -15,13 +15,16 @@
 #include "scaletrain/nn/softmax_cross_entropy.hpp"
 #include "scaletrain/nn/torch_twin.hpp"
 #include "scaletrain/nn/zoo.hpp"
+#include "support/device_tensors.hpp"
 #include "support/layer_harness.hpp"
 #include "support/reference_file.hpp"
 #include "support/tracking_layer.hpp"
 
 using namespace scaletrain;
 using scaletrain::testing::ReferenceFile;
+using scaletrain::testing::on_device;
 using scaletrain::testing::tensors_close;
+using scaletrain::testing::to_host;
 
 namespace {
 
@@ -34,29 +37,6 @@ std::string error_of(const std::function<void()>& f) {
     return e.what();
   }
   return "(no error)";
-}
-
-// A device copy of a host tensor, stored as `dtype` (float values rounded).
-Tensor on_device(Backend& backend, const Tensor& host, DType dtype) {
-  Tensor stored(host.shape(), dtype, host.name());
-  if (dtype == DType::i32) std::memcpy(stored.raw(), host.raw(), host.bytes());
-  for (int64_t i = 0; i < host.numel() && dtype != DType::i32; ++i) {
-    const float v = host.data<float>()[i];
-    if (dtype == DType::f32) stored.data<float>()[i] = v;
-    else if (dtype == DType::bf16) stored.data<bf16>()[i] = from_float<bf16>(v);
-    else stored.data<f16>()[i] = from_float<f16>(v);
-  }
-  Tensor d = backend.empty(host.shape(), dtype, host.name());
-  backend.copy_async(backend.compute_stream(), d, stored);
-  backend.synchronize();
-  return d;
-}
-
-std::vector<float> to_host(Backend& backend, const Tensor& t) {
-  Tensor h(t.shape(), DType::f32, "host");
-  backend.copy_async(backend.compute_stream(), h, t);
-  backend.synchronize();
-  return std::vector<float>(h.data<float>(), h.data<float>() + h.numel());
 }
 
 struct GraphRun {

@@ -18,12 +18,15 @@
 #include "scaletrain/nn/softmax_cross_entropy.hpp"
 #include "scaletrain/nn/torch_twin.hpp"
 #include "scaletrain/nn/zoo.hpp"
+#include "support/device_tensors.hpp"
 #include "support/layer_harness.hpp"
 #include "support/reference_file.hpp"
 
 using namespace scaletrain;
 using scaletrain::testing::ReferenceFile;
+using scaletrain::testing::on_device;
 using scaletrain::testing::tensors_close;
+using scaletrain::testing::to_host;
 
 namespace {
 
@@ -98,21 +101,6 @@ std::unique_ptr<Backend> make_backend(DeviceKind kind) {
   BackendOptions options;
   options.kind = DeviceKind::sim;
   return make_sim_backend(options);
-}
-
-Tensor on_device(Backend& backend, const Tensor& host) {
-  Tensor d = backend.empty(host.shape(), host.dtype(), host.name());
-  backend.copy_async(backend.compute_stream(), d, host);
-  backend.synchronize();
-  return d;
-}
-
-template <class T>
-std::vector<T> to_host(Backend& backend, const Tensor& t, DType dtype) {
-  Tensor h(t.shape(), dtype, "host");
-  backend.copy_async(backend.compute_stream(), h, t);
-  backend.synchronize();
-  return std::vector<T>(h.data<T>(), h.data<T>() + h.numel());
 }
 
 // The zoo model with the reference's parameters and buffers, loaded by name, built for batch 4 in f32.
@@ -228,10 +216,10 @@ TEST_P(ResNetParity, TrainingStepMatchesPyTorch) {
   const Tensor& logits_dev = m->forward(input, true);
   const double mean_loss = loss.forward_and_read(logits_dev, labels).mean_loss();
   m->backward(loss.backward(1.0f / static_cast<float>(kBatch)));
-  const std::vector<float> logits = to_host<float>(*backend, logits_dev, DType::f32);
-  const std::vector<float> grads = to_host<float>(*backend, m->flat_gradients(), DType::f32);
-  const std::vector<float> buf_f32 = to_host<float>(*backend, m->flat_buffers(DType::f32), DType::f32);
-  const std::vector<int64_t> buf_i64 = to_host<int64_t>(*backend, m->flat_buffers(DType::i64), DType::i64);
+  const std::vector<float> logits = to_host<float>(*backend, logits_dev);
+  const std::vector<float> grads = to_host<float>(*backend, m->flat_gradients());
+  const std::vector<float> buf_f32 = to_host<float>(*backend, m->flat_buffers(DType::f32));
+  const std::vector<int64_t> buf_i64 = to_host<int64_t>(*backend, m->flat_buffers(DType::i64));
 
   const Tensor ref_logits = f->dataset("logits");
   ASSERT_EQ(static_cast<int64_t>(logits.size()), ref_logits.numel());
@@ -292,15 +280,15 @@ TEST_P(ResNetParity, EvaluationMatchesPyTorch) {
   ASSERT_TRUE(f);
   const auto backend = make_backend(std::get<1>(GetParam()));
   auto m = load_model(*backend, *f, cs);
-  const std::vector<float> before_f32 = to_host<float>(*backend, m->flat_buffers(DType::f32), DType::f32);
-  const std::vector<int64_t> before_i64 = to_host<int64_t>(*backend, m->flat_buffers(DType::i64), DType::i64);
+  const std::vector<float> before_f32 = to_host<float>(*backend, m->flat_buffers(DType::f32));
+  const std::vector<int64_t> before_i64 = to_host<int64_t>(*backend, m->flat_buffers(DType::i64));
   const Tensor input = on_device(*backend, f->dataset("x"));
   const Tensor labels = on_device(*backend, f->dataset("labels", DType::i32));
   nn::SoftmaxCrossEntropy loss;
   loss.build(*backend, kBatch, kClasses);
   const Tensor& logits_dev = m->forward(input, false);
   const double mean_loss = loss.forward_and_read(logits_dev, labels).mean_loss();
-  const std::vector<float> logits = to_host<float>(*backend, logits_dev, DType::f32);
+  const std::vector<float> logits = to_host<float>(*backend, logits_dev);
   const Tensor ref = f->dataset("eval/logits");
   ASSERT_EQ(static_cast<int64_t>(logits.size()), ref.numel());
   Worst l;
@@ -309,8 +297,8 @@ TEST_P(ResNetParity, EvaluationMatchesPyTorch) {
   const double ref_loss = f->scalar_double("eval/loss");
   const double loss_tol = tol.loss * std::max(1.0, ref_loss);
   EXPECT_NEAR(mean_loss, ref_loss, loss_tol);
-  EXPECT_EQ(to_host<float>(*backend, m->flat_buffers(DType::f32), DType::f32), before_f32);
-  EXPECT_EQ(to_host<int64_t>(*backend, m->flat_buffers(DType::i64), DType::i64), before_i64);
+  EXPECT_EQ(to_host<float>(*backend, m->flat_buffers(DType::f32)), before_f32);
+  EXPECT_EQ(to_host<int64_t>(*backend, m->flat_buffers(DType::i64)), before_i64);
   std::printf(
       "%s %s evaluation, worst error / tolerance: logits %.3f, loss %.3f; logits max|d| %.2e (max |ref| "
       "%.3g), loss %.8f vs %.8f\n",
