@@ -2,7 +2,7 @@
 # bitwise resume mid-epoch at 2 ranks, 2 -> 1 and 2 -> 3 ranks within tolerance, a job killed
 # between two checkpoint files, refusal of an incompatible resume, stream mode, the bf16 GEMM choice
 # kept across a resume; diverged replicas caught by the checksum; run.resume = auto without run.dir;
-# PyTorch loading a checkpoint.
+# PyTorch loading a checkpoint (torchvision's resnet18 with its BatchNorm buffers, on Fashion-MNIST).
 if(TARGET scaletrain)
   set(_st $<TARGET_FILE:scaletrain>)
   set(_rc ${CMAKE_CURRENT_SOURCE_DIR}/support/resume_check.sh ${_st} ${MPIEXEC_EXECUTABLE} ${_mpi_flags} --)
@@ -19,6 +19,14 @@ if(TARGET scaletrain)
     set_tests_properties(checkpoint_resume_bitwise_${model}_np2 PROPERTIES ENVIRONMENT "MODEL=${model}"
                          PROCESSORS 2 LABELS "checkpoint;mpi" TIMEOUT 300)
   endforeach()
+  # BatchNorm: the running statistics and num_batches_tracked (buffers, rank 0's in a checkpoint) come
+  # back too. No loss shows them (train.evaluate false), so the final checkpoints' model.h5, buffers
+  # included, must be bitwise identical (REQUIRE_BUFFERS: the model has them and they were updated).
+  # Global batch 12 over 480 samples keeps resume_check.sh's 40 steps per epoch at half the cost.
+  add_test(NAME checkpoint_resume_bitwise_resnet20_np2 COMMAND ${_rc} ${_ck}/bitwise_resnet20 bitwise 2 25)
+  set_tests_properties(checkpoint_resume_bitwise_resnet20_np2 PROPERTIES
+                       ENVIRONMENT "MODEL=resnet20;BATCH=12;SAMPLES=480;REQUIRE_BUFFERS=1"
+                       PROCESSORS 2 LABELS "checkpoint;mpi" TIMEOUT 300)
   add_test(NAME checkpoint_resume_2_to_1_ranks COMMAND ${_rc} ${_ck}/2_to_1 ranks 2 1 25 1e-5)
   add_test(NAME checkpoint_resume_2_to_3_ranks COMMAND ${_rc} ${_ck}/2_to_3 ranks 2 3 25 1e-5)
   add_test(NAME checkpoint_crash_between_files_np2 COMMAND ${_rc} ${_ck}/crash crash 2)
@@ -58,6 +66,20 @@ if(TARGET scaletrain)
                            TIMEOUT 300 PASS_REGULAR_EXPRESSION "OK: with the columns of"
                            FIXTURES_SETUP checkpoint_${model})
     endforeach()
+    # torchvision's resnet18 (conv1 for one channel) loads a checkpoint of a short real Fashion-MNIST run,
+    # buffers included (strict), and its test accuracy is scaletrain's own evaluation of the checkpoint.
+    # The data set is data_pack_fmnist's (tests/data.cmake).
+    if(EXISTS /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz)
+      add_test(NAME checkpoint_pytorch_loads_resnet18
+               COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/support/check_torch_checkpoint.py
+                       --scaletrain ${_st} --tool $<TARGET_FILE:scaletrain-checkpoint>
+                       --mpirun "${MPIEXEC_EXECUTABLE} ${_mpi_flags_text}" --model resnet18
+                       --data ${CMAKE_CURRENT_BINARY_DIR}/fmnist-roundtrip.h5 --steps 40 --batch 64 --lr 0.01
+                       --out ${_ck}/torch_resnet18)
+      set_tests_properties(checkpoint_pytorch_loads_resnet18 PROPERTIES FIXTURES_REQUIRED fmnist_h5 PROCESSORS 2
+                           LABELS "checkpoint;mpi;pytorch" TIMEOUT 300
+                           PASS_REGULAR_EXPRESSION "OK: PyTorch's accuracy on scaletrain's checkpoint is scaletrain's")
+    endif()
     # A directory that is not a checkpoint: the message names the tool's own argument.
     add_test(NAME checkpoint_info_names_its_argument
              COMMAND ${_fail} "the DIR argument ${CMAKE_CURRENT_SOURCE_DIR} is neither a checkpoint directory" --

@@ -93,6 +93,8 @@ void write_logits(const std::string& dir, std::string data_path, const std::stri
   model->build(*backend, count, DType::f32);
   const train::CheckpointState s = train::read_checkpoint(dir, *model);
   backend->upload(model->flat_parameters(), s.parameters);
+  // BatchNorm's running statistics: evaluation normalizes with them.
+  if (Tensor& f32 = model->flat_buffers(DType::f32); f32.defined()) backend->upload(f32, s.buffers_f32);
   // The trainer's normalization: (x - mean) / std per channel.
   Shape in_shape{count};
   in_shape.insert(in_shape.end(), info.sample_shape.begin(), info.sample_shape.end());

@@ -1,13 +1,29 @@
 #!/usr/bin/env python3
-"""PyTorch loads a scaletrain checkpoint: trains MODEL for a few steps on 2 ranks (synthetic data),
+"""PyTorch loads a scaletrain checkpoint.
+
+A chain model (lenet, fmnist_sepcnn, ...): trains MODEL for a few steps on 2 ranks (synthetic data),
 loads the checkpoint's model.h5 into the unchanged PyTorch twin of perf/pytorch_anchor.py with h5py
 and load_state_dict(strict=True) (no scaletrain code in Python), and requires the logits PyTorch
 computes on the first samples to match those scaletrain-checkpoint computes from the same file.
 
+resnet18 (--data FILE, a packed Fashion-MNIST): trains it for --steps steps on 2 ranks and evaluates it
+on the data set's test split (scaletrain's own evaluation, with rank 0's BatchNorm buffers: run.json's
+final_eval_accuracy); loads model.h5, parameters and buffers (running_mean, running_var, the int64
+num_batches_tracked), into torchvision.models.resnet18(num_classes=10) with conv1 made
+Conv2d(1, 64, 7, 2, 3, bias=False) for 28x28x1 images, with load_state_dict(strict=True), so a missing,
+extra or misnamed tensor fails; evaluates it in eval mode on the same test split, normalized as
+scaletrain normalizes ((x - mean) * (1 / std) in f32, the training split's statistics) and requires the
+same number of correct predictions, up to the samples whose two highest logits are within fp32
+rounding of each other. fc follows global average pooling, so none of its columns are permuted
+(checked against scaletrain-checkpoint info); and with the running statistics left at their initial
+values the accuracy must differ (the check sees the buffers).
+
 usage: check_torch_checkpoint.py --scaletrain BIN --tool BIN --mpirun "MPIRUN FLAGS" --model NAME --out DIR
+                                 [--data FILE --steps N --batch B --lr LR]
 """
 import argparse
 import glob
+import json
 import os
 import shlex
 import subprocess
@@ -37,10 +53,15 @@ def main():
     p.add_argument("--model", required=True)
     p.add_argument("--out", required=True)
     p.add_argument("--steps", type=int, default=20)
+    p.add_argument("--data", help="the packed data set (resnet18: Fashion-MNIST)")
+    p.add_argument("--batch", type=int, default=32)
+    p.add_argument("--lr", type=float, default=0.002)
     a = p.parse_args()
     os.makedirs(a.out, exist_ok=True)
     run_dir = os.path.join(a.out, "run")
     subprocess.run(["rm", "-rf", run_dir], check=True)
+    if a.model in TORCHVISION_RESNETS:
+        return check_torchvision_resnet(a, run_dir)
     run(shlex.split(a.mpirun) + ["-np", "2", a.scaletrain, "--model.name", a.model, "--data.synthetic_samples", "1024",
                                  "--train.batch", "32", "--train.max_steps", str(a.steps), "--train.evaluate", "false",
                                  "--optimizer.lr", "0.002", "--run.threads", "1", "--run.dir", run_dir],
@@ -80,6 +101,125 @@ def main():
         print(f"FAIL: columns of {first_dense} permuted and the logits still agree ({wrong:.3g}): the check is blind")
         return 1
     print(f"OK: with the columns of {first_dense} shuffled the logits differ by {wrong:.3g}, as they must")
+    return 0
+
+
+# The zoo models that are torchvision's, with the first convolution made for one-channel 28x28 images.
+TORCHVISION_RESNETS = ("resnet18",)
+# A prediction is a near tie when its two highest logits are closer than this, relative to its largest
+# |logit|: two fp32 computations of the same network in different orders (oneDNN's convolutions and
+# PyTorch's) differ in the logits by ~1e-6 of their size, so only such samples can change their class.
+NEAR_TIE = 1e-4
+
+
+def torchvision_resnet(name, channels, classes):
+    import torchvision  # noqa: E402  (only the resnet check needs it)
+    model = getattr(torchvision.models, name)(num_classes=classes)
+    model.conv1 = torch.nn.Conv2d(channels, 64, 7, 2, 3, bias=False)
+    return model
+
+
+def read_state(ckpt):
+    """model.h5 as a state_dict: f32 tensors, and int64 for num_batches_tracked (as torch keeps it)."""
+    state = {}
+    with h5py.File(os.path.join(ckpt, "model.h5"), "r") as f:
+        for k in f.keys():
+            v = np.array(f[k])
+            want = np.int64 if k.endswith(".num_batches_tracked") else np.float32
+            if v.dtype != want:
+                raise SystemExit(f"FAIL: {ckpt}/model.h5: {k} is {v.dtype}, expected {np.dtype(want)}")
+            state[k] = torch.from_numpy(v)
+    return state
+
+
+def predict(model, x, batch=500):
+    """Logits of NHWC float32 inputs x in eval mode, in batches."""
+    model.eval()
+    out = []
+    with torch.no_grad():
+        for i in range(0, x.shape[0], batch):
+            out.append(model(torch.from_numpy(x[i:i + batch]).permute(0, 3, 1, 2).contiguous()).numpy())
+    return np.concatenate(out)
+
+
+def check_torchvision_resnet(a, run_dir):
+    if not a.data:
+        raise SystemExit(f"check_torch_checkpoint.py: --model {a.model} needs --data (a packed Fashion-MNIST)")
+    run(shlex.split(a.mpirun) + ["-np", "2", a.scaletrain, "--model.name", a.model, "--data.path", a.data,
+                                 "--train.batch", str(a.batch), "--train.max_steps", str(a.steps),
+                                 "--train.evaluate", "true", "--optimizer.lr", str(a.lr), "--comm.bucket_mb", "8",
+                                 "--run.threads", "1", "--run.dir", run_dir],
+        os.path.join(a.out, "train.log"))
+    latest = open(os.path.join(run_dir, "checkpoints", "latest"), encoding="utf-8").read().strip()
+    ckpt = os.path.join(run_dir, "checkpoints", latest)
+    # scaletrain's own evaluation of the model it checkpointed (no step between the two).
+    with open(os.path.join(run_dir, "run.json"), encoding="utf-8") as f:
+        rj = json.load(f)
+    split = rj["config"]["train"]["eval_split"]
+    evals = [json.loads(line) for line in open(os.path.join(run_dir, "metrics.jsonl"), encoding="utf-8")
+             if '"record":"evaluation"' in line]
+    if rj["final_step"] != int(latest.split("-")[1]) or not evals or evals[-1]["eval_accuracy"] != rj["final_eval_accuracy"]:
+        raise SystemExit(f"FAIL: {run_dir}: run.json's final_eval_accuracy is not the evaluation of {ckpt}")
+    theirs_acc, n_eval = rj["final_eval_accuracy"], evals[-1]["eval_samples"]
+
+    # fc follows global average pooling, not a Flatten of an image: its columns are the channels in
+    # both layouts, so scaletrain must mark no parameter as permuted.
+    info = os.path.join(a.out, "info.log")
+    run([a.tool, "info", ckpt], info)
+    listed = open(info, encoding="utf-8").read()
+    if "HWC -> CHW" in listed or " fc.weight " not in listed:
+        print(listed)
+        raise SystemExit("FAIL: scaletrain-checkpoint info marks a permuted parameter (or lists no fc.weight)")
+
+    state = read_state(ckpt)
+    with h5py.File(a.data, "r") as f:
+        samples = np.array(f[split]["samples"])
+        labels = np.array(f[split]["labels"]).astype(np.int64)
+        mean = np.array(f["train"].attrs["mean"], dtype=np.float32)
+        std = np.array(f["train"].attrs["std"], dtype=np.float32)
+        classes = len(f.attrs["classes"])
+    if samples.dtype != np.uint8 or samples.shape[0] != n_eval:
+        raise SystemExit(f"FAIL: {a.data}:{split}: {samples.dtype} {samples.shape}, scaletrain evaluated {n_eval} samples")
+    # scaletrain's NormalizeU8: (x - mean[c]) * inv_std[c] in f32, inv_std = 1.0f / std[c].
+    inv_std = np.where(std > 0, np.float32(1) / np.where(std > 0, std, np.float32(1)), np.float32(1)).astype(np.float32)
+    x = ((samples.astype(np.float32) - mean) * inv_std).astype(np.float32)
+
+    model = torchvision_resnet(a.model, samples.shape[-1], classes)
+    model.load_state_dict(state, strict=True)
+    torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+    logits = predict(model, x)
+    pred = logits.argmax(axis=1)
+    correct = int(np.sum(pred == labels))
+    theirs = round(theirs_acc * n_eval)
+    top2 = np.sort(logits, axis=1)[:, -2:]
+    near = int(np.sum(top2[:, 1] - top2[:, 0] < NEAR_TIE * np.maximum(np.max(np.abs(logits), axis=1), 1.0)))
+    allowed = max(near, 2)
+    buffers = sum(1 for k in state if k.endswith((".running_mean", ".running_var", ".num_batches_tracked")))
+    print(f"{a.model}: PyTorch load_state_dict(strict=True) took {len(state)} tensors ({buffers} buffers) from "
+          f"{ckpt}/model.h5 into torchvision.models.{a.model} (conv1 for {samples.shape[-1]} channel(s)); split "
+          f"'{split}' of {a.data}: PyTorch {correct}/{n_eval} correct ({correct / n_eval:.2%}), scaletrain "
+          f"{theirs}/{n_eval} ({theirs_acc:.2%}): {abs(correct - theirs)} apart, {near} near ties "
+          f"(top-2 logits within {NEAR_TIE:g} relative), {allowed} allowed")
+    if theirs_acc < 2.0 / classes:
+        print(f"FAIL: scaletrain's accuracy {theirs_acc:.2%} is not clearly above chance ({1 / classes:.0%}; "
+              f"{2 / classes:.0%} needed): train longer for a meaningful comparison")
+        return 1
+    if abs(correct - theirs) > allowed:
+        print("FAIL: PyTorch's accuracy differs from scaletrain's evaluation of the same checkpoint")
+        return 1
+    # The running statistics matter: with them back at their initial values (mean 0, var 1) the
+    # predictions must change on more samples than the tolerance allows (on the first 1000 alone), or
+    # the check could not see a wrong buffer.
+    fresh = torchvision_resnet(a.model, samples.shape[-1], classes).state_dict()
+    blind = {k: (fresh[k] if k.endswith((".running_mean", ".running_var")) else v) for k, v in state.items()}
+    model.load_state_dict(blind, strict=True)
+    n = min(1000, n_eval)
+    moved = int(np.sum(predict(model, x[:n]).argmax(axis=1) != pred[:n]))
+    if moved <= allowed:
+        print(f"FAIL: with the running statistics reset only {moved} of {n} predictions change: the check is blind to them")
+        return 1
+    print(f"OK: PyTorch's accuracy on scaletrain's checkpoint is scaletrain's (with the running statistics reset, "
+          f"{moved} of the first {n} predictions change)")
     return 0
 
 

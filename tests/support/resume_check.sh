@@ -23,7 +23,10 @@
 #                          resumed with auto, takes the checkpoint's way and matches the uninterrupted
 #                          run with that way bitwise (skipped, exit 77, where bf16 is emulated).
 # EXTRA="flags" (environment) adds flags to every run; LR=... sets the learning rate (0.01); PYTHON=...
-# the interpreter of compare_losses.py (/usr/bin/python3).
+# the interpreter of compare_losses.py and compare_checkpoints.py (/usr/bin/python3). In bitwise mode the
+# final checkpoints' model.h5 (parameters and buffers: BatchNorm's running statistics, which no loss shows
+# with train.evaluate false) must be bitwise identical too; REQUIRE_BUFFERS=1 fails a model without
+# buffers, or with running statistics never updated.
 # usage: resume_check.sh SCALETRAIN MPIRUN_PREFIX... -- OUTDIR MODE ARGS...
 set -euo pipefail
 st=$1; shift
@@ -36,8 +39,9 @@ rm -rf "$out"
 mkdir -p "$out"
 # 960 samples in global batches of 24 (1, 2 or 3 ranks): 40 steps per epoch, 60 steps in all, so a
 # resume at step 25 or 30 lands mid-epoch and then crosses an epoch boundary.
-# MODEL=... and BATCH=... before run or must_fail change the model and the global batch.
-common=(--data.synthetic_samples 960 --train.epochs 2
+# MODEL=... and BATCH=... before run or must_fail change the model and the global batch; SAMPLES=...
+# the synthetic training samples (keep SAMPLES / BATCH = 40 for the epoch boundary above).
+common=(--data.synthetic_samples "${SAMPLES:-960}" --train.epochs 2
         --optimizer.lr "${LR:-0.01}" --optimizer.schedule cosine --train.log_every 1
         --train.warmup_log_steps 0 --train.evaluate false --comm.bucket_mb 0.05 --run.threads 1
         --data.augment true)
@@ -110,6 +114,8 @@ case $mode in
     run resumed "$np" --run.resume auto "${all[@]}" --run.timeline true
     expect_line "$out/resumed.log" "resume: $out/resumed/checkpoints/step-$stop: step $stop"
     compare full resumed
+    "${PYTHON:-/usr/bin/python3}" "$here/compare_checkpoints.py" "$out/full" "$out/resumed" \
+      ${REQUIRE_BUFFERS:+--require-buffers}
     # The timeline goes on across the resume: both runs' steps, and the resumed_from marker between.
     "${PYTHON:-/usr/bin/python3}" - "$out/resumed/timeline.json" "$stop" <<'PY'
 import json, sys
