@@ -64,8 +64,15 @@ struct BnChunkSquaredDeviations {
   }
 };
 
+// The gradient reaching BatchNorm's normalized output at element i: dy, zero where a fused ReLU's
+// output y is not positive.
+template <class T>
+SCALETRAIN_HOST_DEVICE inline float bn_output_gradient(const T* y, const T* dy, int64_t i, bool relu) {
+  return relu && !(to_float(y[i]) > 0.0f) ? 0.0f : to_float(dy[i]);
+}
+
 // i over chunks: partial[i, c] = sum of g and partial[i, C + c] = sum of g * xhat over the chunk's
-// rows, where g = dy, zero where a fused ReLU's output y is not positive, and xhat = (x - mean) * invstd.
+// rows, where g is bn_output_gradient and xhat = (x - mean) * invstd.
 template <class T>
 struct BnChunkGradientSums {
   const T* x;
@@ -84,7 +91,7 @@ struct BnChunkGradientSums {
     for (int64_t r = i * chunk_rows; r < chunk_end(i, chunk_rows, rows); ++r) {
       const int64_t o = r * channels;
       for (int64_t c = 0; c < channels; ++c) {
-        const float g = relu && !(to_float(y[o + c]) > 0.0f) ? 0.0f : to_float(dy[o + c]);
+        const float g = bn_output_gradient(y, dy, o + c, relu);
         pg[c] += g;
         pgx[c] += g * (to_float(x[o + c]) - mean[c]) * invstd[c];
       }
@@ -225,7 +232,7 @@ struct BnBackwardData {
     const float inv_n = 1.0f / count[0];
     const int64_t o = r * channels;
     for (int64_t c = 0; c < channels; ++c) {
-      const float g = relu && !(to_float(y[o + c]) > 0.0f) ? 0.0f : to_float(dy[o + c]);
+      const float g = bn_output_gradient(y, dy, o + c, relu);
       const float xhat = (to_float(x[o + c]) - mean[c]) * invstd[c];
       const float mean_g = static_cast<float>(sums[c]) * inv_n, mean_gx = static_cast<float>(sums[channels + c]) * inv_n;
       const float v = weight[c] * invstd[c] * (g - mean_g - xhat * mean_gx);
