@@ -57,7 +57,7 @@ find "$kit/lib" -type f -name '*.so*' -exec strip --strip-unneeded {} + 2>/dev/n
 
 cp "$root/scripts/gpu-kit/env.sh" "$kit/env.sh"
 cp "$root/scripts/gpu-kit/"{lib.sh,check.sh,speed.sh,report.py} "$kit/scripts/"
-cp "$root/tests/support/"{compare_losses.py,resume_check.sh} "$kit/scripts/support/"
+cp "$root/tests/support/"{compare_losses.py,compare_checkpoints.py,resume_check.sh} "$kit/scripts/support/"
 cp "$root/perf/pytorch_anchor.py" "$kit/scripts/"
 
 # What the kit was built from and with: env.sh prints the CUDA libraries' versions beside these.
