@@ -37,7 +37,7 @@ void SubsamplePad::build(Backend& backend, int64_t batch) {
 const Tensor& SubsamplePad::forward(const Tensor& x, bool training) {
   visit_float_type(dtype_, [&](auto t) {
     using T = decltype(t);
-    launch(stream(), "subsample_pad_forward", y_.numel(),
+    launch(stream(), "subsample_pad_forward", y_.numel() / g_.out_c,
            kernels::SubsamplePadForward<T>{x.device_data<T>(), y_.device_data<T>(), g_});
   });
   return y_;
@@ -47,7 +47,7 @@ const Tensor& SubsamplePad::backward(const Tensor& dy, bool need_dx) {
   if (!need_dx) return no_gradient();
   visit_float_type(dtype_, [&](auto t) {
     using T = decltype(t);
-    launch(stream(), "subsample_pad_backward", dx_.numel(),
+    launch(stream(), "subsample_pad_backward", dx_.numel() / g_.in_c,
            kernels::SubsamplePadBackward<T>{dy.device_data<T>(), dx_.device_data<T>(), g_});
   });
   return dx_;

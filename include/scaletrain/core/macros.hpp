@@ -1,5 +1,7 @@
 // Portability macros shared by host and device code: SCALETRAIN_HOST_DEVICE marks functions that
 // nvcc must compile for both sides (the kernels/ functors); plain C++ compilers see nothing.
+// SCALETRAIN_RESTRICT promises that a pointer's data is reached through it alone, which lets the host
+// compiler vectorize loops that write through one pointer and read through others.
 #pragma once
 
 #if defined(__CUDACC__) || defined(__HIPCC__)
@@ -9,3 +11,5 @@
 #define SCALETRAIN_HOST_DEVICE
 #define SCALETRAIN_INLINE inline
 #endif
+
+#define SCALETRAIN_RESTRICT __restrict__

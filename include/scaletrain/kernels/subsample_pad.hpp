@@ -16,43 +16,40 @@ struct SubsamplePadGeometry {
   int64_t stride, pad_before;
 };
 
-// i over the output: y[n, oh, ow, c] = x[n, oh * stride, ow * stride, c - pad_before], 0 in the padding.
+// p over the output's pixels (batch * out_h * out_w), channels innermost:
+// y[n, oh, ow, c] = x[n, oh * stride, ow * stride, c - pad_before], 0 in the padding.
 template <class T>
 struct SubsamplePadForward {
   const T* x;
   T* y;
   SubsamplePadGeometry g;
-  SCALETRAIN_HOST_DEVICE void operator()(int64_t i) const {
-    const int64_t c = i % g.out_c;
-    const int64_t ow = (i / g.out_c) % g.out_w;
-    const int64_t oh = (i / (g.out_c * g.out_w)) % g.out_h;
-    const int64_t n = i / (g.out_c * g.out_w * g.out_h);
-    const int64_t ic = c - g.pad_before;
-    if (ic < 0 || ic >= g.in_c) {
-      y[i] = from_float<T>(0.0f);
-      return;
-    }
-    y[i] = x[((n * g.in_h + oh * g.stride) * g.in_w + ow * g.stride) * g.in_c + ic];
+  SCALETRAIN_HOST_DEVICE void operator()(int64_t p) const {
+    const int64_t ow = p % g.out_w, oh = (p / g.out_w) % g.out_h, n = p / (g.out_w * g.out_h);
+    const T* xp = x + ((n * g.in_h + oh * g.stride) * g.in_w + ow * g.stride) * g.in_c;
+    T* yp = y + p * g.out_c;
+    for (int64_t c = 0; c < g.pad_before; ++c) yp[c] = from_float<T>(0.0f);
+    for (int64_t c = 0; c < g.in_c; ++c) yp[g.pad_before + c] = xp[c];
+    for (int64_t c = g.pad_before + g.in_c; c < g.out_c; ++c) yp[c] = from_float<T>(0.0f);
   }
 };
 
-// i over the input gradient: dx[n, h, w, c] = dy[n, h / stride, w / stride, c + pad_before] where h and
-// w are multiples of the stride (the positions forward kept), 0 elsewhere.
+// p over the input gradient's pixels (batch * in_h * in_w), channels innermost: dx[n, h, w, c] =
+// dy[n, h / stride, w / stride, c + pad_before] where h and w are multiples of the stride (the positions
+// forward kept), 0 elsewhere.
 template <class T>
 struct SubsamplePadBackward {
   const T* dy;
   T* dx;
   SubsamplePadGeometry g;
-  SCALETRAIN_HOST_DEVICE void operator()(int64_t i) const {
-    const int64_t c = i % g.in_c;
-    const int64_t w = (i / g.in_c) % g.in_w;
-    const int64_t h = (i / (g.in_c * g.in_w)) % g.in_h;
-    const int64_t n = i / (g.in_c * g.in_w * g.in_h);
+  SCALETRAIN_HOST_DEVICE void operator()(int64_t p) const {
+    const int64_t w = p % g.in_w, h = (p / g.in_w) % g.in_h, n = p / (g.in_w * g.in_h);
+    T* dxp = dx + p * g.in_c;
     if (h % g.stride != 0 || w % g.stride != 0) {
-      dx[i] = from_float<T>(0.0f);
+      for (int64_t c = 0; c < g.in_c; ++c) dxp[c] = from_float<T>(0.0f);
       return;
     }
-    dx[i] = dy[((n * g.out_h + h / g.stride) * g.out_w + w / g.stride) * g.out_c + c + g.pad_before];
+    const T* dyp = dy + ((n * g.out_h + h / g.stride) * g.out_w + w / g.stride) * g.out_c + g.pad_before;
+    for (int64_t c = 0; c < g.in_c; ++c) dxp[c] = dyp[c];
   }
 };
 
