@@ -1,10 +1,13 @@
 # The PyTorch 1.13 anchor of bench_train_step: the zoo models (mlp, lenet, fmnist_sepcnn) rebuilt
-# layer for layer in PyTorch, timed on the same training step (SGD momentum 0.9, cross-entropy) and
-# global batch, as one process with 2 threads and as DDP with 2 processes x 1 thread (gloo), the
-# convolutional models both in PyTorch's default NCHW layout and channels_last (oneDNN's NHWC path,
-# 1.2-1.5x faster here), so that the caller can take PyTorch's best configuration. --dtype bf16 runs
-# the same step in mixed precision: forward and loss under torch.autocast("cpu", dtype=torch.bfloat16),
-# backward and the SGD update outside it (PyTorch's recipe), parameters and gradients kept in fp32.
+# layer for layer in PyTorch, and the ResNets: resnet20 (akamaster's CIFAR ResNet-20, option-A
+# shortcuts, its stem taking 1 channel) on 28x28x1 with 10 classes as the small models, resnet18 and
+# resnet50 (torchvision 0.14's, no weights) on 224x224x3 with 1000 classes; timed on the same training
+# step (SGD momentum 0.9, cross-entropy) and global batch, as one process with 2 threads and as DDP
+# with 2 processes x 1 thread (gloo), the convolutional models both in PyTorch's default NCHW layout
+# and channels_last (oneDNN's NHWC path, 1.2-1.5x faster here), so that the caller can take PyTorch's
+# best configuration. --dtype bf16 runs the same step in mixed precision: forward and loss under
+# torch.autocast("cpu", dtype=torch.bfloat16), backward and the SGD update outside it (PyTorch's
+# recipe), parameters and gradients kept in fp32.
 # PyTorch's Linear layers call the system BLAS: Debian's torch is built with BLAS_INFO=generic, so
 # without OpenBLAS (libopenblas0-openmp, installed by scripts/install-deps.sh) they run on the
 # reference BLAS, up to 30x slower; the script refuses to run in that state.
@@ -19,7 +22,11 @@ Prints one JSON line per (model, config) with --json, else a small table. Config
           127.0.0.1, per-rank batch = global / 2
   a "-cl" suffix: model and input in torch.channels_last (convolutional models only)
 --dtype fp32 (default) or bf16 (autocast to bfloat16 for the forward and the loss); every line
-states its dtype.
+states its dtype. Inputs: random N(0, 1) images of the model's shape (INPUT: 28x28x1 for mlp, lenet,
+fmnist_sepcnn and resnet20, 224x224x3 for resnet18 and resnet50) and random labels of its classes
+(CLASSES: 10, or 1000 for resnet18 and resnet50). Every configuration times at least 3 steps whatever
+--seconds says, after 3 untimed ones beyond the first; the models whose step takes seconds (resnet18,
+resnet50) warm up on fewer (WARMUP) and time at least 2 (MIN_STEPS).
 """
 import argparse
 import contextlib
@@ -33,10 +40,25 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 import torch.nn as nn
+import torch.nn.functional as F
 
-# Parameter counts of scaletrain's zoo (and Keras' summary for fmnist_sepcnn).
-EXPECTED_PARAMS = {"mlp": 235_146, "lenet": 61_706, "lenet_dropout": 61_706, "fmnist_sepcnn": 2_887_306}
-DEFAULT_BATCH = {"mlp": 256, "lenet": 256, "lenet_dropout": 256, "fmnist_sepcnn": 128}
+# Parameter counts of scaletrain's zoo (and Keras' summary for fmnist_sepcnn), each on its INPUT and
+# CLASSES below (resnet20: `scaletrain --model.name resnet20 --model.input 28,28,1 --model.classes 10
+# --summary`; resnet18 and resnet50: torchvision's, as scaletrain's summary on 224,224,3 and 1000).
+EXPECTED_PARAMS = {"mlp": 235_146, "lenet": 61_706, "lenet_dropout": 61_706, "fmnist_sepcnn": 2_887_306,
+                   "resnet20": 269_434, "resnet18": 11_689_512, "resnet50": 25_557_032}
+DEFAULT_MODELS = ["mlp", "lenet", "lenet_dropout", "fmnist_sepcnn"]  # the ResNets run when --models names them
+DEFAULT_BATCH = {"mlp": 256, "lenet": 256, "lenet_dropout": 256, "fmnist_sepcnn": 128, "resnet20": 128,
+                 "resnet18": 16, "resnet50": 8}
+# Each model's input (C, H, W) and classes: 28x28x1 and 10 (scaletrain's synthetic data), but the
+# ImageNet-shaped ResNets, which bench_train_step feeds a 224x224x3, 1000-class st-synth file.
+INPUT = {**{name: (1, 28, 28) for name in EXPECTED_PARAMS}, "resnet18": (3, 224, 224), "resnet50": (3, 224, 224)}
+CLASSES = {**{name: 10 for name in EXPECTED_PARAMS}, "resnet18": 1000, "resnet50": 1000}
+# Untimed steps after the first, from which the timed step count is estimated (--warmup, where given,
+# is for every model): fewer for the models whose step takes seconds on 2 cores.
+WARMUP = {**{name: 3 for name in EXPECTED_PARAMS}, "resnet18": 2, "resnet50": 1}
+# Timed steps at least, whatever --seconds says: fewer for the models whose step takes seconds.
+MIN_STEPS = {**{name: 3 for name in EXPECTED_PARAMS}, "resnet18": 2, "resnet50": 2}
 
 
 def separable(cin, cout):
@@ -44,7 +66,62 @@ def separable(cin, cout):
     return [nn.Conv2d(cin, cin, 3, padding=1, groups=cin, bias=False), nn.Conv2d(cin, cout, 1)]
 
 
-def make_model(name, classes=10):
+class ShortcutA(nn.Module):
+    """akamaster's option A: subsample by 2, zero-pad the channels (planes // 4 on each side)."""
+
+    def __init__(self, planes):
+        super().__init__()
+        self.planes = planes
+
+    def forward(self, x):
+        return F.pad(x[:, :, ::2, ::2], (0, 0, 0, 0, self.planes // 4, self.planes // 4), "constant", 0)
+
+
+class CifarBasicBlock(nn.Module):
+    def __init__(self, in_planes, planes, stride):
+        super().__init__()
+        self.conv1 = nn.Conv2d(in_planes, planes, 3, stride=stride, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(planes)
+        self.conv2 = nn.Conv2d(planes, planes, 3, stride=1, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(planes)
+        self.shortcut = ShortcutA(planes) if stride != 1 or in_planes != planes else nn.Sequential()
+
+    def forward(self, x):
+        out = F.relu(self.bn1(self.conv1(x)))
+        out = self.bn2(self.conv2(out))
+        return F.relu(out + self.shortcut(x))
+
+
+class CifarResNet(nn.Module):
+    """akamaster/pytorch_resnet_cifar10's ResNet (as tests/reference/make_resnet_reference.py builds it):
+    3x3 stem of 16 from `channels`, three stages of BasicBlocks (16, 32, 64), global average pool, linear."""
+
+    def __init__(self, num_blocks, num_classes, channels=3):
+        super().__init__()
+        self.conv1 = nn.Conv2d(channels, 16, 3, stride=1, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(16)
+        planes_in = 16
+        for i, (planes, stride) in enumerate(((16, 1), (32, 2), (64, 2))):
+            blocks = []
+            for s in [stride] + [1] * (num_blocks - 1):
+                blocks.append(CifarBasicBlock(planes_in, planes, s))
+                planes_in = planes
+            setattr(self, "layer%d" % (i + 1), nn.Sequential(*blocks))
+        self.linear = nn.Linear(64, num_classes)
+        for m in self.modules():
+            if isinstance(m, (nn.Linear, nn.Conv2d)):
+                nn.init.kaiming_normal_(m.weight)
+
+    def forward(self, x):
+        out = F.relu(self.bn1(self.conv1(x)))
+        out = self.layer3(self.layer2(self.layer1(out)))
+        out = F.avg_pool2d(out, out.size()[3])
+        return self.linear(out.view(out.size(0), -1))
+
+
+def make_model(name, classes=None):
+    """The PyTorch twin of a zoo model for its INPUT; classes: CLASSES[name] unless given."""
+    classes = classes or CLASSES.get(name, 10)
     if name == "mlp":
         return nn.Sequential(nn.Flatten(), nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 128), nn.ReLU(),
                              nn.Linear(128, classes))
@@ -61,6 +138,12 @@ def make_model(name, classes=10):
                              *separable(128, 256), nn.SELU(), *separable(256, 256), nn.SELU(), nn.MaxPool2d(2),
                              *separable(256, 512), nn.SELU(), *separable(512, 512), nn.SELU(), nn.MaxPool2d(2),
                              nn.Flatten(), nn.Linear(4608, 512), nn.SELU(), nn.Linear(512, classes))
+    if name == "resnet20":
+        return CifarResNet(3, classes, channels=INPUT[name][0])
+    if name in ("resnet18", "resnet50"):
+        import torchvision  # here only: the GPU kit's nodes may have PyTorch without torchvision
+
+        return getattr(torchvision.models, name)(num_classes=classes)
     raise SystemExit(f"pytorch_anchor.py: unknown model '{name}' (known: {', '.join(EXPECTED_PARAMS)})")
 
 
@@ -85,9 +168,10 @@ def precision_scope(dtype, device="cpu"):
     return torch.autocast(device, dtype=torch.bfloat16) if dtype == "bf16" else contextlib.nullcontext()
 
 
-def time_training(model, optimizer, x, y, warmup, seconds, dtype, sync=None, device="cpu"):
+def time_training(model, optimizer, x, y, warmup, seconds, dtype, sync=None, device="cpu", min_steps=3):
     """Times training steps after `warmup` untimed ones; the step count comes from the warm-up
-    speed (agreed across ranks through `sync`, which takes a float and returns the max). With dtype
+    speed (agreed across ranks through `sync`, which takes a float and returns the max), at least
+    `min_steps` (with warmup 0: from the first step's speed). With dtype
     "bf16" the forward and the loss run under autocast to bfloat16; backward runs outside it,
     as PyTorch recommends (its ops follow the dtypes autocast chose for the forward). On cuda the
     device is synchronized before every clock reading."""
@@ -101,16 +185,18 @@ def time_training(model, optimizer, x, y, warmup, seconds, dtype, sync=None, dev
         loss.backward()
         optimizer.step()
 
+    t0 = time.perf_counter()
     step()  # first step allocates (and compiles); not part of the warm-up estimate
     fence()
+    first = time.perf_counter() - t0
     t0 = time.perf_counter()
     for _ in range(warmup):
         step()
     fence()
-    per_step = (time.perf_counter() - t0) / max(warmup, 1)
+    per_step = (time.perf_counter() - t0) / warmup if warmup else first
     if sync:
         per_step = sync(per_step)
-    steps = max(3, int(seconds / max(per_step, 1e-6)))
+    steps = max(min_steps, int(seconds / max(per_step, 1e-6)))
     if sync:
         sync(0.0)  # barrier: start together
     fence()
@@ -124,9 +210,11 @@ def time_training(model, optimizer, x, y, warmup, seconds, dtype, sync=None, dev
     return steps, elapsed
 
 
-def synthetic_batch(batch, classes, seed):
+def synthetic_batch(name, batch, seed):
+    """A random batch of the model's INPUT shape (NCHW) and random labels of its CLASSES."""
     g = torch.Generator().manual_seed(seed)
-    x = torch.randn(batch, 1, 28, 28, generator=g)
+    x = torch.randn(batch, *INPUT[name], generator=g)
+    classes = CLASSES[name]
     y = torch.randint(0, classes, (batch,), generator=g)
     return x, y
 
@@ -155,10 +243,10 @@ def check_blas():
 def run_single(name, batch, threads, warmup, seconds, channels_last, dtype):
     torch.set_num_threads(threads)
     torch.manual_seed(1)
-    x, y = synthetic_batch(batch, 10, 2)
+    x, y = synthetic_batch(name, batch, 2)
     model, x = in_format(make_model(name), x, channels_last)
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-    steps, elapsed = time_training(model, opt, x, y, warmup, seconds, dtype)
+    steps, elapsed = time_training(model, opt, x, y, warmup, seconds, dtype, min_steps=MIN_STEPS[name])
     return result_line(name, f"1x{threads}" + ("-cl" if channels_last else ""), dtype, batch, steps, elapsed,
                        threads, 1)
 
@@ -169,14 +257,14 @@ def run_cuda(name, batch, warmup, seconds, channels_last, dtype, compiled):
     torch.backends.cuda.matmul.allow_tf32 = dtype == "tf32"
     torch.backends.cudnn.allow_tf32 = dtype == "tf32"
     torch.manual_seed(1)
-    x, y = synthetic_batch(batch, 10, 2)
+    x, y = synthetic_batch(name, batch, 2)
     model, x = in_format(make_model(name).cuda(), x.cuda(), channels_last)
     y = y.cuda()
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     if compiled:
         model = torch.compile(model)
     t0 = time.perf_counter()
-    steps, elapsed = time_training(model, opt, x, y, warmup, seconds, dtype, device="cuda")
+    steps, elapsed = time_training(model, opt, x, y, warmup, seconds, dtype, device="cuda", min_steps=MIN_STEPS[name])
     config = "cuda-" + ("compile-" if compiled else "") + ("cl" if channels_last else "nchw")
     line = result_line(name, config, dtype, batch, steps, elapsed, 1, 1)
     line["gpu"] = torch.cuda.get_device_name()
@@ -191,7 +279,7 @@ def ddp_worker(rank, world, port, name, batch, warmup, seconds, channels_last, d
         os.sched_setaffinity(0, {cores[rank]})  # one core per rank, as mpirun binds ours
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
     torch.manual_seed(1)
-    x, y = synthetic_batch(batch // world, 10, 2 + rank)
+    x, y = synthetic_batch(name, batch // world, 2 + rank)
     local, x = in_format(make_model(name), x, channels_last)
     model = nn.parallel.DistributedDataParallel(local)
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
@@ -201,7 +289,7 @@ def ddp_worker(rank, world, port, name, batch, warmup, seconds, channels_last, d
         dist.all_reduce(t, op=dist.ReduceOp.MAX)
         return float(t.item())
 
-    steps, elapsed = time_training(model, opt, x, y, warmup, seconds, dtype, sync=sync_max)
+    steps, elapsed = time_training(model, opt, x, y, warmup, seconds, dtype, sync=sync_max, min_steps=MIN_STEPS[name])
     if rank == 0:
         queue.put(result_line(name, f"ddp{world}x1" + ("-cl" if channels_last else ""), dtype, batch, steps,
                               elapsed, 1, world))
@@ -230,13 +318,17 @@ def run_ddp(name, batch, world, warmup, seconds, channels_last, dtype):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--models", nargs="+", default=list(EXPECTED_PARAMS), choices=list(EXPECTED_PARAMS))
-    p.add_argument("--batch", type=int, default=0, help="global batch for every model (default: 256 mlp/lenet, 128 fmnist_sepcnn)")
+    p.add_argument("--models", nargs="+", default=DEFAULT_MODELS, choices=list(EXPECTED_PARAMS),
+                   help="default: mlp lenet lenet_dropout fmnist_sepcnn; the ResNets: resnet20 resnet18 resnet50")
+    p.add_argument("--batch", type=int, default=0,
+                   help="global batch for every model (default: 256 mlp/lenet, 128 fmnist_sepcnn and resnet20, "
+                        "16 resnet18, 8 resnet50)")
     p.add_argument("--model-batch", nargs="+", default=[], metavar="MODEL=N",
                    help="global batch of one model (over --batch)")
     p.add_argument("--threads", type=int, default=2, help="threads of the single-process config")
     p.add_argument("--ranks", type=int, default=2, help="processes of the DDP config (1 thread each)")
-    p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--warmup", type=int, default=None,
+                   help="untimed steps after the first, for every model (default: 3, fewer for resnet18/50)")
     p.add_argument("--seconds", type=float, default=3.0, help="timed seconds per model and config")
     p.add_argument("--configs", nargs="+", default=["single", "ddp"], choices=["single", "ddp"])
     p.add_argument("--formats", nargs="+", default=["nchw", "channels_last"], choices=["nchw", "channels_last"],
@@ -262,6 +354,7 @@ def main():
     results = []
     for name, dtype in ((n, d) for n in a.models for d in a.dtype):
         batch = model_batch.get(name) or a.batch or DEFAULT_BATCH[name]
+        warmup = a.warmup if a.warmup is not None else WARMUP[name]
         if not a.json:
             print(f"# {name}: {parameter_count(make_model(name)):,} parameters (scaletrain: "
                   f"{EXPECTED_PARAMS[name]:,}), global batch {batch}, {dtype}"
@@ -273,11 +366,11 @@ def main():
             runs = [(c, f) for c in a.configs for f in formats]
         for config, channels_last in runs:
             if a.device == "cuda":
-                r = run_cuda(name, batch, a.warmup, a.seconds, channels_last, dtype, config)
+                r = run_cuda(name, batch, warmup, a.seconds, channels_last, dtype, config)
             elif config == "single":
-                r = run_single(name, batch, a.threads, a.warmup, a.seconds, channels_last, dtype)
+                r = run_single(name, batch, a.threads, warmup, a.seconds, channels_last, dtype)
             else:
-                r = run_ddp(name, batch, a.ranks, a.warmup, a.seconds, channels_last, dtype)
+                r = run_ddp(name, batch, a.ranks, warmup, a.seconds, channels_last, dtype)
             results.append(r)
             if a.json:
                 print(json.dumps(r), flush=True)
