@@ -70,6 +70,24 @@ TEST(Resume, ForceOverridesForceableKeysOnly) {
       << e;
 }
 
+TEST(Resume, SyncBatchNormAndNoDecayAreIdentityKeys) {
+  RunConfig a, b;
+  b.sync_bn = true;
+  b.no_decay = {optim::NoDecayCategory::norm};
+  const auto forced = check_resume_compatible(identity_keys(a, 60000), identity_keys(b, 60000), "c", true);
+  ASSERT_EQ(forced.size(), 2u);
+  EXPECT_NE(forced[0].find("model.sync_bn: checkpoint false, this run true"), std::string::npos) << forced[0];
+  EXPECT_NE(forced[1].find("optimizer.no_decay: checkpoint [], this run [\"norm\"]"), std::string::npos) << forced[1];
+  const std::string e =
+      error_of([&] { check_resume_compatible(identity_keys(a, 60000), identity_keys(b, 60000), "c", false); });
+  EXPECT_NE(e.find("model.sync_bn"), std::string::npos) << e;
+  // A checkpoint written before these keys existed implies their defaults.
+  IdentityKeys older = identity_keys(a, 60000);
+  std::erase_if(older, [](const auto& kv) { return kv.first == "model.sync_bn" || kv.first == "optimizer.no_decay"; });
+  EXPECT_TRUE(check_resume_compatible(older, identity_keys(a, 60000), "c", false).empty());
+  EXPECT_EQ(check_resume_compatible(older, identity_keys(b, 60000), "c", true).size(), 2u);
+}
+
 TEST(Resume, MidEpochOnlyWhereThePositionCarriesOver) {
   CheckpointMeta saved;
   saved.position = {30, 0, 30};

@@ -12,6 +12,7 @@ struct KeyRule {
   const char* key;
   bool forceable;
   const char* consequence;
+  const char* unrecorded = nullptr;  // the value that a checkpoint written before the key existed implies
 };
 
 const std::vector<KeyRule>& rules() {
@@ -25,6 +26,8 @@ const std::vector<KeyRule>& rules() {
       {"optimizer.schedule", true, "the learning-rate curve changes"},
       {"data.path", true, "another data set"},
       {"data.train_samples", true, "the training split changed size"},
+      {"model.sync_bn", true, "BatchNorm's batch statistics change between per rank and over all ranks", "false"},
+      {"optimizer.no_decay", true, "weight decay reaches other parameters", "[]"},
   };
   return r;
 }
@@ -68,7 +71,7 @@ std::vector<std::string> check_resume_compatible(const IdentityKeys& saved, cons
   for (const KeyRule& r : rules()) {
     const std::string* a = find(saved, r.key);
     const std::string* b = find(current, r.key);
-    const std::string was = a ? *a : "(not recorded)";
+    const std::string was = a ? *a : r.unrecorded ? r.unrecorded : "(not recorded)";
     const std::string now = b ? *b : "(not set)";
     if (was == now) continue;
     differing.push_back(std::string(r.key) + ": checkpoint " + was + ", this run " + now + " (" + r.consequence +
