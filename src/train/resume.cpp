@@ -12,7 +12,7 @@ struct KeyRule {
   const char* key;
   bool forceable;
   const char* consequence;
-  const char* unrecorded = nullptr;  // the value that a checkpoint written before the key existed implies
+  bool added_later = false;  // a checkpoint written before the key was recorded implies its default
 };
 
 const std::vector<KeyRule>& rules() {
@@ -26,8 +26,8 @@ const std::vector<KeyRule>& rules() {
       {"optimizer.schedule", true, "the learning-rate curve changes"},
       {"data.path", true, "another data set"},
       {"data.train_samples", true, "the training split changed size"},
-      {"model.sync_bn", true, "BatchNorm's batch statistics change between per rank and over all ranks", "false"},
-      {"optimizer.no_decay", true, "weight decay reaches other parameters", "[]"},
+      {"model.sync_bn", true, "BatchNorm's batch statistics change between per rank and over all ranks", true},
+      {"optimizer.no_decay", true, "weight decay reaches other parameters", true},
   };
   return r;
 }
@@ -48,6 +48,12 @@ std::string absolute_path(const std::string& p) {
 // Registry values are TOML: strings come quoted.
 std::string unquoted(const std::string& v) {
   return v.size() >= 2 && v.front() == '"' && v.back() == '"' ? v.substr(1, v.size() - 2) : v;
+}
+
+// What a checkpoint that lacks the key stands for: the default configuration's value where the key
+// was added later, else a marker that differs from every value.
+std::string unrecorded_value(const KeyRule& r) {
+  return r.added_later ? unquoted(find_config_key(r.key)->get(RunConfig{})) : "(not recorded)";
 }
 
 }  // namespace
@@ -71,7 +77,7 @@ std::vector<std::string> check_resume_compatible(const IdentityKeys& saved, cons
   for (const KeyRule& r : rules()) {
     const std::string* a = find(saved, r.key);
     const std::string* b = find(current, r.key);
-    const std::string was = a ? *a : r.unrecorded ? r.unrecorded : "(not recorded)";
+    const std::string was = a ? *a : unrecorded_value(r);
     const std::string now = b ? *b : "(not set)";
     if (was == now) continue;
     differing.push_back(std::string(r.key) + ": checkpoint " + was + ", this run " + now + " (" + r.consequence +
