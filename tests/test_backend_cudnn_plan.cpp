@@ -1,5 +1,5 @@
-// The pure host side of the cuDNN convolution and pooling (backend/cudnn_plan.hpp), here without a
-// GPU: the algorithm choice policy, the choice key, the descriptor parameters, and, strongest, a
+// The pure host side of the cuDNN convolution, pooling and batch normalization (backend/cudnn_plan.hpp),
+// here without a GPU: the algorithm choice policy, the choice key, the descriptor parameters, and, strongest, a
 // convolution and a pooling computed ONLY from the plan's descriptor parameters the way cuDNN reads
 // them (NHWC strides, OHWI filter, symmetric pads, groups; the explicit padding and cropping and the
 // filter reorders by the very functors the CUDA backend launches) against the CPU backend's oneDNN
@@ -302,6 +302,43 @@ TEST(CudnnPoolPlan, ModesAndTheDirectPath) {
   EXPECT_EQ(g.out_h, s.out_h());
   s.pad_bottom = 3;
   EXPECT_TRUE(contains(error_of([&] { plan_cudnn_pool(s, true); }), "padding must be smaller than the kernel"));
+}
+
+TEST(CudnnBatchNormPlan, DescriptorsTypesAndTheKernelsForBf16) {
+  BatchNormShape s{8, 32 * 32, 16, Activation::relu, 0.1, 1e-5, DType::f32};
+  CudnnBatchNormPlan p = plan_cudnn_batch_norm(s);
+  EXPECT_TRUE(p.cudnn);
+  EXPECT_EQ(p.data_type, CudnnType::f32);
+  // NHWC [batch, C, spatial, 1]: the channel innermost, one row of C per pixel, as the layer stores it.
+  EXPECT_EQ(p.x.to_string(), "[8, 16, 1024, 1] strides [16384, 1, 16, 16]");
+  EXPECT_EQ(p.parameters.to_string(), "[1, 16, 1, 1] strides [16, 1, 16, 16]");
+  EXPECT_EQ(batch_norm_choice_line(p),
+            "batch_norm{batch 8, spatial 1024, channels 16, relu, f32}: cuDNN SPATIAL, ReLU kernels after");
+  s.dtype = DType::f16;
+  s.activation = Activation::none;
+  p = plan_cudnn_batch_norm(s);
+  EXPECT_TRUE(p.cudnn);
+  EXPECT_EQ(p.data_type, CudnnType::f16);
+  EXPECT_EQ(batch_norm_choice_line(p), s.to_string() + ": cuDNN SPATIAL");
+  s.dtype = DType::bf16;
+  p = plan_cudnn_batch_norm(s);
+  EXPECT_FALSE(p.cudnn);
+  EXPECT_EQ(batch_norm_choice_line(p), s.to_string() + ": scaletrain kernels (bf16)");
+}
+
+TEST(CudnnBatchNormPlan, RefusesInvalidShapes) {
+  BatchNormShape s{0, 4, 3, Activation::none, 0.1, 1e-5, DType::f32};
+  EXPECT_TRUE(contains(error_of([&] { plan_cudnn_batch_norm(s); }), "must be positive"));
+  s.batch = 2;
+  s.momentum = 1.5;
+  EXPECT_TRUE(contains(error_of([&] { plan_cudnn_batch_norm(s); }), "momentum 1.5 must lie in [0, 1]"));
+  s.momentum = 0.1;
+  s.activation = Activation::selu;
+  EXPECT_TRUE(contains(error_of([&] { plan_cudnn_batch_norm(s); }), "only a ReLU can follow it"));
+  s.activation = Activation::none;
+  s.spatial = int64_t{1} << 32;
+  const std::string msg = error_of([&] { plan_cudnn_batch_norm(s); });
+  EXPECT_TRUE(contains(msg, s.to_string()) && contains(msg, "32-bit")) << msg;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,5 +1,5 @@
-// The pure host side of the cuDNN convolution and pooling: descriptor parameters from a shape, the
-// choice key and the algorithm choice policy (backend/cudnn_plan.hpp). No cuDNN here.
+// The pure host side of the cuDNN convolution, pooling and batch normalization: descriptor parameters
+// from a shape, the choice key and the algorithm choice policy (backend/cudnn_plan.hpp). No cuDNN here.
 #include "scaletrain/backend/cudnn_plan.hpp"
 
 #include <algorithm>
@@ -208,6 +208,26 @@ std::string pool_choice_line(const CudnnPoolPlan& p) {
       return p.shape.to_string() + ": cuDNN AVERAGE_COUNT_EXCLUDE_PADDING";
   }
   return p.shape.to_string();
+}
+
+CudnnBatchNormPlan plan_cudnn_batch_norm(const BatchNormShape& s) {
+  s.validate();
+  CudnnBatchNormPlan p;
+  p.shape = s;
+  p.cudnn = s.dtype == DType::f32 || s.dtype == DType::f16;
+  if (!p.cudnn) return p;
+  const std::string what = "cuDNN batch normalization " + s.to_string();
+  p.data_type = cudnn_type(s.dtype, what);
+  p.x = nhwc_tensor(s.batch, s.channels, s.spatial, 1);
+  p.parameters = nhwc_tensor(1, s.channels, 1, 1);
+  check_fits_int(what, p.x);
+  return p;
+}
+
+std::string batch_norm_choice_line(const CudnnBatchNormPlan& p) {
+  if (!p.cudnn) return p.shape.to_string() + ": scaletrain kernels (" + std::string(dtype_name(p.shape.dtype)) + ")";
+  return p.shape.to_string() + ": cuDNN SPATIAL" +
+         (p.shape.activation == Activation::relu ? ", ReLU kernels after" : "");
 }
 
 CudnnChoiceKey conv_choice_key(const ConvShape& shape, ConvDirection direction, const CudnnSelection& selection) {

@@ -193,4 +193,20 @@ void PoolShape::validate() const {
            "invalid pooling ", s.to_string(), ": the kernel is larger than the padded input");
 }
 
+std::string BatchNormShape::to_string() const {
+  std::ostringstream os;
+  os << "batch_norm{batch " << batch << ", spatial " << spatial << ", channels " << channels << ", "
+     << activation_name(activation) << ", " << dtype_name(dtype) << "}";
+  return os.str();
+}
+
+void BatchNormShape::validate() const {
+  ST_CHECK(batch > 0 && spatial > 0 && channels > 0, "invalid batch normalization ", to_string(),
+           ": batch, spatial size and channels must be positive");
+  ST_CHECK(eps >= 0 && momentum >= 0 && momentum <= 1, "invalid batch normalization ", to_string(), ": eps ", eps,
+           " must not be negative and momentum ", momentum, " must lie in [0, 1]");
+  ST_CHECK(activation == Activation::none || activation == Activation::relu, "invalid batch normalization ",
+           to_string(), ": only a ReLU can follow it");
+}
+
 }  // namespace scaletrain

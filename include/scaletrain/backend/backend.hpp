@@ -134,6 +134,12 @@ class Backend {
   virtual std::unique_ptr<SeparableConvOp> make_separable_conv(const SeparableConvShape& shape,
                                                                Stream* stream = nullptr);
 
+  // Batch normalization for `shape`, or null where the backend has none: the layer then runs its own
+  // kernels (kernels/batch_norm.hpp), as it always does for SyncBatchNorm. cuda: cuDNN for f32 and f16.
+  virtual std::unique_ptr<BatchNormOp> make_batch_norm(const BatchNormShape& shape, Stream* stream = nullptr) {
+    return nullptr;
+  }
+
   // One line per operator algorithm this backend chose (cuda: the cuDNN algorithm or cuBLASLt heuristic
   // per shape, with its workspace and time); empty where there is no choice to report.
   virtual std::vector<std::string> operator_choices() const { return {}; }

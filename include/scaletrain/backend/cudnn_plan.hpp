@@ -1,5 +1,5 @@
-// The pure host side of the CUDA backend's cuDNN convolution and pooling (backend/cuda/cudnn_conv.cpp,
-// cudnn_pool.cpp): what a shape becomes in cuDNN's descriptors (dims and strides, symmetric pads plus
+// The pure host side of the CUDA backend's cuDNN convolution, pooling and batch normalization
+// (backend/cuda/cudnn_conv.cpp, cudnn_pool.cpp, cudnn_batch_norm.cpp): what a shape becomes in cuDNN's descriptors (dims and strides, symmetric pads plus
 // the explicit padding around them, filter layout, data/compute/math types, pooling mode), the key
 // under which an algorithm choice is cached, and the policy that picks the algorithm from cuDNN's
 // measured candidates. No cuDNN here (its own small enums), so the cpu build compiles and tests it.
@@ -116,6 +116,20 @@ CudnnPoolPlan plan_cudnn_pool(const PoolShape& shape, bool deterministic);
 
 // "max_pool{...}: cuDNN MAX_DETERMINISTIC" or "...: direct kernels (asymmetric padding)".
 std::string pool_choice_line(const CudnnPoolPlan& plan);
+
+// BatchNorm2d in cuDNN's legacy spatial mode: x as NHWC [batch, channels, spatial, 1] (the rows
+// normalized over are batch x spatial either way), the weight, bias and statistics as [1, C, 1, 1] in
+// f32. cuDNN runs f32 and f16; bf16 stays on the layer's kernels (plan.cudnn false).
+struct CudnnBatchNormPlan {
+  BatchNormShape shape;
+  CudnnTensor4d x, parameters;
+  bool cudnn = false;
+  CudnnType data_type = CudnnType::f32;
+};
+// Throws Error naming the shape when it is invalid or does not fit cuDNN's int dimensions.
+CudnnBatchNormPlan plan_cudnn_batch_norm(const BatchNormShape& shape);
+// "batch_norm{...}: cuDNN SPATIAL, ReLU kernels after" or "...: scaletrain kernels (bf16)".
+std::string batch_norm_choice_line(const CudnnBatchNormPlan& plan);
 
 // The key of a cached algorithm choice: the problem (the shape without what cuDNN does not see,
 // such as the bias), the direction and the selection settings. Identical layers share a choice.

@@ -1,4 +1,5 @@
-// Shapes of the heavy operators (convolution, inner product, pooling) and their op interfaces.
+// Shapes of the heavy operators (convolution, inner product, pooling, batch normalization) and their
+// op interfaces.
 // An op is created once per shape by a Backend, bound to one of its streams, and reused every step:
 // nothing is allocated inside forward or backward. Each call is queued on the op's stream (on the
 // CPU backend it runs at once). Activations are NHWC; weights are in PyTorch's layout (conv OIHW with
@@ -200,6 +201,40 @@ class PoolOp : public OpImplementation {
   virtual ~PoolOp() = default;
   virtual void forward(const void* x, void* y, bool training) = 0;
   virtual void backward(const void* dy, void* dx) = 0;
+};
+
+// BatchNorm2d's normalization of `batch` x `spatial` rows of `channels` values (NHWC: the channel is
+// the last dimension), as PyTorch's nn.BatchNorm2d, with a ReLU after it or none.
+struct BatchNormShape {
+  int64_t batch = 0, spatial = 1, channels = 0;
+  Activation activation = Activation::none;
+  double momentum = 0.1, eps = 1e-5;
+  DType dtype = DType::f32;
+  int64_t rows() const { return batch * spatial; }
+  std::string to_string() const;  // "batch_norm{batch 8, spatial 1024, channels 16, relu, f32}"
+  // Error naming the shape when a size is not positive, eps is negative or momentum is outside [0, 1].
+  void validate() const;
+};
+
+// A backend's batch normalization for one shape. Weights, biases, the running statistics and the
+// saved statistics are f32 [C]; x, y, dy and dx are in the shape's dtype. Backends that have one
+// (cuda: cuDNN) run plain BatchNorm through it; the layer's own kernels (kernels/batch_norm.hpp) run
+// everywhere else and always for SyncBatchNorm, whose sums are reduced across ranks between passes.
+class BatchNormOp : public OpImplementation {
+ public:
+  virtual ~BatchNormOp() = default;
+  // y = act((x - mean) * save_invstd * weight + bias) with the batch's mean and biased variance;
+  // running_mean and running_var move towards the mean and the unbiased variance by the momentum.
+  // save_mean and save_invstd are what backward reads.
+  virtual void forward_training(const void* x, const float* weight, const float* bias, float* running_mean,
+                                float* running_var, float* save_mean, float* save_invstd, void* y) = 0;
+  // y = act((x - running_mean) / sqrt(running_var + eps) * weight + bias).
+  virtual void forward_inference(const void* x, const float* weight, const float* bias, const float* running_mean,
+                                 const float* running_var, void* y) = 0;
+  // From dy, the gradient of y, with x and y as the training forward left them: dweight and dbias
+  // (overwritten) and dx.
+  virtual void backward(const void* x, const void* y, const void* dy, const float* weight, const float* save_mean,
+                        const float* save_invstd, float* dweight, float* dbias, void* dx) = 0;
 };
 
 }  // namespace scaletrain

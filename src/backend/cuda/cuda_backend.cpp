@@ -97,6 +97,9 @@ class CudaBackend final : public Backend {
   std::unique_ptr<PoolOp> make_pool(const PoolShape& shape, Stream* stream) override {
     return cuda::make_cudnn_pool(*ops_, shape, handle_of(stream ? *stream : compute_));
   }
+  std::unique_ptr<BatchNormOp> make_batch_norm(const BatchNormShape& shape, Stream* stream) override {
+    return cuda::make_cudnn_batch_norm(*ops_, shape, handle_of(stream ? *stream : compute_));
+  }
   std::vector<std::string> operator_choices() const override { return ops_->choices(); }
 
   void synchronize() override {

@@ -2,7 +2,7 @@
 // handle per backend, the selection settings (deterministic, TF32, workspace limit), one scratch
 // workspace per stream sized at operator creation to the largest need (so nothing is allocated in
 // the step loop), and the log of the algorithms chosen. The operators themselves live in
-// cudnn_conv.cpp, cudnn_pool.cpp and cublaslt_inner_product.cpp.
+// cudnn_conv.cpp, cudnn_pool.cpp, cudnn_batch_norm.cpp and cublaslt_inner_product.cpp.
 #pragma once
 #include <cublasLt.h>
 #include <cuda_runtime.h>
@@ -69,6 +69,9 @@ class CudaOpContext {
 // The operators (each binds to `stream`; the context outlives them).
 std::unique_ptr<ConvOp> make_cudnn_conv(CudaOpContext& ctx, const ConvShape& shape, cudaStream_t stream);
 std::unique_ptr<PoolOp> make_cudnn_pool(CudaOpContext& ctx, const PoolShape& shape, cudaStream_t stream);
+// Null where the plan keeps the shape on the layer's kernels (bf16).
+std::unique_ptr<BatchNormOp> make_cudnn_batch_norm(CudaOpContext& ctx, const BatchNormShape& shape,
+                                                   cudaStream_t stream);
 std::unique_ptr<InnerProductOp> make_cublaslt_inner_product(CudaOpContext& ctx, const InnerProductShape& shape,
                                                             cudaStream_t stream);
 
