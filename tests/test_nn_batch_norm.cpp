@@ -1,14 +1,20 @@
 // BatchNorm2d's behaviour as PyTorch's nn.BatchNorm2d (momentum 0.1, eps 1e-5): training normalizes
 // with the batch's statistics and moves the running ones (unbiased variance), evaluation uses the
 // running ones; the fused ReLU equals a ReLU layer after it; statistics stay exact on data with a
-// large offset; bf16 and f16 stay near f32; cpu and the simulated device agree bitwise.
+// large offset; bf16 and f16 stay near f32; cpu and the simulated device agree bitwise. Folded into
+// the convolution before it for evaluation, it gives the unfolded model's logits up to rounding.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <map>
 #include <random>
 
 #include "scaletrain/nn/batch_norm.hpp"
+#include "scaletrain/nn/conv2d.hpp"
 #include "scaletrain/nn/elementwise_layers.hpp"
+#include "scaletrain/nn/merge_layers.hpp"
+#include "scaletrain/nn/zoo.hpp"
 #include "support/device_tensors.hpp"
 #include "support/layer_harness.hpp"
 
@@ -193,4 +199,76 @@ TEST(BatchNorm, DeclaresPyTorchsParametersAndBuffers) {
   EXPECT_EQ(names, (std::vector<std::string>{"bn.num_batches_tracked:i64", "bn.running_mean:f32", "bn.running_var:f32"}));
   for (const nn::Parameter& p : bn.model.layers()[0]->parameters()) EXPECT_TRUE(p.norm) << p.name;
   EXPECT_FLOAT_EQ(bn.buffer("bn.running_var")[0], 1.0f);
+}
+
+namespace {
+
+constexpr int64_t kFoldBatch = 4;
+const Shape kFoldSample{12, 12, 3};
+
+struct FoldRun {
+  std::vector<float> train_logits, eval_logits;
+  int folded = 0;
+};
+
+// resnet20 on `kind` in `dtype`, with or without BatchNorm folded into the convolutions for
+// evaluation: two training forwards (the running statistics move away from their start), then one
+// evaluation forward.
+FoldRun run_resnet20(DeviceKind kind, DType dtype, bool fold, const std::vector<float>& x) {
+  auto backend = make_backend(kind);
+  auto m = nn::make_zoo_model("resnet20", kFoldSample, 10);
+  m->set_batch_norm_folding(fold);
+  m->build(*backend, kFoldBatch, dtype);
+  m->init_parameters(5);
+  const Tensor xd = values_on_device(*backend, nn::with_batch(kFoldBatch, kFoldSample), x, dtype);
+  FoldRun r;
+  for (int step = 0; step < 2; ++step) r.train_logits = to_host(*backend, m->forward(xd, true));
+  r.eval_logits = to_host(*backend, m->forward(xd, false));
+  for (const auto& l : m->layers())
+    if (const auto* bn = dynamic_cast<const nn::BatchNorm2d*>(l.get()); bn && bn->folded()) ++r.folded;
+  return r;
+}
+
+}  // namespace
+
+// Folding changes only the rounding of evaluation (the filters scaled before the convolution instead
+// of its output after it), so the logits agree to a few ulps per layer; training is untouched.
+TEST(BatchNormFolding, EvaluationMatchesTheUnfoldedModelAndTrainingIsUntouched) {
+  const std::vector<float> x = random_values(kFoldBatch * shape_numel(kFoldSample), 0.2f, 1.0f, 11);
+  for (DeviceKind kind : {DeviceKind::cpu, DeviceKind::sim}) {
+    for (DType dtype : {DType::f32, DType::bf16}) {
+      SCOPED_TRACE(device_kind_name(kind) + " " + std::string(dtype_name(dtype)));
+      const FoldRun folded = run_resnet20(kind, dtype, true, x);
+      const FoldRun plain = run_resnet20(kind, dtype, false, x);
+      EXPECT_EQ(folded.folded, 19) << "every BatchNorm of resnet20 follows a convolution it alone reads";
+      EXPECT_EQ(plain.folded, 0);
+      EXPECT_EQ(folded.train_logits, plain.train_logits);
+      const int64_t n = static_cast<int64_t>(plain.eval_logits.size());
+      double scale = 0;
+      for (float v : plain.eval_logits) scale = std::max(scale, std::fabs(static_cast<double>(v)));
+      const double tol = dtype == DType::f32 ? 1e-4 : 5e-2;
+      EXPECT_TRUE(tensors_close(folded.eval_logits.data(), plain.eval_logits.data(), n, tol, tol * scale));
+      EXPECT_NE(plain.eval_logits, plain.train_logits) << "evaluation must use the running statistics";
+    }
+  }
+}
+
+// Only a BatchNorm that alone reads a convolution without an activation folds.
+TEST(BatchNormFolding, OnlyTheConvolutionsSoleConsumerWithoutAnActivationFolds) {
+  auto backend = make_cpu_backend();
+  nn::Model m("fold", nn::ParameterNaming::node);
+  const auto conv = [](nn::Activation act) { return nn::Conv2DOptions{4, 3, 1, nn::Padding::same, 1, false, act}; };
+  std::string a = m.node<nn::Conv2D>({nn::Model::input()}, "a", conv(nn::Activation::none));
+  std::string a_bn = m.node<nn::BatchNorm2d>({a}, "a_bn", nn::Activation::relu);
+  std::string b = m.node<nn::Conv2D>({a_bn}, "b", conv(nn::Activation::relu));
+  std::string b_bn = m.node<nn::BatchNorm2d>({b}, "b_bn");
+  std::string c = m.node<nn::Conv2D>({b_bn}, "c", conv(nn::Activation::none));
+  std::string c_bn = m.node<nn::BatchNorm2d>({c}, "c_bn");
+  m.node<nn::Add>({c, c_bn}, "add");
+  m.configure({6, 6, 2});
+  m.build(*backend, 2, DType::f32);
+  std::map<std::string, bool> folded;
+  for (const auto& l : m.layers())
+    if (const auto* bn = dynamic_cast<const nn::BatchNorm2d*>(l.get())) folded[bn->name()] = bn->folded();
+  EXPECT_EQ(folded, (std::map<std::string, bool>{{"a_bn", true}, {"b_bn", false}, {"c_bn", false}}));
 }

@@ -1,5 +1,7 @@
 // BatchNorm2d on top of the kernels/batch_norm.hpp functors: chunked per-channel sums, the sums
-// over the ranks where a reducer is set, then one pass that normalizes (and applies the ReLU).
+// over the ranks where a reducer is set, then one pass that normalizes (and applies the ReLU). Where
+// the backend has a BatchNormOp and no reducer is set, the op runs the layer instead. Folded into the
+// convolution before it, the evaluation forward only hands on what that convolution wrote.
 #include "scaletrain/nn/batch_norm.hpp"
 
 #include "scaletrain/backend/launch.hpp"
@@ -49,7 +51,12 @@ void BatchNorm2d::build(Backend& backend, int64_t batch) {
   scale_ = buffer({channels_}, "scale", DType::f32);
   shift_ = buffer({channels_}, "shift", DType::f32);
   count_ = buffer({1}, "count", DType::f32);
+  const int64_t spatial = shape_numel(in_shape_) / channels_;
+  op_ = backend.make_batch_norm(
+      BatchNormShape{batch, spatial, channels_, activation_, momentum_, eps_, dtype_}, &stream());
 }
+
+std::string BatchNorm2d::implementation() const { return op_ ? op_->implementation() : std::string(); }
 
 // mean_, invstd_, scale_ and shift_ from x's statistics (over the ranks with a reducer): the sums
 // and the count, the mean, then the squared deviations from it (two passes, which keeps the variance
@@ -86,18 +93,42 @@ void BatchNorm2d::update_running_statistics() {
                                   invstd_.device_data<float>(), scale_.device_data<float>(),
                                   shift_.device_data<float>(), buffers_[0].value.device_data<float>(),
                                   buffers_[1].value.device_data<float>(), momentum_, eps_});
+  count_batch();
+}
+
+void BatchNorm2d::count_batch() {
   launch(stream(), "bn_count_batch", 1, kernels::BnCountBatch{buffers_[2].value.device_data<int64_t>()});
+}
+
+std::pair<const float*, const float*> BatchNorm2d::evaluation_scale_and_shift() {
+  launch(stream(), "bn_eval_scale", channels_,
+         kernels::BnEvalScale{buffers_[0].value.device_data<float>(), buffers_[1].value.device_data<float>(),
+                              params_[0].value.device_data<float>(), params_[1].value.device_data<float>(),
+                              scale_.device_data<float>(), shift_.device_data<float>(), eps_});
+  return {scale_.device_data<float>(), shift_.device_data<float>()};
 }
 
 const Tensor& BatchNorm2d::forward(const Tensor& x, bool training) {
   x_ = x;
+  if (!training && folded_) return y_;
+  if (uses_op()) {
+    float* weight = params_[0].value.device_data<float>();
+    float* bias = params_[1].value.device_data<float>();
+    float* running_mean = buffers_[0].value.device_data<float>();
+    float* running_var = buffers_[1].value.device_data<float>();
+    if (training) {
+      op_->forward_training(x.device_raw(), weight, bias, running_mean, running_var, mean_.device_data<float>(),
+                            invstd_.device_data<float>(), y_.device_raw());
+      count_batch();
+    } else {
+      op_->forward_inference(x.device_raw(), weight, bias, running_mean, running_var, y_.device_raw());
+    }
+    return y_;
+  }
   if (training) {
     batch_statistics(x);
   } else {
-    launch(stream(), "bn_eval_scale", channels_,
-           kernels::BnEvalScale{buffers_[0].value.device_data<float>(), buffers_[1].value.device_data<float>(),
-                                params_[0].value.device_data<float>(), params_[1].value.device_data<float>(),
-                                scale_.device_data<float>(), shift_.device_data<float>(), eps_});
+    evaluation_scale_and_shift();
   }
   visit_float_type(dtype_, [&](auto t) {
     using T = decltype(t);
@@ -112,6 +143,12 @@ const Tensor& BatchNorm2d::forward(const Tensor& x, bool training) {
 // gradients (this rank's rows: the gradient all-reduce sums them over the ranks), then, summed over
 // the ranks where a reducer is set, the input's gradient.
 const Tensor& BatchNorm2d::backward(const Tensor& dy, bool need_dx) {
+  if (uses_op()) {
+    op_->backward(x_.device_raw(), y_.device_raw(), dy.device_raw(), params_[0].value.device_data<float>(),
+                  mean_.device_data<float>(), invstd_.device_data<float>(), params_[0].grad.device_data<float>(),
+                  params_[1].grad.device_data<float>(), dx_.device_raw());
+    return need_dx ? dx_ : no_gradient();
+  }
   const bool relu = activation_ == Activation::relu;
   double* sums = sums_.device_data<double>();
   double* partial = partial_.device_data<double>();

@@ -1,6 +1,10 @@
 // Conv2D and DepthwiseConv2D forward/backward through the backend's ActivatedConvOp (the convolution
-// and the layer's activation).
+// and the layer's activation), and the evaluation forward with a BatchNorm2d folded in.
 #include "scaletrain/nn/conv2d.hpp"
+
+#include "scaletrain/backend/launch.hpp"
+#include "scaletrain/core/dispatch.hpp"
+#include "scaletrain/kernels/batch_norm.hpp"
 
 namespace scaletrain::nn {
 
@@ -60,6 +64,7 @@ void Conv2D::build(Backend& backend, int64_t batch) {
 
 const Tensor& Conv2D::forward(const Tensor& x, bool training) {
   x_ = x;
+  if (!training && folded_bn_) return forward_folded(x);
   op_->forward(x.device_raw(), params_[0].compute_value.device_raw(),
                opt_.bias ? params_[1].value.device_data<float>() : nullptr, act_.pre().device_raw(),
                act_.post().device_raw());
@@ -75,6 +80,40 @@ const Tensor& Conv2D::backward(const Tensor& dy, bool need_dx) {
 
 bool Conv2D::absorb_pool(Pool2D& next) {
   return next.run_inside(op_.get());
+}
+
+bool Conv2D::fold_batch_norm(BatchNorm2d& next) {
+  if (act_.kind() != Activation::none || folded_bn_ || next.folded()) return false;
+  ConvShape shape = conv_;
+  shape.bias = true;
+  folded_op_ = backend_->make_activated_conv(shape, next.activation());
+  folded_weight_ = buffer(params_[0].value.shape(), "weight folded with " + next.name());
+  folded_bias_ = buffer({conv_.out_c}, "bias folded with " + next.name(), DType::f32);
+  if (next.activation() != Activation::none) folded_pre_ = buffer(next.output().shape(), "pre-activation folded");
+  folded_bn_ = &next;
+  next.fold_into_producer();
+  return true;
+}
+
+// BatchNorm's evaluation scale and shift, the filters and bias folded with them, then the op writes
+// BatchNorm's output (with an activation, through this layer's own pre-activation scratch).
+const Tensor& Conv2D::forward_folded(const Tensor& x) {
+  const auto [scale, shift] = folded_bn_->evaluation_scale_and_shift();
+  const int64_t filter_size = params_[0].value.numel() / conv_.out_c;
+  visit_float_type(dtype_, [&](auto t) {
+    using T = decltype(t);
+    launch(stream(), "bn_fold_into_filters", params_[0].value.numel(),
+           kernels::BnFoldIntoFilters<T>{params_[0].compute_value.device_data<T>(), scale,
+                                         folded_weight_.device_data<T>(), filter_size});
+  });
+  launch(stream(), "bn_fold_into_bias", conv_.out_c,
+         kernels::BnFoldIntoBias{opt_.bias ? params_[1].value.device_data<float>() : nullptr, scale, shift,
+                                 folded_bias_.device_data<float>()});
+  const Tensor& y = folded_bn_->output();
+  void* pre = folded_pre_.numel() > 0 ? folded_pre_.device_raw() : y.device_raw();
+  folded_op_->forward(x.device_raw(), folded_weight_.device_raw(), folded_bias_.device_data<float>(), pre,
+                      y.device_raw());
+  return act_.post();
 }
 
 int64_t Conv2D::flops_per_sample() const {

@@ -9,6 +9,7 @@
 #include "scaletrain/kernels/cast.hpp"
 #include "scaletrain/kernels/merge.hpp"
 #include "scaletrain/kernels/random.hpp"
+#include "scaletrain/nn/batch_norm.hpp"
 #include "scaletrain/nn/conv2d.hpp"
 #include "scaletrain/nn/pooling.hpp"
 #include "scaletrain/nn/separable_conv2d.hpp"
@@ -223,6 +224,7 @@ void Model::build(Backend& backend, int64_t batch, DType compute) {
     l->build(backend, batch);
   }
   absorb_poolings();
+  fold_batch_norms();
   build_gradient_sums();
 }
 
@@ -236,6 +238,19 @@ void Model::absorb_poolings() {
     Layer& producer = *layers_[static_cast<size_t>(p)];
     if (auto* sep = dynamic_cast<SeparableConv2D*>(&producer)) sep->absorb_pool(*pool);
     if (auto* conv = dynamic_cast<Conv2D*>(&producer)) conv->absorb_pool(*pool);
+  }
+}
+
+// A BatchNorm2d folds into the convolution before it for evaluation where nothing else consumes that
+// convolution's output and it has no activation of its own (Conv2D::fold_batch_norm).
+void Model::fold_batch_norms() {
+  if (!fold_batch_norms_) return;
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    auto* bn = dynamic_cast<BatchNorm2d*>(layers_[i].get());
+    if (!bn) continue;
+    const int p = graph_.producers[i].front();
+    if (p == kModelInput || graph_.consumers[static_cast<size_t>(p)].size() != 1) continue;
+    if (auto* conv = dynamic_cast<Conv2D*>(layers_[static_cast<size_t>(p)].get())) conv->fold_batch_norm(*bn);
   }
 }
 

@@ -4,15 +4,15 @@
 //    one short chunk; 252 rows in 16 chunks, the last one short; 8192 rows in the 256 chunks of the cap):
 //    the training forward's output, the running statistics and num_batches_tracked after it, backward's
 //    dx and the weight and bias gradients, then the evaluation forward (running statistics).
-//    Both backends run the same kernels/batch_norm.hpp functors over the same chunks in the same order, and
-//    the batch mean is bitwise the same (f32 differences of the stored values, f64 chunk and total sums).
-//    What may differ is the rounding of a*b+c: nvcc contracts it into an FMA (--fmad=true), the host
-//    compiler may or may not. So f32 holds to a few f32 ulps (rtol 1e-5); in bf16 and f16 the same f32
-//    values are rounded to the storage type, where such an ulp can land on the neighbouring value: one
-//    ulp of bf16 (<= 2^-7 relative) or two of f16 (<= 2^-9). The statistics, the running buffers and the
-//    parameter gradients are f32 in every compute type and hold to f32's tolerance; the gradient sums
-//    over `rows` terms get an absolute 1e-6 per row. The inputs keep every normalized value at least
-//    1e-3 from zero (see batch_norm_inputs), so that a fused ReLU's mask cannot flip on an ulp.
+//    In f32 and f16 the CUDA backend runs cuDNN's spatial batch normalization (the layer names it as its
+//    implementation); in bf16 it runs the same kernels/batch_norm.hpp functors as the CPU backend.
+//    cuDNN sums in its own order and may take the variance in one pass, so f32 holds to a few f32 ulps
+//    of the statistics (rtol 1e-4); in bf16 and f16 the same f32 values are rounded to the storage type,
+//    where such an ulp can land on the neighbouring value: one ulp of bf16 (<= 2^-7 relative) or a few of
+//    f16 (cuDNN's f16 arithmetic: <= 2^-8). The statistics, the running buffers and the parameter
+//    gradients are f32 in every compute type and hold to 1e-4 relative; the gradient sums over `rows`
+//    terms get an absolute 1e-6 per row. The inputs keep every normalized value at least 1e-3 from zero
+//    (see batch_norm_inputs), so that a fused ReLU's mask cannot flip on an ulp.
 //  - SubsamplePad copies values, so forward and backward agree bitwise, in f32, bf16 and f16.
 //  - resnet20 on 32x32x3, batch 8, 10 classes, f32 (TF32 off, deterministic algorithms: the CudaTest
 //    backend's defaults): one training step (forward with batch statistics, softmax cross-entropy,
@@ -205,6 +205,7 @@ BnInputs batch_norm_inputs(const BnShape& s, DType dtype) {
 }
 
 struct BnRun {
+  std::string implementation;
   std::vector<float> y, dx, grads, buffers, y_eval;
   std::vector<int64_t> tracked;
   std::vector<nn::ParameterSlot> slots;
@@ -245,6 +246,7 @@ BnRun run_batch_norm(Backend& backend, const BnShape& s, Activation act, DType d
   const Tensor dy = device_tensor(backend, xs, dtype, in.dy);
   nn::Layer& bn = *m.layers().at(0);
   BnRun r;
+  r.implementation = bn.implementation();
   r.y = floats_of(backend, bn.forward(x, true));
   r.dx = floats_of(backend, bn.backward(dy, true));
   r.grads = floats_of(backend, m.flat_gradients());
@@ -261,14 +263,19 @@ class CudaBatchNorm : public CudaTest, public ::testing::WithParamInterface<std:
 TEST_P(CudaBatchNorm, TrainingStepAndEvaluationMatchTheCpuBackend) {
   const auto [dtype, act] = GetParam();
   // Values stored in the compute type (y, dx, the evaluation's y); see the header for why.
-  const double rtol = dtype == DType::f32 ? 1e-5 : (dtype == DType::bf16 ? 1e-2 : 2e-3);
-  const double atol = dtype == DType::f32 ? 1e-5 : (dtype == DType::bf16 ? 1e-3 : 1e-4);
+  const double rtol = dtype == DType::f32 ? 1e-4 : (dtype == DType::bf16 ? 1e-2 : 4e-3);
+  const double atol = dtype == DType::f32 ? 1e-5 : (dtype == DType::bf16 ? 1e-3 : 2e-4);
   auto cpu = make_cpu_backend(1);
   for (const BnShape& s : bn_shapes()) {
     SCOPED_TRACE(s.name + " in " + std::string(dtype_name(dtype)) + ", activation " + activation_name(act));
     const BnInputs in = batch_norm_inputs(s, dtype);
     const BnRun want = run_batch_norm(*cpu, s, act, dtype, in);
     const BnRun got = run_batch_norm(*backend, s, act, dtype, in);
+    EXPECT_EQ(want.implementation, "") << "the CPU backend runs the layer's kernels";
+    if (dtype == DType::bf16)
+      EXPECT_EQ(got.implementation, "") << "bf16 runs the layer's kernels on CUDA";
+    else
+      EXPECT_TRUE(got.implementation.rfind("cuDNN batch normalization", 0) == 0) << got.implementation;
     const int64_t n = static_cast<int64_t>(want.y.size());
     const double rows = static_cast<double>(n / s.sample.back());
     ASSERT_EQ(got.y.size(), want.y.size());
@@ -277,12 +284,12 @@ TEST_P(CudaBatchNorm, TrainingStepAndEvaluationMatchTheCpuBackend) {
     EXPECT_TRUE(tensors_close(got.dx.data(), want.dx.data(), n, rtol, atol)) << "dx";
     ASSERT_EQ(got.grads.size(), want.grads.size());
     for (const nn::ParameterSlot& p : want.slots)
-      EXPECT_TRUE(tensors_close(got.grads.data() + p.offset, want.grads.data() + p.offset, p.count, 1e-5, 1e-6 * rows))
+      EXPECT_TRUE(tensors_close(got.grads.data() + p.offset, want.grads.data() + p.offset, p.count, 1e-4, 1e-6 * rows))
           << "gradient of " << p.name;
     ASSERT_EQ(got.buffers.size(), want.buffers.size());
     for (const nn::BufferSlot& b : want.buffer_slots) {
       if (b.dtype != DType::f32) continue;
-      EXPECT_TRUE(tensors_close(got.buffers.data() + b.offset, want.buffers.data() + b.offset, b.count, 1e-5, 1e-6))
+      EXPECT_TRUE(tensors_close(got.buffers.data() + b.offset, want.buffers.data() + b.offset, b.count, 1e-4, 1e-6))
           << b.name << " after the step";
     }
     EXPECT_EQ(got.tracked, (std::vector<int64_t>{kTrackedBefore + 1})) << "num_batches_tracked";

@@ -196,6 +196,30 @@ struct BnEvalScale {
   }
 };
 
+// i over a convolution's weights [OC, ...] (filters of `filter_size` values): an evaluation-mode
+// BatchNorm after the convolution, y = z * scale + shift per output channel, folded into the filters.
+template <class T>
+struct BnFoldIntoFilters {
+  const T* weight;
+  const float* scale;
+  T* folded;
+  int64_t filter_size;
+  SCALETRAIN_HOST_DEVICE void operator()(int64_t i) const {
+    folded[i] = from_float<T>(to_float(weight[i]) * scale[i / filter_size]);
+  }
+};
+
+// c over output channels: the folded convolution's bias, shift + bias * scale (bias null: none).
+struct BnFoldIntoBias {
+  const float* bias;
+  const float* scale;
+  const float* shift;
+  float* folded;
+  SCALETRAIN_HOST_DEVICE void operator()(int64_t c) const {
+    folded[c] = bias ? shift[c] + bias[c] * scale[c] : shift[c];
+  }
+};
+
 // r over rows: y[r, c] = x[r, c] * scale[c] + shift[c], then max(0, .) with a fused ReLU.
 template <class T>
 struct BnApply {

@@ -4,8 +4,13 @@
 // statistics and updates the buffers (momentum 0.1); evaluation uses the buffers. A ReLU after it
 // may be fused (the pass that normalizes applies it, and backward takes its mask from the output).
 // Statistics are f32 in every compute type. With a BatchStatisticsReducer (SyncBatchNorm), the
-// batch statistics and the backward pass's sums are taken over the ranks' global batch.
+// batch statistics and the backward pass's sums are taken over the ranks' global batch. A backend's
+// BatchNormOp (cuda: cuDNN) runs the plain layer where it has one; the kernels run everything else.
 #pragma once
+#include <memory>
+#include <utility>
+
+#include "scaletrain/backend/ops.hpp"
 #include "scaletrain/nn/activation.hpp"
 #include "scaletrain/nn/batch_statistics.hpp"
 #include "scaletrain/nn/layer.hpp"
@@ -21,18 +26,33 @@ class BatchNorm2d : public Layer {
   const Tensor& forward(const Tensor& x, bool training) override;
   const Tensor& backward(const Tensor& dy, bool need_dx) override;
   int64_t flops_per_sample() const override;
+  // The backend's op where it runs this layer ("cuDNN batch normalization (spatial)"); empty for the
+  // layer's kernels.
+  std::string implementation() const override;
   int torch_module_count() const override { return activation_ == Activation::none ? 1 : 2; }
   // Sums over the ranks (SyncBatchNorm); null: this rank's batch alone (the default).
   void use_statistics_reducer(BatchStatisticsReducer* reducer) { reducer_ = reducer; }
   bool synchronized() const { return reducer_ != nullptr; }
   Activation activation() const { return activation_; }
+  // Evaluation folded into the convolution before it (Conv2D::fold_batch_norm): that layer's
+  // evaluation forward writes this layer's output, and this layer's evaluation forward returns it.
+  void fold_into_producer() { folded_ = true; }
+  bool folded() const { return folded_; }
+  // Evaluation's per-channel y = x * scale + shift from the running statistics, queued on the compute
+  // stream: f32 [C] device pointers (scale, shift), valid until the next forward.
+  std::pair<const float*, const float*> evaluation_scale_and_shift();
+  // The output buffer (the folded convolution writes it).
+  const Tensor& output() const { return y_; }
 
  private:
   void batch_statistics(const Tensor& x);
   void update_running_statistics();
+  void count_batch();
+  bool uses_op() const { return op_ != nullptr && reducer_ == nullptr; }
   Activation activation_;
   float momentum_, eps_;
   BatchStatisticsReducer* reducer_ = nullptr;
+  bool folded_ = false;
   int64_t channels_ = 0, rows_ = 0, chunk_rows_ = 0, chunks_ = 0;
   Tensor x_, y_, dx_;
   Tensor partial_, acc_;   // f64 and f32 [chunks, 2C]: per-chunk sums, and their f32 accumulators
@@ -40,6 +60,7 @@ class BatchNorm2d : public Layer {
   Tensor mean_, invstd_;   // f32 [C]: the statistics forward normalized with
   Tensor scale_, shift_;   // f32 [C]: y = x * scale + shift
   Tensor count_;           // f32 [1]: the rows the statistics cover (summed over the ranks when synchronized)
+  std::unique_ptr<BatchNormOp> op_;  // the backend's, for the plain layer; null: the kernels alone
 };
 
 }  // namespace scaletrain::nn

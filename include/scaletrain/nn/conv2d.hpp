@@ -1,11 +1,13 @@
 // Conv2D and DepthwiseConv2D: 2-D convolution over NHWC activations with stride, padding (Keras's
-// 'same'/'valid' or PyTorch's explicit padding, padding.hpp), groups, bias and a fused activation.
+// 'same'/'valid' or PyTorch's explicit padding, padding.hpp), groups, bias and a fused activation;
+// in evaluation, a BatchNorm2d after it may be folded in.
 // Weights [OC, IC/groups, KH, KW] as in PyTorch.
 #pragma once
 #include <memory>
 #include <optional>
 
 #include "scaletrain/nn/activation.hpp"
+#include "scaletrain/nn/batch_norm.hpp"
 #include "scaletrain/nn/layer.hpp"
 #include "scaletrain/nn/padding.hpp"
 #include "scaletrain/nn/pooling.hpp"
@@ -40,14 +42,27 @@ class Conv2D : public Layer {
   // can (cpu: f32 layers of one input channel, pooled image by image in L1; bf16 layers with an
   // activation), as SeparableConv2D::absorb_pool. After build. Returns whether it did.
   bool absorb_pool(Pool2D& next);
+  // Folds `next` (the BatchNorm2d that alone takes this layer's output; this layer without an
+  // activation) into this layer for evaluation: the evaluation forward convolves with the filters
+  // scaled by BatchNorm's per-channel scale, adds its shift as the bias, applies its ReLU inside the
+  // op (a backend's post-op where it has one) and writes BatchNorm's output, which BatchNorm's own
+  // evaluation forward then hands on. Training is unchanged (batch statistics need the whole
+  // convolution first). After build. Returns whether it did.
+  bool fold_batch_norm(BatchNorm2d& next);
 
  protected:
+  const Tensor& forward_folded(const Tensor& x);
   Conv2DOptions opt_;
   std::optional<Init> weight_init_;
   ConvShape conv_;
   std::unique_ptr<ActivatedConvOp> op_;
   FusedActivation act_;
   Tensor x_, dx_;
+  // Evaluation with a BatchNorm folded in: the layer, the op (bias, BatchNorm's activation) and the
+  // folded filters (compute type) and bias (f32).
+  BatchNorm2d* folded_bn_ = nullptr;
+  std::unique_ptr<ActivatedConvOp> folded_op_;
+  Tensor folded_weight_, folded_bias_, folded_pre_;
 };
 
 // One filter per input channel (depth_multiplier 1): groups == channels.

@@ -79,7 +79,12 @@ class Model {
   // takes over the pooling layer consuming its output where it is that output's one consumer and
   // its op can run the pooling inside (cpu: f32 SeparableConv2D or Conv2D of one input channel, and
   // bf16 convolutions with an activation, then MaxPool2D; Pool2D::absorbed()); the results are the same.
+  // A BatchNorm2d that alone takes a Conv2D's output (the convolution without an activation) is
+  // folded into it for evaluation (Conv2D::fold_batch_norm): the same function, rounded differently.
   void build(Backend& backend, int64_t batch, DType compute = DType::f32);
+  // Before build(): whether evaluation folds BatchNorm into the convolutions (default true; false
+  // runs every layer as declared, for comparisons).
+  void set_batch_norm_folding(bool on) { fold_batch_norms_ = on; }
   DType compute_dtype() const { return compute_; }
   // Queues the rounding of the f32 master weights into the compute-type copy (nothing in f32).
   void refresh_compute_parameters();
@@ -160,6 +165,7 @@ class Model {
   std::vector<std::string> parameter_names(size_t layer) const;
   void init_buffers();
   void absorb_poolings();
+  void fold_batch_norms();
   void build_gradient_sums();
   const Tensor& input_of(const Tensor& x, int producer) const;
   void add_gradient(int producer, const Tensor& dx);
@@ -177,6 +183,7 @@ class Model {
   Shape input_shape_, output_shape_;
   int64_t batch_ = 0;
   bool configured_ = false;
+  bool fold_batch_norms_ = true;
 };
 
 }  // namespace scaletrain::nn
