@@ -7,12 +7,13 @@
 // - The legacy spatial mode, as for the convolution and pooling: mature, and no runtime-compiled
 //   engines we cannot test here. cuDNN's running variance takes the unbiased batch variance, and what it
 //   calls the saved inverse variance is 1 / sqrt(var + eps), the layer's invstd: both as PyTorch's.
-// - Not the fused CUDNN_BATCHNORM_OPS_BN_ACTIVATION: cuDNN documents it for NHWC half precision in the
-//   persistent mode only, so f32 would need the separate pass anyway. The ReLU runs in place on y
-//   after cuDNN, and backward masks dy by y > 0 into the op's scratch tensor before cuDNN's backward.
-// - bf16 is not among the legacy API's documented types: the plan leaves it on the layer's kernels
-//   (make_cudnn_batch_norm returns null), as it does SyncBatchNorm, whose sums are reduced across ranks
-//   between passes that cuDNN runs as one call.
+// - Not the fused CUDNN_BATCHNORM_OPS_BN_ACTIVATION (cudnnBatchNormalizationForwardTrainingEx): as we
+//   understand its restrictions (NHWC half precision, the persistent mode), f32 would need the separate
+//   pass anyway, and no GPU here can tell which shapes it takes. The ReLU runs in place on y after
+//   cuDNN, and backward masks dy by y > 0 into the op's scratch tensor before cuDNN's backward.
+// - bf16: whether the legacy calls take it cannot be checked here, so the plan leaves it on the layer's
+//   kernels (make_cudnn_batch_norm returns null), as it does SyncBatchNorm, whose sums are reduced
+//   across ranks between passes that cuDNN runs as one call.
 #include <algorithm>
 #include <memory>
 #include <string>
