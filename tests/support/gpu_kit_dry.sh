@@ -39,7 +39,7 @@ for call, steps in expect.items():
     assert not bad, f"{call}: {bad}"
     assert sum(s["limit_s"] for s in doc["steps"]) <= 235, f"{call}: step limits over 4 minutes"
 vs = json.load(open(os.path.join(out, "check.json")))["figures"]["cuda_vs_cpu"]
-assert len(vs) == 6 and all(r["worst_rel"] == 0 for r in vs), f"sim against cpu must be bitwise: {vs}"
+assert len(vs) == 8 and all(r["worst_rel"] == 0 for r in vs), f"sim against cpu must be bitwise: {vs}"
 rows = json.load(open(os.path.join(out, "speed.json")))["speed"]["rows"]
 assert len(rows) == 16 and all(r["pytorch_best_images_per_s"] for r in rows), f"speed rows: {rows}"
 print(f"OUT: {', '.join(files)}")
