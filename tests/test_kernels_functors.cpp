@@ -3,6 +3,8 @@
 // as device code), so what is checked here is the arithmetic of both paths.
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include <cmath>
 #include <vector>
 
@@ -174,21 +176,21 @@ TEST(Functors, NormalizeAndAugment) {
   std::vector<uint8_t> x(n * plane), y(n * plane);
   for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<uint8_t>(i % 200 + 1);
   std::vector<float> mean{10.0f, 20.0f}, inv{0.5f, 0.25f}, out(x.size());
-  launch_host("normalize", n * plane / c, NormalizeU8{x.data(), out.data(), mean.data(), inv.data(), c});
+  launch_host("normalize", n * plane / c, Normalize<uint8_t, float>{x.data(), out.data(), mean.data(), inv.data(), c});
   for (size_t i = 0; i < x.size(); ++i) EXPECT_FLOAT_EQ(out[i], (x[i] - mean[i % 2]) * inv[i % 2]);
   // One channel: the per-element functor agrees with the per-pixel one.
   std::vector<float> gray(x.size()), gray_ref(x.size());
-  launch_host("normalize", static_cast<int64_t>(x.size()), NormalizeU8OneChannel<float>{x.data(), gray.data(), 33.0f, 0.125f});
-  launch_host("normalize", static_cast<int64_t>(x.size()), NormalizeU8{x.data(), gray_ref.data(), mean.data() + 0, inv.data() + 0, 1});
+  launch_host("normalize", static_cast<int64_t>(x.size()), NormalizeOneChannel<uint8_t, float>{x.data(), gray.data(), 33.0f, 0.125f});
+  launch_host("normalize", static_cast<int64_t>(x.size()), Normalize<uint8_t, float>{x.data(), gray_ref.data(), mean.data() + 0, inv.data() + 0, 1});
   for (size_t i = 0; i < x.size(); ++i) EXPECT_FLOAT_EQ(gray[i], (x[i] - 33.0f) * 0.125f);
   for (size_t i = 0; i < x.size(); ++i) EXPECT_FLOAT_EQ(gray_ref[i], (x[i] - mean[0]) * inv[0]);
   // pad 0, no flip: identity.
   std::vector<int64_t> idx(n);
   for (int64_t s = 0; s < n; ++s) idx[static_cast<size_t>(s)] = 100 + 7 * s;
-  launch_host("augment", n, AugmentCropFlipU8{x.data(), y.data(), h, w, c, 0, false, 1, 2, idx.data()});
+  launch_host("augment", n, AugmentCropFlip<uint8_t>{x.data(), y.data(), h, w, c, 0, false, 1, 2, idx.data()});
   EXPECT_EQ(x, y);
   // pad 0 with flip: each sample identical or mirrored, both seen.
-  launch_host("augment", n, AugmentCropFlipU8{x.data(), y.data(), h, w, c, 0, true, 1, 2, idx.data()});
+  launch_host("augment", n, AugmentCropFlip<uint8_t>{x.data(), y.data(), h, w, c, 0, true, 1, 2, idx.data()});
   int mirrored = 0;
   for (int64_t s = 0; s < n; ++s) {
     bool same = true, mirror = true;
@@ -205,7 +207,7 @@ TEST(Functors, NormalizeAndAugment) {
   EXPECT_GT(mirrored, 0);
   EXPECT_LT(mirrored, n);
   // pad 2: every output pixel is zero padding or some input pixel of the same sample and channel.
-  launch_host("augment", n, AugmentCropFlipU8{x.data(), y.data(), h, w, c, 2, false, 3, 4, idx.data()});
+  launch_host("augment", n, AugmentCropFlip<uint8_t>{x.data(), y.data(), h, w, c, 2, false, 3, 4, idx.data()});
   for (int64_t i = 0; i < n * plane; ++i) {
     const uint8_t v = y[static_cast<size_t>(i)];
     if (v == 0) continue;
@@ -214,6 +216,33 @@ TEST(Functors, NormalizeAndAugment) {
     for (int64_t j = s * plane + i % c; j < (s + 1) * plane; j += c) found |= x[static_cast<size_t>(j)] == v;
     EXPECT_TRUE(found);
   }
+}
+
+// The stored type changes nothing but the load: f32 and f16 samples holding uint8's values
+// normalize and augment to bitwise the same inputs (what a float copy of a uint8 data set trains on).
+TEST(Functors, FloatSamplesPrepareLikeTheirUint8Values) {
+  const int64_t n = 5, h = 6, w = 7, c = 3, plane = h * w * c;
+  std::vector<uint8_t> x(n * plane), xa(x.size());
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<uint8_t>((i * 37) % 256);
+  std::vector<float> xf(x.begin(), x.end()), xfa(x.size());
+  std::vector<f16> xh(x.size()), xha(x.size());
+  for (size_t i = 0; i < x.size(); ++i) xh[i] = float_to_f16(static_cast<float>(x[i]));
+  std::vector<int64_t> idx(n);
+  for (int64_t s = 0; s < n; ++s) idx[static_cast<size_t>(s)] = 11 + 3 * s;
+  launch_host("augment", n, AugmentCropFlip<uint8_t>{x.data(), xa.data(), h, w, c, 2, true, 5, 6, idx.data()});
+  launch_host("augment", n, AugmentCropFlip<float>{xf.data(), xfa.data(), h, w, c, 2, true, 5, 6, idx.data()});
+  launch_host("augment", n, AugmentCropFlip<f16>{xh.data(), xha.data(), h, w, c, 2, true, 5, 6, idx.data()});
+  std::vector<float> mean{72.9f, 10.5f, 200.25f}, inv{1 / 90.0f, 1 / 3.0f, 1 / 77.0f};
+  std::vector<float> from_u8(x.size()), from_f32(x.size()), from_f16(x.size());
+  launch_host("normalize", n * plane / c, Normalize<uint8_t, float>{xa.data(), from_u8.data(), mean.data(), inv.data(), c});
+  launch_host("normalize", n * plane / c, Normalize<float, float>{xfa.data(), from_f32.data(), mean.data(), inv.data(), c});
+  launch_host("normalize", n * plane / c, Normalize<f16, float>{xha.data(), from_f16.data(), mean.data(), inv.data(), c});
+  EXPECT_EQ(0, std::memcmp(from_u8.data(), from_f32.data(), from_u8.size() * sizeof(float)));
+  EXPECT_EQ(0, std::memcmp(from_u8.data(), from_f16.data(), from_u8.size() * sizeof(float)));
+  std::vector<bf16> one_u8(x.size()), one_f32(x.size());
+  launch_host("normalize", n * plane, NormalizeOneChannel<uint8_t, bf16>{xa.data(), one_u8.data(), 33.0f, 0.125f});
+  launch_host("normalize", n * plane, NormalizeOneChannel<float, bf16>{xfa.data(), one_f32.data(), 33.0f, 0.125f});
+  EXPECT_EQ(0, std::memcmp(one_u8.data(), one_f32.data(), one_u8.size() * sizeof(bf16)));
 }
 
 TEST(Functors, SgdMomentumFirstStepUsesTheGradient) {

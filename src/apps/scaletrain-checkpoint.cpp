@@ -98,7 +98,7 @@ void write_logits(const std::string& dir, std::string data_path, const std::stri
   // The trainer's normalization: (x - mean) / std per channel.
   Shape in_shape{count};
   in_shape.insert(in_shape.end(), info.sample_shape.begin(), info.sample_shape.end());
-  Tensor raw(in_shape, DType::u8, "samples"), x(in_shape, DType::f32, "input");
+  Tensor raw(in_shape, info.dtype, "samples"), x(in_shape, DType::f32, "input");
   std::vector<int32_t> labels(static_cast<size_t>(count));
   file.read_samples(split, 0, count, raw.raw());
   file.read_labels(split, 0, count, labels.data());
@@ -108,9 +108,15 @@ void write_logits(const std::string& dir, std::string data_path, const std::stri
     mean[static_cast<size_t>(c)] = info.mean[static_cast<size_t>(c)];
     inv_std[static_cast<size_t>(c)] = info.std[static_cast<size_t>(c)] > 0 ? 1.0f / info.std[static_cast<size_t>(c)] : 1.0f;
   }
-  kernels::launch_host("normalize_u8", x.numel() / channels,
-                       kernels::NormalizeU8<float>{raw.data<uint8_t>(), x.data<float>(), mean.data(), inv_std.data(),
-                                                   channels});
+  const auto normalize = [&](auto stored) {
+    using S = decltype(stored);
+    kernels::launch_host("normalize", x.numel() / channels,
+                         kernels::Normalize<S, float>{static_cast<const S*>(raw.raw()), x.data<float>(), mean.data(),
+                                                      inv_std.data(), channels});
+  };
+  if (info.dtype == DType::u8) normalize(uint8_t{});
+  else if (info.dtype == DType::f16) normalize(f16{});
+  else normalize(float{});
   const Tensor logits = backend->download(model->forward(x, false));
   std::lock_guard lock(data::hdf5_mutex());
   data::H5Handle f(ST_HDF5_CHECK(H5Fcreate(out.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), "creating ", out),

@@ -63,6 +63,22 @@ void ChannelStatistics::merge(const ChannelStatistics& other) {
   n_ += other.n_;
 }
 
+std::vector<double> ChannelStatistics::pack() const {
+  std::vector<double> out{static_cast<double>(n_)};
+  out.insert(out.end(), mean_.begin(), mean_.end());
+  out.insert(out.end(), m2_.begin(), m2_.end());
+  return out;
+}
+
+ChannelStatistics ChannelStatistics::unpack(int64_t channels, const double* packed) {
+  ChannelStatistics s(channels);
+  s.n_ = static_cast<int64_t>(packed[0]);
+  const auto c = static_cast<size_t>(channels);
+  s.mean_.assign(packed + 1, packed + 1 + c);
+  s.m2_.assign(packed + 1 + c, packed + 1 + 2 * c);
+  return s;
+}
+
 std::vector<float> ChannelStatistics::mean() const { return {mean_.begin(), mean_.end()}; }
 
 std::vector<float> ChannelStatistics::std() const {

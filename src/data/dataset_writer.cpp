@@ -98,8 +98,7 @@ void DatasetWriter::create_split(const std::string& split, int64_t n, const std:
                                        H5P_DEFAULT),
                             "creating ", split, "/labels in ", tmp_path_),
               H5Dclose);
-  const int64_t c = sample_shape_.back();
-  stats_[split] = Stats{std::vector<double>(static_cast<size_t>(c), 0.0), std::vector<double>(static_cast<size_t>(c), 0.0), 0};
+  stats_.insert_or_assign(split, ChannelStatistics(sample_shape_.back()));
 }
 
 void DatasetWriter::write(const std::string& split, int64_t start, int64_t count, const void* samples,
@@ -130,35 +129,30 @@ void DatasetWriter::write(const std::string& split, int64_t start, int64_t count
                     "writing ", dset, " of ", tmp_path_);
     }
   }
-  Stats& s = it->second;
-  const int64_t c = sample_shape_.back();
+  if (!options_.statistics) return;
   const int64_t n = count * shape_numel(sample_shape_);
+  std::vector<double> values(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) {
-    double v;
-    if (dtype_ == DType::u8) v = static_cast<const uint8_t*>(samples)[i];
-    else if (dtype_ == DType::f32) v = static_cast<const float*>(samples)[i];
-    else v = f16_to_float(f16{static_cast<const uint16_t*>(samples)[i]});
-    s.sum[static_cast<size_t>(i % c)] += v;
-    s.sum_sq[static_cast<size_t>(i % c)] += v * v;
+    const auto k = static_cast<size_t>(i);
+    if (dtype_ == DType::u8) values[k] = static_cast<const uint8_t*>(samples)[i];
+    else if (dtype_ == DType::f32) values[k] = static_cast<const float*>(samples)[i];
+    else values[k] = f16_to_float(f16{static_cast<const uint16_t*>(samples)[i]});
   }
-  s.count += n / c;
+  it->second.add(values.data(), n);
 }
 
 void DatasetWriter::store_statistics(const std::string& split) {
   auto it = stats_.find(split);
-  ST_CHECK(it != stats_.end() && it->second.count > 0, "no samples written to split '", split, "'");
-  const Stats& s = it->second;
-  std::vector<float> mean, sd;
-  for (size_t c = 0; c < s.sum.size(); ++c) {
-    const double m = s.sum[c] / static_cast<double>(s.count);
-    const double var = std::max(0.0, s.sum_sq[c] / static_cast<double>(s.count) - m * m);
-    mean.push_back(static_cast<float>(m));
-    sd.push_back(static_cast<float>(std::sqrt(var)));
-  }
+  ST_CHECK(it != stats_.end() && it->second.count() > 0, "no samples written to split '", split, "'");
+  store_statistics(split, it->second);
+}
+
+void DatasetWriter::store_statistics(const std::string& split, const ChannelStatistics& stats) {
+  ST_CHECK(stats.count() > 0, "no statistics of split '", split, "' to store");
   std::lock_guard lock(hdf5_mutex());
   H5Handle g(ST_HDF5_CHECK(H5Gopen2(file_.get(), split.c_str(), H5P_DEFAULT), tmp_path_), H5Gclose);
-  write_float_array_attr(g.get(), "mean", mean);
-  write_float_array_attr(g.get(), "std", sd);
+  write_float_array_attr(g.get(), "mean", stats.mean());
+  write_float_array_attr(g.get(), "std", stats.std());
 }
 
 void DatasetWriter::finish() {

@@ -22,11 +22,10 @@
 #include "scaletrain/comm/gradient_buckets.hpp"
 #include "scaletrain/comm/gradient_transport.hpp"
 #include "scaletrain/data/dataset_file.hpp"
+#include "scaletrain/data/input_pipeline.hpp"
 #include "scaletrain/data/loader.hpp"
-#include "scaletrain/kernels/normalize.hpp"
 #include "scaletrain/nn/softmax_cross_entropy.hpp"
 #include "scaletrain/nn/zoo.hpp"
-#include "scaletrain/core/dispatch.hpp"
 #include "scaletrain/core/join.hpp"
 #include "scaletrain/optim/loss_scaler.hpp"
 #include "scaletrain/optim/lr_schedule.hpp"
@@ -49,14 +48,6 @@
 #include "scaletrain/train/watchdog.hpp"
 
 namespace scaletrain::train {
-
-// The normalized input batch and what normalizing and augmenting it needs (device tensors).
-struct InputBuffers {
-  Tensor input;      // [local_batch, ...sample_shape] in the compute type, normalized
-  Tensor augmented;  // u8 scratch for crop/flip
-  Tensor mean, inv_std;
-  std::vector<float> host_mean, host_inv_std;  // [channels], the same values on the host
-};
 
 struct Trainer::Impl {
   RunConfig cfg;
@@ -83,7 +74,7 @@ struct Trainer::Impl {
   std::unique_ptr<optim::LossScaler> scaler;
   Tensor nonfinite_counts;  // per-block inf/NaN counts of the gradients and losses
   int64_t local_batch = 0;
-  InputBuffers in;
+  std::unique_ptr<data::InputPipeline> input;  // the loader's batch to the model's input
   Tensor interval_sums, eval_sums;  // f64 [3] on the device: loss, correct, rows
   std::function<void(const IntervalTimings&)> interval_hook;
   std::function<void(const CheckpointRecord&)> checkpoint_hook;
@@ -113,10 +104,10 @@ struct Trainer::Impl {
   void build_model();
   void choose_bf16_gemm();
   void setup_optimizer();
+  data::InputOptions input_options(const data::DatasetInfo& info) const;
   void setup_input();
   void setup_checkpoints();
   TrainingState state() { return TrainingState{*backend, *model, *optimizer, *scaler}; }
-  void prepare_input(const data::Batch& b, int64_t step, bool training);
   StepFlags train_step(const data::Batch& b, int64_t step);
   void wait_for_gradients();
   StepFlags agree_on_step(int64_t step);
@@ -205,6 +196,8 @@ void Trainer::Impl::setup_data() {
     throw ConsistentError("data set " + data_path +
                           " stores no mean/std of its training samples, so they would train unnormalized: add them with "
                           "`st-info --add-stats " + data_path + "`, or set data.normalize = none to train on the raw values");
+  if (const std::string problem = data::input_options_problem(input_options(info)); !problem.empty())
+    throw ConsistentError(problem);
   if (!cfg.evaluate) return;
   check_eval_split();
   const data::LoaderOptions eo = eval_loader_options(lo, cfg);
@@ -317,65 +310,38 @@ void Trainer::Impl::setup_checkpoints() {
   checkpointer->mark_saved(resumed->saved.step);
 }
 
-void Trainer::Impl::setup_input() {
-  const data::DatasetInfo& info = train_loader->info();
-  Shape batch_shape{local_batch};
-  batch_shape.insert(batch_shape.end(), info.sample_shape.begin(), info.sample_shape.end());
-  in.input = backend->empty(batch_shape, model->compute_dtype(), "input");
-  in.augmented = backend->empty(batch_shape, DType::u8, "input.augmented");
-  const int64_t channels = info.sample_shape.back();
-  Tensor host_mean({channels}, DType::f32, "input.mean"), host_inv_std({channels}, DType::f32, "input.inv_std");
-  const bool have = cfg.normalize == "file" && static_cast<int64_t>(info.mean.size()) == channels &&
-                    static_cast<int64_t>(info.std.size()) == channels;
-  for (int64_t c = 0; c < channels; ++c) {
-    host_mean.data<float>()[c] = have ? info.mean[static_cast<size_t>(c)] : 0.0f;
-    const float sd = have ? info.std[static_cast<size_t>(c)] : 1.0f;
-    host_inv_std.data<float>()[c] = sd > 0 ? 1.0f / sd : 1.0f;
+// What the input pipeline needs: the data set's shape, type and statistics, data.augment.
+data::InputOptions Trainer::Impl::input_options(const data::DatasetInfo& info) const {
+  data::InputOptions o;
+  o.source = data_path;
+  o.sample_shape = info.sample_shape;
+  o.stored = info.dtype;
+  o.compute = precision_dtype(cfg.precision);
+  o.batch = local_batch;
+  if (cfg.normalize == "file") {
+    o.mean = info.mean;
+    o.std = info.std;
   }
-  in.host_mean.assign(host_mean.data<float>(), host_mean.data<float>() + channels);
-  in.host_inv_std.assign(host_inv_std.data<float>(), host_inv_std.data<float>() + channels);
-  in.mean = backend->empty({channels}, DType::f32, "input.mean");
-  in.inv_std = backend->empty({channels}, DType::f32, "input.inv_std");
-  Stream& s = backend->compute_stream();
-  backend->copy_async(s, in.mean, host_mean);
-  backend->copy_async(s, in.inv_std, host_inv_std);
+  o.augment = cfg.augment;
+  o.augment_pad = cfg.augment_pad;
+  o.augment_flip = cfg.augment_flip;
+  o.seed = cfg.seed;
+  return o;
+}
+
+void Trainer::Impl::setup_input() {
+  data::InputOptions o = input_options(train_loader->info());
+  o.compute = model->compute_dtype();
+  input = std::make_unique<data::InputPipeline>(*backend, std::move(o));
   interval_sums = backend->zeros({nn::kLossSumsSize}, DType::f64, "loss sums (interval)");
   eval_sums = backend->zeros({nn::kLossSumsSize}, DType::f64, "loss sums (evaluation)");
 }
 
-void Trainer::Impl::prepare_input(const data::Batch& b, int64_t step, bool training) {
-  const data::DatasetInfo& info = train_loader->info();
-  ST_CHECK(b.samples.dtype() == DType::u8, "data set ", data_path, " stores ", dtype_name(b.samples.dtype()),
-           " samples; the trainer reads uint8 images");
-  Stream& s = backend->compute_stream();
-  s.wait(*b.copied);  // the batch's host-to-device copy
-  const uint8_t* src = b.device_samples.device_data<uint8_t>();
-  if (training && cfg.augment) {
-    ST_CHECK(info.sample_shape.size() == 3, "data.augment needs [H, W, C] samples");
-    launch(s, "augment_crop_flip", local_batch,
-           kernels::AugmentCropFlipU8{src, in.augmented.device_data<uint8_t>(), info.sample_shape[0], info.sample_shape[1],
-                                      info.sample_shape[2], cfg.augment_pad, cfg.augment_flip, cfg.seed,
-                                      static_cast<uint64_t>(step), b.device_indices.device_data<int64_t>()});
-    src = in.augmented.device_data<uint8_t>();
-  }
-  visit_float_type(in.input.dtype(), [&](auto t) {
-    using T = decltype(t);
-    if (info.sample_shape.back() == 1) {
-      launch(s, "normalize_u8", in.input.numel(),
-             kernels::NormalizeU8OneChannel<T>{src, in.input.device_data<T>(), in.host_mean[0], in.host_inv_std[0]});
-      return;
-    }
-    launch(s, "normalize_u8", in.input.numel() / info.sample_shape.back(),
-           kernels::NormalizeU8<T>{src, in.input.device_data<T>(), in.mean.device_data<float>(),
-                                   in.inv_std.device_data<float>(), info.sample_shape.back()});
-  });
-}
-
 StepFlags Trainer::Impl::train_step(const data::Batch& b, int64_t step) {
-  device_phase(Phase::input, [&] { prepare_input(b, step, true); });
+  device_phase(Phase::input, [&] { input->prepare(b, step, true); });
   device_phase(Phase::forward, [&] {
     model->set_random_state(cfg.seed, static_cast<uint64_t>(step), b.device_indices);
-    const Tensor& logits = model->forward(in.input, true);
+    const Tensor& logits = model->forward(input->input(), true);
     loss.forward(logits, b.device_labels);
   });
   const bool timed = bucket_tuner->measuring(step);
@@ -508,8 +474,7 @@ EpochReport Trainer::Impl::evaluate(int64_t epoch) {
   Stream& s = backend->compute_stream();
   backend->fill_zero_async(s, eval_sums);
   while (const data::Batch* b = eval_loader->next()) {
-    prepare_input(*b, 0, false);
-    const Tensor& logits = model->forward(in.input, false);
+    const Tensor& logits = model->forward(input->prepare(*b, 0, false), false);
     // Padding rows (the wrap-around that keeps shards equal) are evaluated but not counted.
     loss.forward(logits, b->device_labels);
     loss.accumulate(eval_sums, eval_loader->valid_rows(*b));

@@ -145,7 +145,7 @@ TYPED_TEST(CudaStorageFunctors, DropoutForwardAndBackward) {
   expect_matches(b, dx, 0, "DropoutBackward");
 }
 
-TYPED_TEST(CudaStorageFunctors, NormalizeU8) {
+TYPED_TEST(CudaStorageFunctors, NormalizeFromUint8) {
   using T = TypeParam;
   Backend& b = *this->backend;
   const int64_t pixels = 32 * 28 * 28, c = 3;
@@ -154,9 +154,22 @@ TYPED_TEST(CudaStorageFunctors, NormalizeU8) {
   Twin<uint8_t> x(b, raw, "x");
   Twin<float> mean(b, {120.5f, 110.25f, 100.0f}, "mean"), inv(b, {1 / 60.0f, 1 / 55.0f, 1 / 50.0f}, "inv_std");
   Twin<T> y(b, std::vector<T>(raw.size()), "y");
-  launch_host("normalize", pixels, NormalizeU8<T>{x.h(), y.h(), mean.h(), inv.h(), c});
-  launch(b.compute_stream(), "normalize", pixels, NormalizeU8<T>{x.d(), y.d(), mean.d(), inv.d(), c});
-  expect_matches(b, y, 0, "NormalizeU8");
+  launch_host("normalize", pixels, Normalize<uint8_t, T>{x.h(), y.h(), mean.h(), inv.h(), c});
+  launch(b.compute_stream(), "normalize", pixels, Normalize<uint8_t, T>{x.d(), y.d(), mean.d(), inv.d(), c});
+  expect_matches(b, y, 0, "Normalize from uint8");
+}
+
+// Float samples (spectra, fields): f32 stored values with a large offset, to every compute type.
+TYPED_TEST(CudaStorageFunctors, NormalizeFromFloat32) {
+  using T = TypeParam;
+  Backend& b = *this->backend;
+  const int64_t rows = 64 * 256, c = 2;
+  Twin<float> x(b, uniform(static_cast<size_t>(rows * c), 9990, 10010, 21), "x");
+  Twin<float> mean(b, {10000.0f, 10001.0f}, "mean"), inv(b, {0.2f, 0.25f}, "inv_std");
+  Twin<T> y(b, std::vector<T>(static_cast<size_t>(rows * c)), "y");
+  launch_host("normalize", rows, Normalize<float, T>{x.h(), y.h(), mean.h(), inv.h(), c});
+  launch(b.compute_stream(), "normalize", rows, Normalize<float, T>{x.d(), y.d(), mean.d(), inv.d(), c});
+  expect_matches(b, y, 0, "Normalize from f32");
 }
 
 TEST_F(CudaFunctors, Casts) {
@@ -288,7 +301,7 @@ TEST_F(CudaFunctors, CountNonFinite) {
   expect_matches(b, bad, 0, "CountNonFinite");
 }
 
-TEST_F(CudaFunctors, AugmentCropFlipU8) {
+TEST_F(CudaFunctors, AugmentCropFlipUint8) {
   Backend& b = *backend;
   const int64_t s = 64, h = 28, w = 28, c = 3, plane = h * w * c;
   std::vector<uint8_t> raw(static_cast<size_t>(s * plane));
@@ -297,9 +310,22 @@ TEST_F(CudaFunctors, AugmentCropFlipU8) {
   for (int64_t i = 0; i < s; ++i) idx[static_cast<size_t>(i)] = 1000 + 13 * i;
   Twin<uint8_t> x(b, raw, "x"), y(b, std::vector<uint8_t>(raw.size()), "y");
   Twin<int64_t> index(b, idx, "sample index");
-  launch_host("augment", s, AugmentCropFlipU8{x.h(), y.h(), h, w, c, 4, true, 3, 9, index.h()});
-  launch(b.compute_stream(), "augment", s, AugmentCropFlipU8{x.d(), y.d(), h, w, c, 4, true, 3, 9, index.d()});
-  expect_matches(b, y, 0, "AugmentCropFlipU8");
+  launch_host("augment", s, AugmentCropFlip<uint8_t>{x.h(), y.h(), h, w, c, 4, true, 3, 9, index.h()});
+  launch(b.compute_stream(), "augment", s, AugmentCropFlip<uint8_t>{x.d(), y.d(), h, w, c, 4, true, 3, 9, index.d()});
+  expect_matches(b, y, 0, "AugmentCropFlip<uint8_t>");
+}
+
+TEST_F(CudaFunctors, AugmentCropFlipFloat32) {
+  Backend& b = *backend;
+  const int64_t s = 16, h = 32, w = 32, c = 2, plane = h * w * c;
+  std::vector<int64_t> idx(static_cast<size_t>(s));
+  for (int64_t i = 0; i < s; ++i) idx[static_cast<size_t>(i)] = 7 + 5 * i;
+  Twin<float> x(b, uniform(static_cast<size_t>(s * plane), -3, 3, 22), "x");
+  Twin<float> y(b, std::vector<float>(static_cast<size_t>(s * plane)), "y");
+  Twin<int64_t> index(b, idx, "sample index");
+  launch_host("augment", s, AugmentCropFlip<float>{x.h(), y.h(), h, w, c, 3, true, 5, 11, index.h()});
+  launch(b.compute_stream(), "augment", s, AugmentCropFlip<float>{x.d(), y.d(), h, w, c, 3, true, 5, 11, index.d()});
+  expect_matches(b, y, 0, "AugmentCropFlip<float>");
 }
 
 }  // namespace

@@ -52,9 +52,12 @@ void scaletrain_compile_every_functor(float* a, float* b, float* c, float* d, ui
   launch(1, Cast<f16, float>{g, a, 1.0f});
   launch(1, Scale{a, 0.5f});
   launch(1, CountNonFinite{a, 8, 4, l});
-  launch(1, NormalizeU8<float>{u, a, b, c, 3});
-  launch(1, NormalizeU8<f16>{u, g, b, c, 3});
-  launch(1, AugmentCropFlipU8{u, u, 28, 28, 1, 2, true, 1, 2, idx});
+  launch(1, Normalize<uint8_t, float>{u, a, b, c, 3});
+  launch(1, Normalize<uint8_t, f16>{u, g, b, c, 3});
+  launch(1, Normalize<float, bf16>{a, h, b, c, 3});
+  launch(1, NormalizeOneChannel<f16, float>{g, a, 0.5f, 2.0f});
+  launch(1, AugmentCropFlip<uint8_t>{u, u, 28, 28, 1, 2, true, 1, 2, idx});
+  launch(1, AugmentCropFlip<float>{a, b, 28, 28, 1, 2, true, 1, 2, idx});
   launch(1, DivideBy{a, 3.0f});
   launch(1, AccumulateLossSums{a, l, 4, sums});
   const NhwcPadGeometry pad{2, 2, 3, 3, 3, 0, 0};

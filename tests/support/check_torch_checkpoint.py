@@ -180,7 +180,7 @@ def check_torchvision_resnet(a, run_dir):
         classes = len(f.attrs["classes"])
     if samples.dtype != np.uint8 or samples.shape[0] != n_eval:
         raise SystemExit(f"FAIL: {a.data}:{split}: {samples.dtype} {samples.shape}, scaletrain evaluated {n_eval} samples")
-    # scaletrain's NormalizeU8: (x - mean[c]) * inv_std[c] in f32, inv_std = 1.0f / std[c].
+    # scaletrain's Normalize (kernels/normalize.hpp): (x - mean[c]) * inv_std[c] in f32, inv_std = 1.0f / std[c].
     inv_std = np.where(std > 0, np.float32(1) / np.where(std > 0, std, np.float32(1)), np.float32(1)).astype(np.float32)
     x = ((samples.astype(np.float32) - mean) * inv_std).astype(np.float32)
 

@@ -20,6 +20,11 @@ class ChannelStatistics {
   void add(const double* values, int64_t count);
   void merge(const ChannelStatistics& other);
   int64_t count() const { return n_; }  // values per channel
+  int64_t channels() const { return channels_; }
+  // The running state as 1 + 2 * channels doubles (count, means, sums of squared deviations), and
+  // back: what MPI ranks exchange to merge their statistics.
+  std::vector<double> pack() const;
+  static ChannelStatistics unpack(int64_t channels, const double* packed);
   std::vector<float> mean() const;
   std::vector<float> std() const;  // population standard deviation, as the packers store it
 

@@ -61,8 +61,15 @@ ST_INSTANTIATE_STORAGE(CopyIntoChannels)
 ST_INSTANTIATE_STORAGE(CopyFromChannels)
 ST_INSTANTIATE_STORAGE(SubsamplePadForward)
 ST_INSTANTIATE_STORAGE(SubsamplePadBackward)
-ST_INSTANTIATE_STORAGE(NormalizeU8)
-ST_INSTANTIATE_STORAGE(NormalizeU8OneChannel)
+// Input normalization from every stored sample type (uint8, f16, f32) to every compute type.
+#define ST_INSTANTIATE_NORMALIZE(S) \
+  ST_INSTANTIATE(Normalize<S, float>) ST_INSTANTIATE(Normalize<S, bf16>) ST_INSTANTIATE(Normalize<S, f16>) \
+  ST_INSTANTIATE(NormalizeOneChannel<S, float>) ST_INSTANTIATE(NormalizeOneChannel<S, bf16>)         \
+  ST_INSTANTIATE(NormalizeOneChannel<S, f16>)
+ST_INSTANTIATE_NORMALIZE(uint8_t)
+ST_INSTANTIATE_NORMALIZE(f16)
+ST_INSTANTIATE_NORMALIZE(float)
+#undef ST_INSTANTIATE_NORMALIZE
 ST_INSTANTIATE(Cast<float, float>)
 ST_INSTANTIATE(Cast<float, bf16>)
 ST_INSTANTIATE(Cast<float, f16>)
@@ -92,7 +99,9 @@ ST_INSTANTIATE(AdamWUpdate)
 ST_INSTANTIATE(Scale)
 ST_INSTANTIATE(DivideBy)
 ST_INSTANTIATE(CountNonFinite)
-ST_INSTANTIATE(AugmentCropFlipU8)
+ST_INSTANTIATE(AugmentCropFlip<uint8_t>)
+ST_INSTANTIATE(AugmentCropFlip<f16>)
+ST_INSTANTIATE(AugmentCropFlip<float>)
 #undef ST_INSTANTIATE_STORAGE
 #undef ST_INSTANTIATE
 

@@ -1,0 +1,122 @@
+// InputPipeline: augmentation, normalization and cast of a device batch (data/input_pipeline.hpp).
+#include "scaletrain/data/input_pipeline.hpp"
+
+#include <cmath>
+
+#include "scaletrain/backend/launch.hpp"
+#include "scaletrain/core/dispatch.hpp"
+#include "scaletrain/core/error.hpp"
+#include "scaletrain/kernels/normalize.hpp"
+
+namespace scaletrain::data {
+namespace {
+
+// Calls f(S{}) with S the C++ type of a stored sample type.
+template <class F>
+void visit_stored_type(DType t, F&& f) {
+  switch (t) {
+    case DType::u8: f(uint8_t{}); return;
+    case DType::f16: f(f16{}); return;
+    case DType::f32: f(float{}); return;
+    default: ST_FAIL("input samples of type ", dtype_name(t), " are not read: uint8, f16 or f32 only");
+  }
+}
+
+std::string statistics_problem(const InputOptions& o) {
+  if (o.mean.empty() && o.std.empty()) return "";
+  const auto channels = static_cast<size_t>(o.sample_shape.back());
+  if (o.mean.size() != channels || o.std.size() != channels)
+    return "data set " + o.source + " stores " + std::to_string(o.mean.size()) + " means and " +
+           std::to_string(o.std.size()) + " standard deviations for samples of " + std::to_string(channels) +
+           " channels (shape " + shape_string(o.sample_shape) + "): recompute them with `st-info --add-stats " +
+           o.source + "`";
+  for (size_t c = 0; c < channels; ++c)
+    if (!std::isfinite(o.mean[c]) || !std::isfinite(o.std[c]) || o.std[c] < 0)
+      return "data set " + o.source + " stores mean " + std::to_string(o.mean[c]) + " and std " +
+             std::to_string(o.std[c]) + " for channel " + std::to_string(c) +
+             ": the training split holds non-finite values, or the statistics were damaged; repack it, or "
+             "recompute them with `st-info --add-stats " + o.source + "`";
+  return "";
+}
+
+}  // namespace
+
+std::string input_options_problem(const InputOptions& o) {
+  if (o.stored != DType::u8 && o.stored != DType::f16 && o.stored != DType::f32)
+    return "data set " + o.source + " stores " + std::string(dtype_name(o.stored)) +
+           " samples; the trainer reads uint8, f16 and f32";
+  if (o.sample_shape.empty()) return "data set " + o.source + " has an empty sample shape";
+  if (o.augment && o.sample_shape.size() != 3)
+    return "data.augment crops and flips [H, W, C] images, but the samples of " + o.source + " are " +
+           shape_string(o.sample_shape) + ": set data.augment = false";
+  return statistics_problem(o);
+}
+
+InputPipeline::InputPipeline(Backend& backend, InputOptions options) : backend_(backend), o_(std::move(options)) {
+  if (const std::string problem = input_options_problem(o_); !problem.empty()) ST_USER_FAIL(problem);
+  ST_CHECK(o_.batch > 0, "input pipeline for ", o_.batch, " rows");
+  Shape batch_shape{o_.batch};
+  batch_shape.insert(batch_shape.end(), o_.sample_shape.begin(), o_.sample_shape.end());
+  input_ = backend_.empty(batch_shape, o_.compute, "input");
+  if (o_.augment) augmented_ = backend_.empty(batch_shape, o_.stored, "input.augmented");
+  const int64_t c = channels();
+  Tensor host_mean({c}, DType::f32, "input.mean"), host_inv_std({c}, DType::f32, "input.inv_std");
+  const bool normalized = !o_.mean.empty();
+  for (int64_t i = 0; i < c; ++i) {
+    const auto k = static_cast<size_t>(i);
+    host_mean.data<float>()[i] = normalized ? o_.mean[k] : 0.0f;
+    const float sd = normalized ? o_.std[k] : 1.0f;
+    host_inv_std.data<float>()[i] = sd > 0 ? 1.0f / sd : 1.0f;
+  }
+  host_mean_.assign(host_mean.data<float>(), host_mean.data<float>() + c);
+  host_inv_std_.assign(host_inv_std.data<float>(), host_inv_std.data<float>() + c);
+  mean_ = backend_.empty({c}, DType::f32, "input.mean");
+  inv_std_ = backend_.empty({c}, DType::f32, "input.inv_std");
+  Stream& s = backend_.compute_stream();
+  backend_.copy_async(s, mean_, host_mean);
+  backend_.copy_async(s, inv_std_, host_inv_std);
+  s.synchronize();  // the host tensors end here
+}
+
+const Tensor& InputPipeline::prepare(const Batch& batch, int64_t step, bool training) {
+  ST_CHECK(batch.device_samples.dtype() == o_.stored, "a batch of ", dtype_name(batch.device_samples.dtype()),
+           " samples reached the input pipeline of ", dtype_name(o_.stored), " samples of ", o_.source);
+  backend_.compute_stream().wait(*batch.copied);  // the batch's host-to-device copy
+  const void* samples = training && o_.augment ? augment(batch, step) : batch.device_samples.device_raw();
+  normalize(samples);
+  return input_;
+}
+
+// The crop and flip of each sample, drawn from (seed, step, sample index): alike on any rank count.
+const void* InputPipeline::augment(const Batch& batch, int64_t step) {
+  visit_stored_type(o_.stored, [&](auto tag) {
+    using S = decltype(tag);
+    launch(backend_.compute_stream(), "augment_crop_flip", o_.batch,
+           kernels::AugmentCropFlip<S>{batch.device_samples.device_data<S>(), augmented_.device_data<S>(),
+                                       o_.sample_shape[0], o_.sample_shape[1], o_.sample_shape[2], o_.augment_pad,
+                                       o_.augment_flip, o_.seed, static_cast<uint64_t>(step),
+                                       batch.device_indices.device_data<int64_t>()});
+  });
+  return augmented_.device_raw();
+}
+
+void InputPipeline::normalize(const void* samples) {
+  Stream& s = backend_.compute_stream();
+  visit_stored_type(o_.stored, [&](auto stored_tag) {
+    using S = decltype(stored_tag);
+    const S* x = static_cast<const S*>(samples);
+    visit_float_type(input_.dtype(), [&](auto compute_tag) {
+      using T = decltype(compute_tag);
+      if (channels() == 1) {
+        launch(s, "normalize", input_.numel(),
+               kernels::NormalizeOneChannel<S, T>{x, input_.device_data<T>(), host_mean_[0], host_inv_std_[0]});
+        return;
+      }
+      launch(s, "normalize", input_.numel() / channels(),
+             kernels::Normalize<S, T>{x, input_.device_data<T>(), mean_.device_data<float>(),
+                                      inv_std_.device_data<float>(), channels()});
+    });
+  });
+}
+
+}  // namespace scaletrain::data
