@@ -59,23 +59,17 @@ InputPipeline::InputPipeline(Backend& backend, InputOptions options) : backend_(
   batch_shape.insert(batch_shape.end(), o_.sample_shape.begin(), o_.sample_shape.end());
   input_ = backend_.empty(batch_shape, o_.compute, "input");
   if (o_.augment) augmented_ = backend_.empty(batch_shape, o_.stored, "input.augmented");
-  const int64_t c = channels();
-  Tensor host_mean({c}, DType::f32, "input.mean"), host_inv_std({c}, DType::f32, "input.inv_std");
-  const bool normalized = !o_.mean.empty();
-  for (int64_t i = 0; i < c; ++i) {
-    const auto k = static_cast<size_t>(i);
-    host_mean.data<float>()[i] = normalized ? o_.mean[k] : 0.0f;
-    const float sd = normalized ? o_.std[k] : 1.0f;
-    host_inv_std.data<float>()[i] = sd > 0 ? 1.0f / sd : 1.0f;
+  // Without statistics: mean 0 and std 1, the raw values. A zero std (a constant channel) divides by 1.
+  const auto c = static_cast<size_t>(channels());
+  for (size_t k = 0; k < c; ++k) {
+    const float sd = o_.std.empty() ? 1.0f : o_.std[k];
+    host_mean_.push_back(o_.mean.empty() ? 0.0f : o_.mean[k]);
+    host_inv_std_.push_back(sd > 0 ? 1.0f / sd : 1.0f);
   }
-  host_mean_.assign(host_mean.data<float>(), host_mean.data<float>() + c);
-  host_inv_std_.assign(host_inv_std.data<float>(), host_inv_std.data<float>() + c);
-  mean_ = backend_.empty({c}, DType::f32, "input.mean");
-  inv_std_ = backend_.empty({c}, DType::f32, "input.inv_std");
-  Stream& s = backend_.compute_stream();
-  backend_.copy_async(s, mean_, host_mean);
-  backend_.copy_async(s, inv_std_, host_inv_std);
-  s.synchronize();  // the host tensors end here
+  mean_ = backend_.empty({channels()}, DType::f32, "input.mean");
+  inv_std_ = backend_.empty({channels()}, DType::f32, "input.inv_std");
+  backend_.upload(mean_, host_mean_);
+  backend_.upload(inv_std_, host_inv_std_);
 }
 
 const Tensor& InputPipeline::prepare(const Batch& batch, int64_t step, bool training) {

@@ -104,7 +104,7 @@ struct Trainer::Impl {
   void build_model();
   void choose_bf16_gemm();
   void setup_optimizer();
-  data::InputOptions input_options(const data::DatasetInfo& info) const;
+  data::InputOptions input_options(const data::DatasetInfo& info, DType compute) const;
   void setup_input();
   void setup_checkpoints();
   TrainingState state() { return TrainingState{*backend, *model, *optimizer, *scaler}; }
@@ -196,7 +196,8 @@ void Trainer::Impl::setup_data() {
     throw ConsistentError("data set " + data_path +
                           " stores no mean/std of its training samples, so they would train unnormalized: add them with "
                           "`st-info --add-stats " + data_path + "`, or set data.normalize = none to train on the raw values");
-  if (const std::string problem = data::input_options_problem(input_options(info)); !problem.empty())
+  if (const std::string problem = data::input_options_problem(input_options(info, precision_dtype(cfg.precision)));
+      !problem.empty())
     throw ConsistentError(problem);
   if (!cfg.evaluate) return;
   check_eval_split();
@@ -310,13 +311,14 @@ void Trainer::Impl::setup_checkpoints() {
   checkpointer->mark_saved(resumed->saved.step);
 }
 
-// What the input pipeline needs: the data set's shape, type and statistics, data.augment.
-data::InputOptions Trainer::Impl::input_options(const data::DatasetInfo& info) const {
+// What the input pipeline needs: the data set's shape, type and statistics, data.augment, the
+// compute type.
+data::InputOptions Trainer::Impl::input_options(const data::DatasetInfo& info, DType compute) const {
   data::InputOptions o;
   o.source = data_path;
   o.sample_shape = info.sample_shape;
   o.stored = info.dtype;
-  o.compute = precision_dtype(cfg.precision);
+  o.compute = compute;
   o.batch = local_batch;
   if (cfg.normalize == "file") {
     o.mean = info.mean;
@@ -330,9 +332,7 @@ data::InputOptions Trainer::Impl::input_options(const data::DatasetInfo& info) c
 }
 
 void Trainer::Impl::setup_input() {
-  data::InputOptions o = input_options(train_loader->info());
-  o.compute = model->compute_dtype();
-  input = std::make_unique<data::InputPipeline>(*backend, std::move(o));
+  input = std::make_unique<data::InputPipeline>(*backend, input_options(train_loader->info(), model->compute_dtype()));
   interval_sums = backend->zeros({nn::kLossSumsSize}, DType::f64, "loss sums (interval)");
   eval_sums = backend->zeros({nn::kLossSumsSize}, DType::f64, "loss sums (evaluation)");
 }
