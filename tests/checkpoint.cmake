@@ -32,8 +32,11 @@ if(TARGET scaletrain)
   add_test(NAME checkpoint_crash_between_files_np2 COMMAND ${_rc} ${_ck}/crash crash 2)
   add_test(NAME checkpoint_resume_refused_np2 COMMAND ${_rc} ${_ck}/refuse refuse 2)
   add_test(NAME checkpoint_resume_stream_np2 COMMAND ${_rc} ${_ck}/stream stream 2 1)
+  # mlp: all its operators are GEMMs. With lenet_dropout's few small ones, the two ways gave bitwise
+  # equal losses at 2 ranks on an AMD EPYC with AVX512-BF16, so the comparisons could not fail.
   add_test(NAME checkpoint_resume_keeps_bf16_gemm_choice_np2 COMMAND ${_rc} ${_ck}/bf16_gemm bf16_gemm 2 25)
-  set_tests_properties(checkpoint_resume_keeps_bf16_gemm_choice_np2 PROPERTIES SKIP_RETURN_CODE 77)
+  set_tests_properties(checkpoint_resume_keeps_bf16_gemm_choice_np2 PROPERTIES SKIP_RETURN_CODE 77
+                       ENVIRONMENT "MODEL=mlp")
   set_tests_properties(checkpoint_resume_bitwise_np2 checkpoint_resume_bitwise_adamw_fp16_np2
                        checkpoint_resume_2_to_1_ranks checkpoint_resume_2_to_3_ranks
                        checkpoint_crash_between_files_np2 checkpoint_resume_refused_np2 checkpoint_resume_stream_np2
