@@ -337,9 +337,11 @@ struct Packer {
   }
 
   bool pack(const Input& in) {
-    // A block of at most kBlockValues values, and at most 1 GiB per gather (MPI counts are int).
-    const int64_t block_rows = plan_block_rows > 0 ? plan_block_rows
-                                                   : std::max<int64_t>(1, kBlockValues / std::max<int64_t>(1, in.samples->row_values()));
+    // A block of about kBlockValues values (or --block-rows), and at most 1 GiB per gathered round:
+    // MPI counts and displacements are int.
+    const int64_t row_bytes = in.samples->row_values() * static_cast<int64_t>(dtype_size(plan.dtype));
+    const int64_t wanted = plan_block_rows > 0 ? plan_block_rows : kBlockValues / std::max<int64_t>(1, in.samples->row_values());
+    const int64_t block_rows = std::max<int64_t>(1, std::min(wanted, (int64_t{1} << 30) / (row_bytes * size)));
     const int64_t blocks = (in.samples->rows() + block_rows - 1) / block_rows;
     for (int64_t b = 0; b < blocks; b += size)
       if (!round(in, block_rows, b)) return false;
@@ -436,7 +438,8 @@ int main(int argc, char** argv) {
   app.add_option("--seed", o.seed, "seed of the held-out rows")->capture_default_str();
   app.add_option("--gzip", o.gzip, "deflate level 0-9 (0: none)")->check(CLI::Range(0, 9))->capture_default_str();
   app.add_option("--chunk-kb", o.chunk_kb, "target chunk size in KiB")->check(CLI::PositiveNumber)->capture_default_str();
-  app.add_option("--block-rows", o.block_rows, "rows each rank reads per block (0: about 8 MiB of values)")
+  app.add_option("--block-rows", o.block_rows,
+                 "rows each rank reads per block (0: about 8 MiB of values; at most 1 GiB gathered per round)")
       ->check(CLI::NonNegativeNumber)->capture_default_str();
   try {
     app.parse(argc, argv);
