@@ -216,7 +216,7 @@ Plan make_plan(const Options& o) {
 }
 
 // Converts a block's values to the output type, or returns the first bad value's message.
-std::optional<std::string> convert(const Input& in, int64_t first, int64_t rows, const std::vector<double>& v,
+std::optional<std::string> convert(const Input& in, int64_t first, const std::vector<double>& v,
                                    DType dtype, std::vector<uint8_t>& out, int64_t& bad_row) {
   const int64_t per = in.samples->row_values();
   out.resize(v.size() * dtype_size(dtype));
@@ -237,15 +237,7 @@ std::optional<std::string> convert(const Input& in, int64_t first, int64_t rows,
     else if (dtype == DType::f16) reinterpret_cast<uint16_t*>(out.data())[i] = float_to_f16(static_cast<float>(x)).bits;
     else reinterpret_cast<float*>(out.data())[i] = static_cast<float>(x);
   }
-  (void)rows;
   return std::nullopt;
-}
-
-// The stored value (after conversion) of element i, as the statistics see it.
-double stored_value(const std::vector<uint8_t>& bytes, size_t i, DType dtype) {
-  if (dtype == DType::u8) return bytes[i];
-  if (dtype == DType::f16) return f16_to_float(f16{reinterpret_cast<const uint16_t*>(bytes.data())[i]});
-  return reinterpret_cast<const float*>(bytes.data())[i];
 }
 
 // This rank's block of a round: read, check, convert, and the training rows' statistics.
@@ -258,17 +250,19 @@ int64_t process_block(const Input& in, const Plan& p, Block& b, data::ChannelSta
   std::vector<double> values(static_cast<size_t>(b.rows * in.samples->row_values()));
   in.samples->read_rows(b.first, b.rows, values.data());
   int64_t bad_row = 0;
-  if (auto problem = convert(in, b.first, b.rows, values, p.dtype, b.bytes, bad_row)) {
+  if (auto problem = convert(in, b.first, values, p.dtype, b.bytes, bad_row)) {
     error = *problem;
     return in.first_row + bad_row;
   }
+  // The statistics see the stored values (after conversion) of the rows that go to train.
   const int64_t per = in.samples->row_values();
-  std::vector<double> train_values;
-  for (int64_t r = 0; r < b.rows; ++r) {
-    if (in.destination[static_cast<size_t>(b.first + r)] != 0) continue;
-    for (int64_t k = 0; k < per; ++k) train_values.push_back(stored_value(b.bytes, static_cast<size_t>(r * per + k), p.dtype));
-  }
-  stats.add(train_values.data(), static_cast<int64_t>(train_values.size()));
+  const size_t row_bytes = static_cast<size_t>(per) * dtype_size(p.dtype);
+  std::vector<uint8_t> train;
+  for (int64_t r = 0; r < b.rows; ++r)
+    if (in.destination[static_cast<size_t>(b.first + r)] == 0)
+      train.insert(train.end(), b.bytes.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(r) * row_bytes),
+                   b.bytes.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(r + 1) * row_bytes));
+  stats.add_stored(p.dtype, train.data(), static_cast<int64_t>(train.size() / dtype_size(p.dtype)));
   return kNoError;
 }
 

@@ -18,14 +18,15 @@ namespace {
 
 constexpr int64_t kBlockBytes = int64_t{16} << 20;
 
-// The stored values of `count` samples as doubles.
-void widen(DType dtype, const std::vector<uint8_t>& raw, int64_t values, std::vector<double>& out) {
-  out.resize(static_cast<size_t>(values));
-  for (int64_t i = 0; i < values; ++i) {
-    const size_t k = static_cast<size_t>(i);
-    if (dtype == DType::u8) out[k] = raw[k];
-    else if (dtype == DType::f32) out[k] = reinterpret_cast<const float*>(raw.data())[k];
-    else out[k] = f16_to_float(f16{reinterpret_cast<const uint16_t*>(raw.data())[k]});
+// `count` stored values (u8, f16 or f32) as doubles.
+void widen(DType dtype, const void* raw, int64_t count, std::vector<double>& out) {
+  ST_CHECK(dtype == DType::u8 || dtype == DType::f16 || dtype == DType::f32, "statistics of ", dtype_name(dtype),
+           " values");
+  out.resize(static_cast<size_t>(count));
+  for (size_t k = 0; k < out.size(); ++k) {
+    if (dtype == DType::u8) out[k] = static_cast<const uint8_t*>(raw)[k];
+    else if (dtype == DType::f32) out[k] = static_cast<const float*>(raw)[k];
+    else out[k] = f16_to_float(f16{static_cast<const uint16_t*>(raw)[k]});
   }
 }
 
@@ -49,6 +50,12 @@ void ChannelStatistics::add(const double* values, int64_t count) {
     block.m2_[static_cast<size_t>(i % channels_)] += d * d;
   }
   merge(block);
+}
+
+void ChannelStatistics::add_stored(DType dtype, const void* values, int64_t count) {
+  std::vector<double> wide;
+  widen(dtype, values, count, wide);
+  add(wide.data(), count);
 }
 
 void ChannelStatistics::merge(const ChannelStatistics& other) {
@@ -94,13 +101,11 @@ ChannelStatistics split_statistics(const DatasetFile& file, const std::string& s
   const int64_t block = std::max<int64_t>(1, kBlockBytes / static_cast<int64_t>(sample_bytes));
   ChannelStatistics stats(info.sample_shape.back());
   std::vector<uint8_t> raw;
-  std::vector<double> values;
   for (int64_t start = 0; start < info.num_samples; start += block) {
     const int64_t n = std::min(block, info.num_samples - start);
     raw.resize(static_cast<size_t>(n) * sample_bytes);
     file.read_samples(split, start, n, raw.data());
-    widen(info.dtype, raw, n * sample_values, values);
-    stats.add(values.data(), n * sample_values);
+    stats.add_stored(info.dtype, raw.data(), n * sample_values);
   }
   return stats;
 }

@@ -9,7 +9,6 @@
 #include <filesystem>
 
 #include "scaletrain/core/check_hdf5.hpp"
-#include "scaletrain/core/half.hpp"
 #include "scaletrain/data/dataset_file.hpp"
 
 namespace scaletrain::data {
@@ -131,14 +130,7 @@ void DatasetWriter::write(const std::string& split, int64_t start, int64_t count
   }
   if (!options_.statistics) return;
   const int64_t n = count * shape_numel(sample_shape_);
-  std::vector<double> values(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) {
-    const auto k = static_cast<size_t>(i);
-    if (dtype_ == DType::u8) values[k] = static_cast<const uint8_t*>(samples)[i];
-    else if (dtype_ == DType::f32) values[k] = static_cast<const float*>(samples)[i];
-    else values[k] = f16_to_float(f16{static_cast<const uint16_t*>(samples)[i]});
-  }
-  it->second.add(values.data(), n);
+  it->second.add_stored(dtype_, samples, n);
 }
 
 void DatasetWriter::store_statistics(const std::string& split) {

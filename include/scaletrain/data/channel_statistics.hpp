@@ -18,6 +18,8 @@ class ChannelStatistics {
   explicit ChannelStatistics(int64_t channels);
   // Adds `count` values laid out [..., channels] (value i belongs to channel i % channels).
   void add(const double* values, int64_t count);
+  // The same for `count` values stored as the data format stores samples (u8, f16 or f32).
+  void add_stored(DType dtype, const void* values, int64_t count);
   void merge(const ChannelStatistics& other);
   int64_t count() const { return n_; }  // values per channel
   int64_t channels() const { return channels_; }
