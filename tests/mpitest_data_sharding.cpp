@@ -1,7 +1,10 @@
 // The loader's sharding contract at any rank count: in one epoch every training sample is read
 // exactly once across ranks (drop: all but the dropped remainder; pad: all, plus wrap-around),
 // shards are disjoint and equal, the order repeats for the same seed and changes with the epoch,
-// and each batch's bytes and labels are the file's rows for the indices it reports.
+// and each batch's bytes and labels are the file's rows for the indices it reports. Stage mode runs
+// with each rank's own copy, with one copy per node in shared memory, and with every rank a node of
+// its own (data.node_ranks = 1: the exchange between nodes); data.shuffle = node with each node's
+// share in a stage_dir keeps the once-per-epoch contract.
 #include <gtest/gtest.h>
 #include <mpi.h>
 #include <unistd.h>
@@ -86,15 +89,26 @@ std::vector<int64_t> gather_all(const std::vector<int64_t>& mine) {
   return all;
 }
 
+// "stage" (each rank its own copy), "stage_node" (one copy per node), "stage_exchange" (every rank a
+// node: the parts are exchanged) or "stream".
+data::LoaderOptions options_for(const std::string& how) {
+  data::LoaderOptions o;
+  o.path = shared_file();
+  o.mode = data::parse_loader_mode(how == "stream" ? "stream" : "stage");
+  if (how == "stage_node" || how == "stage_exchange") {
+    o.comm = MPI_COMM_WORLD;
+    o.stage.node_ranks = how == "stage_exchange" ? 1 : 0;
+  }
+  return o;
+}
+
 class Sharding : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(Sharding, EverySampleOncePerEpochDropRemainder) {
   const std::string path = shared_file();
   data::DatasetFile f(path);
-  data::LoaderOptions o;
-  o.path = path;
+  data::LoaderOptions o = options_for(GetParam());
   o.batch = 8;
-  o.mode = data::parse_loader_mode(GetParam());
   o.prefetch = 3;
   o.shuffle_buffer = 50;
   data::DataLoader l(o, world_rank(), world_size());
@@ -116,10 +130,8 @@ TEST_P(Sharding, EverySampleOncePerEpochDropRemainder) {
 TEST_P(Sharding, PaddedEpochCoversEverySample) {
   const std::string path = shared_file();
   data::DatasetFile f(path);
-  data::LoaderOptions o;
-  o.path = path;
+  data::LoaderOptions o = options_for(GetParam());
   o.batch = 16;
-  o.mode = data::parse_loader_mode(GetParam());
   o.drop_remainder = false;
   data::DataLoader l(o, world_rank(), world_size());
   const int64_t global = 16 * world_size();
@@ -144,7 +156,7 @@ TEST_P(Sharding, PaddedEpochCoversEverySample) {
     std::vector<int64_t> all(static_cast<size_t>(displs.back() + counts.back()));
     MPI_Allgatherv(mine.data(), n, MPI_INT64_T, all.data(), counts.data(), displs.data(), MPI_INT64_T, MPI_COMM_WORLD);
     std::sort(all.begin(), all.end());
-    if (GetParam() == "stage") {
+    if (GetParam() != "stream") {
       ASSERT_EQ(all.size(), 1003u);
       for (int64_t i = 0; i < 1003; ++i) EXPECT_EQ(all[static_cast<size_t>(i)], i);
     }
@@ -154,10 +166,8 @@ TEST_P(Sharding, PaddedEpochCoversEverySample) {
 TEST_P(Sharding, SameSeedSameOrderNewEpochNewOrder) {
   const std::string path = shared_file();
   data::DatasetFile f(path);
-  data::LoaderOptions o;
-  o.path = path;
+  data::LoaderOptions o = options_for(GetParam());
   o.batch = 4;
-  o.mode = data::parse_loader_mode(GetParam());
   data::DataLoader a(o, world_rank(), world_size()), b(o, world_rank(), world_size());
   const auto a0 = epoch_indices(a, 0, f), b0 = epoch_indices(b, 0, f), a1 = epoch_indices(a, 1, f);
   EXPECT_EQ(a0, b0) << "same seed and epoch must give the same order";
@@ -167,7 +177,7 @@ TEST_P(Sharding, SameSeedSameOrderNewEpochNewOrder) {
   EXPECT_NE(a0, epoch_indices(c, 0, f)) << "another seed must give another order";
 }
 
-INSTANTIATE_TEST_SUITE_P(Modes, Sharding, ::testing::Values("stage", "stream"),
+INSTANTIATE_TEST_SUITE_P(Modes, Sharding, ::testing::Values("stage", "stage_node", "stage_exchange", "stream"),
                          [](const auto& info) { return info.param; });
 
 TEST(ShardingStage, UnionOfRanksIsTheOneRankBatch) {
@@ -191,6 +201,81 @@ TEST(ShardingStage, UnionOfRanksIsTheOneRankBatch) {
       for (int64_t i = 0; i < 6; ++i)
         EXPECT_EQ(all[static_cast<size_t>((r * steps + s) * 6 + i)],
                   ref[static_cast<size_t>((s * world_size() + r) * 6 + i)]);
+}
+
+// A directory every rank sees (rank 0 makes it), for data.stage_dir.
+std::string shared_stage_dir() {
+  long long id = world_rank() == 0 ? static_cast<long long>(getpid()) : 0;
+  MPI_Bcast(&id, 1, MPI_LONG_LONG, 0, MPI_COMM_WORLD);
+  const auto dir = std::filesystem::temp_directory_path() / ("st-stage-dir-" + std::to_string(id));
+  if (world_rank() == 0) std::filesystem::create_directories(dir);
+  MPI_Barrier(MPI_COMM_WORLD);
+  return dir.string();
+}
+
+// data.shuffle = node at data.node_ranks = 0 (one node), 1 (every rank a node) and 2.
+class NodeShuffle : public ::testing::TestWithParam<int> {};
+
+TEST_P(NodeShuffle, EverySampleOncePerEpochFromTheNodesShares) {
+  const std::string dir = shared_stage_dir();
+  data::DatasetFile f(shared_file());
+  data::LoaderOptions o = options_for("stage_node");
+  o.stage.node_ranks = GetParam();
+  o.stage.dir = dir;
+  o.stage.node_shuffle = true;
+  o.batch = 8;
+  o.drop_remainder = false;
+  data::DataLoader padded(o, world_rank(), world_size());
+  o.drop_remainder = true;
+  data::DataLoader dropped(o, world_rank(), world_size());
+  MPI_Barrier(MPI_COMM_WORLD);
+  EXPECT_TRUE(std::filesystem::is_empty(dir)) << "the shares' files are unlinked once every rank has opened them";
+  EXPECT_EQ(dropped.stats().staging.where, dir + " (node-local share)");
+  for (int64_t epoch = 0; epoch < 2; ++epoch) {
+    // Padded: the valid rows over all ranks are every sample exactly once.
+    padded.start_epoch(epoch);
+    std::vector<int64_t> mine;
+    while (const data::Batch* b = padded.next()) {
+      for (int64_t r = 0; r < padded.valid_rows(*b); ++r) mine.push_back(b->indices[static_cast<size_t>(r)]);
+      padded.release(b);
+    }
+    int n = static_cast<int>(mine.size());
+    std::vector<int> counts(static_cast<size_t>(world_size())), displs(static_cast<size_t>(world_size()));
+    MPI_Allgather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, MPI_COMM_WORLD);
+    for (size_t r = 1; r < counts.size(); ++r) displs[r] = displs[r - 1] + counts[r - 1];
+    std::vector<int64_t> all(static_cast<size_t>(displs.back() + counts.back()));
+    MPI_Allgatherv(mine.data(), n, MPI_INT64_T, all.data(), counts.data(), displs.data(), MPI_INT64_T, MPI_COMM_WORLD);
+    std::sort(all.begin(), all.end());
+    ASSERT_EQ(all.size(), 1003u) << "epoch " << epoch;
+    for (int64_t i = 0; i < 1003; ++i) EXPECT_EQ(all[static_cast<size_t>(i)], i) << "epoch " << epoch;
+    // Dropped remainder: equal shards, no sample twice, and each batch holds the file's rows.
+    const auto seen = gather_all(epoch_indices(dropped, epoch, f));
+    std::map<int64_t, int> times;
+    for (int64_t i : seen) ++times[i];
+    EXPECT_EQ(times.size(), seen.size()) << "a sample came twice in epoch " << epoch;
+    EXPECT_EQ(static_cast<int64_t>(seen.size()), dropped.steps_per_epoch() * 8 * world_size());
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (world_rank() == 0) std::filesystem::remove_all(dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(NodeRanks, NodeShuffle, ::testing::Values(0, 1, 2));
+
+TEST(ShardingStage, NodeCopyStagesEachByteOnceAndHoldsTheFilesRows) {
+  const std::string path = shared_file();
+  data::DatasetFile f(path);
+  data::LoaderOptions o = options_for("stage_exchange");
+  o.batch = 5;
+  data::DataLoader l(o, world_rank(), world_size());
+  const data::StagingReport& r = l.stats().staging;
+  long long read = r.read_bytes;
+  MPI_Allreduce(MPI_IN_PLACE, &read, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+  EXPECT_EQ(read, r.split_bytes) << "the ranks together read the split exactly once";
+  EXPECT_EQ(r.split_bytes, 1003 * (6 * 5 * 2 + 4));
+  EXPECT_EQ(r.nodes, world_size());
+  EXPECT_EQ(r.exchanged_bytes, r.split_bytes - r.node_read_bytes);
+  EXPECT_EQ(r.where, "node shared memory");
+  epoch_indices(l, 0, f);  // every batch row against the file
 }
 
 struct Cleanup : ::testing::Environment {

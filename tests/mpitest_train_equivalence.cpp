@@ -4,8 +4,10 @@
 // all-reduces overlap backward, in both progress modes, on the cpu and the simulated device (through
 // MPI and through the simulated NCCL path), with augmentation and dropout on, and for the graph models
 // (resmlp's residual Adds, branchnet's Concat and Add), and resnet20 with SyncBatchNorm (statistics
-// over the global batch; plain BatchNorm's per-rank statistics are exempt, as in DDP). Passes at any
-// rank count dividing B.
+// over the global batch; plain BatchNorm's per-rank statistics are exempt, as in DDP). The data is
+// staged once per node in shared memory (the default), and with every rank a node of its own
+// (data.node_ranks = 1), whose parts are exchanged between the "nodes". Passes at any rank count
+// dividing B; CMake also runs the node cases at 4 ranks.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -26,6 +28,7 @@ struct Case {
   bool augment;
   std::string comm_backend = "auto";
   bool sync_bn = false;
+  int node_ranks = 0;  // data.node_ranks: 1 makes every rank a node, so the staged parts are exchanged
 };
 
 train::RunConfig small_run(const std::string& dir, const Case& k) {
@@ -39,6 +42,7 @@ train::RunConfig small_run(const std::string& dir, const Case& k) {
   c.progress = comm::parse_comm_progress(k.progress);
   c.comm_backend = comm::parse_comm_backend(k.comm_backend);
   c.sync_bn = k.sync_bn;
+  c.node_ranks = k.node_ranks;
   // BatchNorm's backward projects the gradient onto sums that nearly cancel (per channel, the
   // gradient of its input sums to zero), so the first convolution's weights and the BatchNorm biases
   // carry the summation order's rounding far above f32's: one rank with BatchNorm's sums cut into 7
@@ -133,11 +137,14 @@ INSTANTIATE_TEST_SUITE_P(Runs, Equivalence,
                                            Case{"cpu", "test", "resmlp", false},
                                            Case{"sim", "thread", "branchnet", false},
                                            Case{"cpu", "thread", "resnet20", false, "auto", true},
-                                           Case{"sim", "test", "resnet20", true, "nccl", true}),
+                                           Case{"sim", "test", "resnet20", true, "nccl", true},
+                                           Case{"cpu", "test", "lenet", false, "auto", false, 1},
+                                           Case{"sim", "test", "lenet_dropout", true, "auto", false, 1}),
                          [](const auto& info) {
                            const Case& k = info.param;
                            return k.device + "_" + k.progress + "_" + k.model + (k.augment ? "_augment" : "") +
-                                  (k.comm_backend == "auto" ? "" : "_" + k.comm_backend) + (k.sync_bn ? "_sync_bn" : "");
+                                  (k.comm_backend == "auto" ? "" : "_" + k.comm_backend) + (k.sync_bn ? "_sync_bn" : "") +
+                                  (k.node_ranks ? "_node_ranks" + std::to_string(k.node_ranks) : "");
                          });
 
 }  // namespace

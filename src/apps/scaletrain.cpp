@@ -188,6 +188,16 @@ void print_header(comm::Communicator& comm, const RunConfig& cfg, const std::str
   print_config_differences(cfg, notes.changed);
 }
 
+// Rank 0's staging lines (stage mode), and what data.shuffle = node changes.
+void print_staging(int rank, const RunConfig& cfg, const std::vector<StagingSummary>& staging) {
+  if (rank != 0) return;
+  for (const StagingSummary& s : staging) std::printf("%s\n", staging_line(s).c_str());
+  if (cfg.shuffle == "node")
+    std::printf("data.shuffle = node: each node shuffles only its own share of the split (in %s), so the sample "
+                "order depends on the node count and N ranks do not train exactly as 1 rank does\n",
+                cfg.stage_dir.c_str());
+}
+
 // Rank 0 checks run.dir before anything is written to it (train/run_dir_guard.hpp); every rank
 // gets its verdict.
 void guard_run_dir(comm::Communicator& comm, const RunConfig& cfg) {
@@ -285,7 +295,9 @@ int train_and_log(comm::Communicator& comm, const RunConfig& cfg, double init_st
   mllog.point("train_samples", trainer.steps_per_epoch() * cfg.batch, now_seconds());
   print_header(comm, cfg, trainer.device_description(), trainer.precision(), trainer.transport(),
                trainer.gpu_telemetry_line(), notes);
+  print_staging(rank, cfg, trainer.staging());
   RunInfo info;
+  info.staging = trainer.staging();
   info.operator_choices = trainer.model().implementations();
   for (std::string& line : trainer.backend().operator_choices()) info.operator_choices.push_back(std::move(line));
   print_operator_choices(rank, info.operator_choices);

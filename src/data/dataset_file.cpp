@@ -219,6 +219,8 @@ DatasetInfo DatasetFile::info(const std::string& split) const {
   if (has_attr(gs.get(), "mean")) d.mean = read_float_array_attr(gs.get(), "mean");
   if (has_attr(gs.get(), "std")) d.std = read_float_array_attr(gs.get(), "std");
   if (has_attr(g.get(), "source")) d.source = read_string_attr(g.get(), "source");
+  H5Handle dl(ST_HDF5_CHECK(H5Dopen2(f, ("/" + split + "/labels").c_str(), H5P_DEFAULT), path_), H5Dclose);
+  d.stored_bytes = static_cast<int64_t>(H5Dget_storage_size(ds.get()) + H5Dget_storage_size(dl.get()));
   H5Handle dcpl(H5Dget_create_plist(ds.get()), H5Pclose);
   d.compression = "none";
   if (H5Pget_layout(dcpl.get()) == H5D_CHUNKED) {

@@ -6,6 +6,11 @@
 
 #include "scaletrain/core/error.hpp"
 #include "scaletrain/core/timer.hpp"
+#include "scaletrain/data/node_groups.hpp"
+#include "scaletrain/data/node_local_share.hpp"
+#include "scaletrain/data/shared_split.hpp"
+#include "scaletrain/data/split_parts.hpp"
+#include "scaletrain/data/stage_space.hpp"
 
 namespace scaletrain::data {
 
@@ -17,6 +22,14 @@ LoaderMode parse_loader_mode(const std::string& name) {
 
 std::string loader_mode_name(LoaderMode m) { return m == LoaderMode::stage ? "stage" : "stream"; }
 
+StageCopy parse_stage_copy(const std::string& name) {
+  if (name == "node") return StageCopy::node;
+  if (name == "rank") return StageCopy::rank;
+  ST_USER_FAIL("data.stage_copy = '", name, "' is not one of node (one copy per node, in shared memory), rank");
+}
+
+std::string stage_copy_name(StageCopy c) { return c == StageCopy::node ? "node" : "rank"; }
+
 DataLoader::DataLoader(LoaderOptions options, int rank, int world)
     : o_(std::move(options)), mode_(o_.mode), rank_(rank), world_(world) {
   ST_CHECK(o_.batch > 0, "loader batch must be positive, got ", o_.batch);
@@ -27,28 +40,55 @@ DataLoader::DataLoader(LoaderOptions options, int rank, int world)
   sample_bytes_ = static_cast<size_t>(shape_numel(info_.sample_shape)) * dtype_size(info_.dtype);
   plan_ = make_shard_plan(info_.num_samples, world, o_.batch, o_.drop_remainder);
 
-  if (mode_ == LoaderMode::stage) {
-    const Stopwatch clock;
-    Shape all{info_.num_samples};
-    all.insert(all.end(), info_.sample_shape.begin(), info_.sample_shape.end());
-    staged_samples_ = Tensor(all, info_.dtype);
-    staged_labels_.resize(static_cast<size_t>(info_.num_samples));
-    // Contiguous reads of whole chunks, about 64 MiB at a time.
-    const int64_t per_read = std::max<int64_t>(
-        info_.chunk_samples, (int64_t{64} << 20) / static_cast<int64_t>(sample_bytes_) /
-                                 std::max<int64_t>(info_.chunk_samples, 1) * std::max<int64_t>(info_.chunk_samples, 1));
-    auto* dst = static_cast<uint8_t*>(staged_samples_.raw());
-    for (int64_t start = 0; start < info_.num_samples; start += per_read) {
-      const int64_t n = std::min(per_read, info_.num_samples - start);
-      file_->read_samples(o_.split, start, n, dst + static_cast<size_t>(start) * sample_bytes_);
-    }
-    file_->read_labels(o_.split, 0, info_.num_samples, staged_labels_.data());
-    stats_.stage_seconds = clock.seconds();
-    stats_.read_seconds = stats_.stage_seconds;
-    stats_.read_bytes = static_cast<int64_t>(staged_samples_.bytes() + staged_labels_.size() * 4);
-  }
-
+  if (mode_ == LoaderMode::stage) stage_split();
   allocate_slots();
+}
+
+// Stage mode: the split (or the node's share of it) where the options say, and what it cost.
+void DataLoader::stage_split() {
+  const StageOptions& so = o_.stage;
+  if (o_.comm == MPI_COMM_NULL || so.copy == StageCopy::rank) {
+    ST_USER_CHECK(!so.node_shuffle, "data.shuffle = node needs data.stage_copy = node");
+    stage_own_copy();
+  } else {
+    groups_ = std::make_unique<NodeGroups>(o_.comm, so.node_ranks);
+    if (so.node_shuffle) {
+      share_ = std::make_unique<NodeLocalShare>(*file_, info_, *groups_,
+                                                NodeShareOptions{so.dir, o_.batch, o_.drop_remainder, so.hang_rank});
+      plan_.steps_per_epoch = share_->steps_per_epoch();
+      stats_.staging = share_->report();
+    } else {
+      shared_ = std::make_unique<SharedSplit>(*file_, info_, *groups_, SharedStageOptions{so.memory_gb, so.hang_rank});
+      split_samples_ = shared_->samples();
+      split_labels_ = shared_->labels();
+      stats_.staging = shared_->report();
+    }
+  }
+  stats_.stage_seconds = stats_.staging.seconds;
+  stats_.read_seconds = stats_.staging.read_seconds;
+  stats_.read_bytes = stats_.staging.read_bytes;
+}
+
+// Every rank its own copy of the whole split, read with large contiguous reads.
+void DataLoader::stage_own_copy() {
+  const Stopwatch clock;
+  stats_.staging.start = now_seconds();
+  const int64_t rchar_before = process_read_bytes();
+  Shape all{info_.num_samples};
+  all.insert(all.end(), info_.sample_shape.begin(), info_.sample_shape.end());
+  staged_samples_ = Tensor(all, info_.dtype);
+  staged_labels_.resize(static_cast<size_t>(info_.num_samples));
+  StagingReport& r = stats_.staging;
+  r.read_bytes = read_part(*file_, o_.split, RowRange{0, info_.num_samples}, sample_bytes_,
+                           static_cast<uint8_t*>(staged_samples_.raw()), staged_labels_.data());
+  split_samples_ = static_cast<const uint8_t*>(staged_samples_.raw());
+  split_labels_ = staged_labels_.data();
+  r.where = "rank memory";
+  r.seconds = r.read_seconds = clock.seconds();
+  r.split_bytes = r.node_read_bytes = r.node_bytes = r.read_bytes;
+  r.stored_bytes = info_.stored_bytes;
+  const int64_t rchar_after = process_read_bytes();
+  r.process_read_bytes = rchar_before < 0 || rchar_after < 0 ? -1 : rchar_after - rchar_before;
 }
 
 void DataLoader::allocate_slots() {
@@ -147,7 +187,9 @@ void DataLoader::start_epoch(int64_t epoch, int64_t first_step) {
 
 void DataLoader::reader_main(int64_t epoch, int64_t first_step) {
   try {
-    if (mode_ == LoaderMode::stage)
+    if (share_)
+      produce_node_share(epoch, first_step);
+    else if (mode_ == LoaderMode::stage)
       produce_stage(epoch, first_step);
     else
       produce_stream(epoch, first_step);
@@ -188,7 +230,7 @@ void DataLoader::publish(Slot& slot) {
 
 void DataLoader::produce_stage(int64_t epoch, int64_t first_step) {
   const std::vector<int64_t> perm = epoch_permutation(info_.num_samples, o_.seed, epoch, o_.shuffle);
-  const auto* src = static_cast<const uint8_t*>(staged_samples_.raw());
+  const uint8_t* src = split_samples_;
   for (int64_t s = first_step; s < plan_.steps_per_epoch; ++s) {
     Slot* slot = nullptr;
     if (!acquire_free_slot(s, slot)) return;
@@ -199,11 +241,38 @@ void DataLoader::produce_stage(int64_t epoch, int64_t first_step) {
       const int64_t idx = perm[static_cast<size_t>(global_position(plan_, rank_, s, r) % info_.num_samples)];
       std::memcpy(dst + static_cast<size_t>(r) * sample_bytes_, src + static_cast<size_t>(idx) * sample_bytes_,
                   sample_bytes_);
-      labels[r] = staged_labels_[static_cast<size_t>(idx)];
+      labels[r] = split_labels_[idx];
       b.indices[static_cast<size_t>(r)] = idx;
     }
     b.step_in_epoch = s;
     b.valid = data::valid_rows(plan_, rank_, s);
+    publish(*slot);
+  }
+}
+
+// data.shuffle = node: this node's share in its order of the epoch, read from the local file.
+void DataLoader::produce_node_share(int64_t epoch, int64_t first_step) {
+  const std::vector<int64_t> order = share_->order(o_.seed, epoch, o_.shuffle);
+  for (int64_t s = first_step; s < plan_.steps_per_epoch; ++s) {
+    Slot* slot = nullptr;
+    if (!acquire_free_slot(s, slot)) return;
+    Batch& b = slot->batch;
+    auto* dst = static_cast<uint8_t*>(b.samples.raw());
+    int32_t* labels = b.labels.data<int32_t>();
+    const double t0 = now_seconds();
+    for (int64_t r = 0; r < o_.batch; ++r) {
+      const int64_t row = order[static_cast<size_t>(share_->position(s, r))];
+      share_->read_sample(row, dst + static_cast<size_t>(r) * sample_bytes_);
+      labels[r] = share_->label(row);
+      b.indices[static_cast<size_t>(r)] = share_->split_index(row);
+    }
+    {
+      std::lock_guard lock(mu_);
+      stats_.read_seconds += now_seconds() - t0;
+      stats_.read_bytes += o_.batch * static_cast<int64_t>(sample_bytes_);
+    }
+    b.step_in_epoch = s;
+    b.valid = share_->valid_rows(s);
     publish(*slot);
   }
 }
@@ -361,8 +430,10 @@ LoaderStats DataLoader::stats() const {
 void DataLoader::reset_stats() {
   std::lock_guard lock(mu_);
   const double stage = stats_.stage_seconds;
+  const StagingReport staging = stats_.staging;
   stats_ = LoaderStats{};
   stats_.stage_seconds = stage;
+  stats_.staging = staging;
 }
 
 }  // namespace scaletrain::data

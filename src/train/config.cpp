@@ -231,6 +231,19 @@ const std::vector<ConfigKey>& config_keys() {
       key_of("data.path", &RunConfig::data_path, "HDF5 dataset (data-tools format v1), or \"synthetic\""),
       enum_key("data.mode", &RunConfig::data_mode, data::parse_loader_mode, data::loader_mode_name,
                "stage (read the data into memory) or stream (chunked reads)"),
+      enum_key("data.stage_copy", &RunConfig::stage_copy, data::parse_stage_copy, data::stage_copy_name,
+               "stage mode: node (one copy per node in MPI shared memory, each byte of the file read once per job) "
+               "or rank (every rank reads its own copy)"),
+      key_of("data.node_ranks", &RunConfig::node_ranks,
+             "stage mode: every K ranks of a machine stage as one node (0: one node per machine)"),
+      key_of("data.stage_memory_gb", &RunConfig::stage_memory_gb,
+             "stage mode: the most a node's copy may take, GB (0: 3/4 of the memory available at start-up); a "
+             "larger split fails before reading unless data.stage_dir is set"),
+      key_of("data.stage_dir", &RunConfig::stage_dir,
+             "stage mode with data.shuffle = node: a node-local directory (NVMe, tmpfs) for each node's share"),
+      key_of("data.shuffle", &RunConfig::shuffle,
+             "global (every epoch one permutation of the split: N ranks train as 1) or node (each node shuffles "
+             "its own share in data.stage_dir; the order then depends on the node count)"),
       key_of("data.synthetic_samples", &RunConfig::synthetic_samples, "training samples when data.path is synthetic"),
       key_of("data.prefetch", &RunConfig::prefetch, "batches the reader thread keeps ready"),
       key_of("data.augment", &RunConfig::augment, "random crop (with padding) and horizontal flip on training batches"),
@@ -364,6 +377,8 @@ const std::vector<ConfigKey>& config_keys() {
              "exit while writing the checkpoint of this step, between two files (-1: off)"),
       key_of("testing.inject_divergence_rank", &RunConfig::inject_divergence_rank,
              "this rank perturbs one weight before the first checkpoint (-1: off)"),
+      key_of("testing.inject_stage_hang_rank", &RunConfig::inject_stage_hang_rank,
+             "this rank blocks forever while staging, before the exchange between nodes (-1: off)"),
   };
   return keys;
 }
@@ -491,6 +506,17 @@ void validate_config(const RunConfig& c) {
   ST_USER_CHECK(c.inject_signal.empty() || c.inject_signal == "USR1" || c.inject_signal == "TERM" ||
                     c.inject_signal == "INT",
                 "testing.inject_signal must be USR1, TERM, INT or empty, got '", c.inject_signal, "'");
+  ST_USER_CHECK(c.node_ranks >= 0, "data.node_ranks must be >= 0 (0: one node per machine), got ", c.node_ranks);
+  ST_USER_CHECK(c.stage_memory_gb >= 0, "data.stage_memory_gb must be >= 0 (0: measured), got ", c.stage_memory_gb);
+  ST_USER_CHECK(c.shuffle == "global" || c.shuffle == "node", "data.shuffle must be global or node, got '", c.shuffle,
+                "'");
+  ST_USER_CHECK(c.shuffle != "node" || !c.stage_dir.empty(),
+                "data.shuffle = node stages each node's share in data.stage_dir: set data.stage_dir to a node-local "
+                "directory (NVMe or tmpfs)");
+  ST_USER_CHECK(c.stage_dir.empty() || c.shuffle == "node",
+                "data.stage_dir holds each node's share, shuffled within the node: set data.shuffle = node with it");
+  ST_USER_CHECK(c.shuffle != "node" || (c.data_mode == data::LoaderMode::stage && c.stage_copy == data::StageCopy::node),
+                "data.shuffle = node needs data.mode = stage and data.stage_copy = node");
   ST_USER_CHECK(c.normalize == "file" || c.normalize == "none", "data.normalize must be file or none, got '",
                 c.normalize, "'");
   ST_USER_CHECK(c.checkpoint_steps >= 0, "run.checkpoint_steps must be >= 0, got ", c.checkpoint_steps);

@@ -103,6 +103,11 @@ bool resume_mid_epoch(const CheckpointMeta& saved, const RunConfig& cfg, int wor
               std::to_string(saved.world_size) + " to " + std::to_string(world_size);
     return false;
   }
+  if (cfg.shuffle == "node" && saved.world_size != world_size) {
+    why_not = "data.shuffle = node shares the split out by rank, and the rank count changed from " +
+              std::to_string(saved.world_size) + " to " + std::to_string(world_size);
+    return false;
+  }
   if (saved.data_mode != data::loader_mode_name(cfg.data_mode)) {
     why_not = "data.mode changed from " + saved.data_mode + " to " + data::loader_mode_name(cfg.data_mode);
     return false;

@@ -208,6 +208,8 @@ void RunLog::finish(const RunInfo& info, const TrainResult& r) {
   j["transport"] = {{"backend", info.transport.backend}, {"buckets", info.transport.buckets},
                     {"description", info.transport.description}};
   j["buckets"] = bucket_report_json(info.buckets);
+  j["staging"] = nlohmann::json::array();
+  for (const StagingSummary& st : info.staging) j["staging"].push_back(staging_json(st));
   j["operators"] = {{"deterministic", cfg_.deterministic},
                     {"allow_tf32", cfg_.allow_tf32},
                     {"cudnn_workspace_mb", cfg_.cudnn_workspace_mb},

@@ -93,6 +93,7 @@ void Timeline::write(const std::string& path, const std::string& resumed_from) {
     ev.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", r}, {"tid", 1}, {"args", {{"name", "all-reduce"}}}});
     ev.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", r}, {"tid", 2}, {"args", {{"name", "copy"}}}});
     ev.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", r}, {"tid", 3}, {"args", {{"name", "host"}}}});
+    ev.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", r}, {"tid", 4}, {"args", {{"name", "staging"}}}});
     for (int64_t i = 0; i < counts[static_cast<size_t>(r)]; ++i) {
       const Event& e = all[static_cast<size_t>(r) * static_cast<size_t>(most) + static_cast<size_t>(i)];
       nlohmann::json j = {{"name", e.name}, {"ph", "X"},  {"pid", r}, {"tid", e.lane},

@@ -20,6 +20,7 @@
 #include "scaletrain/backend/bf16_gemm_tuning.hpp"
 #include "scaletrain/backend/launch.hpp"
 #include "scaletrain/comm/gradient_buckets.hpp"
+#include "scaletrain/comm/mpi_communicator.hpp"
 #include "scaletrain/comm/gradient_transport.hpp"
 #include "scaletrain/data/dataset_file.hpp"
 #include "scaletrain/data/input_pipeline.hpp"
@@ -80,6 +81,7 @@ struct Trainer::Impl {
   std::function<void(const CheckpointRecord&)> checkpoint_hook;
   EpochHooks epoch_hooks;
   TimeSpan staging;
+  std::vector<StagingSummary> staging_summaries;  // stage mode: train, then the evaluation split
   std::unique_ptr<Timeline> timeline;
   PhaseTimers timers;
   std::unique_ptr<PhaseClock> clock;
@@ -99,6 +101,7 @@ struct Trainer::Impl {
   void setup();
   void setup_device();
   void setup_data();
+  void summarize_staging(const data::DataLoader& loader);
   void check_eval_split();
   void setup_model();
   void build_model();
@@ -185,7 +188,8 @@ void Trainer::Impl::setup_data() {
   data_path = cfg.data_path;
   if (data_path == "synthetic") data_path = ensure_synthetic_dataset(cfg, comm);
   // A missing or bad file fails identically on every rank: one message from rank 0, no abort.
-  const data::LoaderOptions lo = train_loader_options(cfg, data_path, local_batch, backend.get());
+  data::LoaderOptions lo = train_loader_options(cfg, data_path, local_batch, backend.get());
+  lo.comm = comm::mpi_comm_of(comm);  // stage together (one copy per node); null: each rank alone
   collective_check(comm, [&] { train_loader = std::make_unique<data::DataLoader>(lo, comm.rank(), world); });
   const data::DatasetInfo& info = train_loader->info();
   if (train_loader->steps_per_epoch() < 1)
@@ -199,10 +203,23 @@ void Trainer::Impl::setup_data() {
   if (const std::string problem = data::input_options_problem(input_options(info, precision_dtype(cfg.precision)));
       !problem.empty())
     throw ConsistentError(problem);
+  summarize_staging(*train_loader);
   if (!cfg.evaluate) return;
   check_eval_split();
   const data::LoaderOptions eo = eval_loader_options(lo, cfg);
   collective_check(comm, [&] { eval_loader = std::make_unique<data::DataLoader>(eo, comm.rank(), world); });
+  summarize_staging(*eval_loader);
+}
+
+// Stage mode: every rank's staging of the loader's split, gathered, and this rank's on the timeline.
+void Trainer::Impl::summarize_staging(const data::DataLoader& loader) {
+  if (cfg.data_mode != data::LoaderMode::stage) return;
+  const data::StagingReport r = loader.stats().staging;
+  staging_summaries.push_back(gather_staging(comm, loader.options().split, r));
+  const std::string name = "staging " + loader.options().split;
+  timeline->record(name.c_str(), r.start, r.start + r.seconds, 4);
+  if (r.exchange_seconds > 0)
+    timeline->record("stage exchange", r.start + r.seconds - r.exchange_seconds, r.start + r.seconds, 4);
 }
 
 // A missing evaluation split fails with the fix (st-pack-folder writes train and val, no test).
@@ -541,6 +558,7 @@ void Trainer::on_interval(std::function<void(const IntervalTimings&)> f) { impl_
 void Trainer::on_checkpoint(std::function<void(const CheckpointRecord&)> f) { impl_->checkpoint_hook = std::move(f); }
 void Trainer::on_epoch(EpochHooks hooks) { impl_->epoch_hooks = std::move(hooks); }
 TimeSpan Trainer::staging_time() const { return impl_->staging; }
+const std::vector<StagingSummary>& Trainer::staging() const { return impl_->staging_summaries; }
 const std::string& Trainer::gpu_telemetry_line() const { return impl_->telemetry_line; }
 const std::optional<ResumeRecord>& Trainer::resumed_from() const { return impl_->resumed; }
 const BucketReport& Trainer::bucket_report() const { return impl_->bucket_tuner->report(); }

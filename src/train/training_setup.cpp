@@ -21,6 +21,12 @@ data::LoaderOptions train_loader_options(const RunConfig& cfg, const std::string
   lo.drop_remainder = cfg.drop_remainder;
   lo.shuffle = true;
   lo.backend = backend;
+  lo.stage.copy = cfg.stage_copy;
+  lo.stage.node_ranks = static_cast<int>(cfg.node_ranks);
+  lo.stage.memory_gb = cfg.stage_memory_gb;
+  lo.stage.dir = cfg.stage_dir;
+  lo.stage.node_shuffle = cfg.shuffle == "node";
+  lo.stage.hang_rank = static_cast<int>(cfg.inject_stage_hang_rank);
   return lo;
 }
 

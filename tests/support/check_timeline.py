@@ -2,8 +2,8 @@
 # Checks a run's timeline.json (Chrome trace) as a user opening it in Perfetto relies on it: one
 # process per rank, every step's phases on the compute track (device backends: the host-timed
 # phases on the host track) without overlaps, each gradient bucket's all-reduce on the all-reduce
-# track for every step, with --copy-track each batch's host-to-device copy on the copy track, and
-# the ranks' clocks aligned: no rank can finish a bucket's all-reduce before every other rank has
+# track for every step, with --copy-track each batch's host-to-device copy on the copy track, the
+# training split's staging on the staging track, and the ranks' clocks aligned: no rank can finish a bucket's all-reduce before every other rank has
 # started it.
 """usage: check_timeline.py RUN_DIR --ranks N --steps S [--tolerance-us T] [--copy-track]"""
 import argparse
@@ -12,7 +12,7 @@ import os
 import sys
 
 PHASES = ("data_wait", "input", "forward", "backward", "allreduce_exposed", "optimizer")
-COMPUTE, ALLREDUCE, COPY, HOST = 0, 1, 2, 3
+COMPUTE, ALLREDUCE, COPY, HOST, STAGING = 0, 1, 2, 3, 4
 
 
 def fail(msg):
@@ -52,6 +52,8 @@ def main():
                     fail(f"rank {r}: {cur['name']} of step {cur['args']['step']} starts before "
                          f"{prev['name']} of step {prev['args']['step']} ends")
         compute = tracks[COMPUTE] + tracks[HOST]
+        if not any(e["pid"] == r and e["tid"] == STAGING and e["name"] == "staging train" for e in spans):
+            fail(f"rank {r}: no 'staging train' event on the staging track")
         if a.copy_track:
             copies = [e for e in spans if e["pid"] == r and e["tid"] == COPY]
             if len(copies) < a.steps or any(e["name"] != "h2d" for e in copies):

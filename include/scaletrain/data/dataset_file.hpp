@@ -26,6 +26,7 @@ struct DatasetInfo {
   std::string source;
   int64_t chunk_samples = 0;  // samples per HDF5 chunk of /<split>/samples
   std::string compression;    // "none" or "gzip-<level>"
+  int64_t stored_bytes = 0;   // the split's samples and labels as the file stores them (whole chunks, compressed)
 };
 
 // The problems found in a file (empty: valid). Checks every split present; `required_splits`

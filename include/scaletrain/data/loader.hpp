@@ -4,7 +4,11 @@
 //
 //   stage:  the split is read into memory once with large contiguous reads; every epoch a global
 //           permutation from (seed, epoch) is cut into equal per-rank shards (data/sharding.hpp),
-//           so N ranks see exactly the batches 1 rank would, split N ways.
+//           so N ranks see exactly the batches 1 rank would, split N ways. Given a communicator,
+//           one copy per node in MPI shared memory, each byte of the file read once per job
+//           (data/shared_split.hpp); with stage.node_shuffle, each node's share on local storage,
+//           shuffled within the node (data/node_local_share.hpp). Without one, or with
+//           stage.copy = rank, every rank reads its own copy.
 //   stream: for data larger than memory. Chunks of the HDF5 file are visited in a permuted order
 //           from (seed, epoch); rank r takes the r-th contiguous block of that sequence, reads it
 //           chunk by chunk and draws its batches through a shuffle buffer.
@@ -19,6 +23,8 @@
 // previous copy has completed. On a backend whose device memory is the host's, the device batch
 // is the pinned batch itself and nothing is copied.
 #pragma once
+#include <mpi.h>
+
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
@@ -32,12 +38,31 @@
 #include "scaletrain/core/tensor.hpp"
 #include "scaletrain/data/dataset_file.hpp"
 #include "scaletrain/data/sharding.hpp"
+#include "scaletrain/data/staging_report.hpp"
 
 namespace scaletrain::data {
+
+class NodeGroups;
+class SharedSplit;
+class NodeLocalShare;
 
 enum class LoaderMode { stage, stream };
 LoaderMode parse_loader_mode(const std::string& name);  // "stage" | "stream"; Error otherwise
 std::string loader_mode_name(LoaderMode m);
+
+// Where stage mode keeps the split: one copy per node (MPI shared memory) or one per rank.
+enum class StageCopy { node, rank };
+StageCopy parse_stage_copy(const std::string& name);  // "node" | "rank"; UserError otherwise
+std::string stage_copy_name(StageCopy c);
+
+struct StageOptions {
+  StageCopy copy = StageCopy::node;  // data.stage_copy
+  int node_ranks = 0;                // data.node_ranks: ranks per virtual node (0: the machine)
+  double memory_gb = 0;              // data.stage_memory_gb (0: 3/4 of MemAvailable)
+  std::string dir;                   // data.stage_dir: each node's share on local storage
+  bool node_shuffle = false;         // data.shuffle = node (needs dir)
+  int hang_rank = -1;                // testing.inject_stage_hang_rank
+};
 
 struct LoaderOptions {
   std::string path;
@@ -50,6 +75,10 @@ struct LoaderOptions {
   bool shuffle = true;
   int64_t shuffle_buffer = 0;  // stream mode, in samples; 0: 8 chunks
   Backend* backend = nullptr;  // device staging; null: host batches only
+  // Stage mode across ranks: the ranks of comm stage together (collective over comm). Null: this
+  // rank stages its own copy.
+  MPI_Comm comm = MPI_COMM_NULL;
+  StageOptions stage;
 };
 
 
@@ -76,6 +105,7 @@ struct LoaderStats {
   double read_seconds = 0;  // time the reader spent in HDF5 reads
   int64_t read_bytes = 0;
   double stage_seconds = 0;  // stage mode: the initial load
+  StagingReport staging;     // stage mode
 };
 
 class DataLoader {
@@ -124,6 +154,9 @@ class DataLoader {
   void reader_main(int64_t epoch, int64_t first_step);
   void produce_stage(int64_t epoch, int64_t first_step);
   void produce_stream(int64_t epoch, int64_t first_step);
+  void produce_node_share(int64_t epoch, int64_t first_step);
+  void stage_split();
+  void stage_own_copy();
   bool acquire_free_slot(int64_t step, Slot*& slot);
   void publish(Slot& slot);
 
@@ -136,8 +169,13 @@ class DataLoader {
   DatasetInfo info_;
   ShardPlan plan_;
   size_t sample_bytes_ = 0;
-  Tensor staged_samples_;               // stage mode: the whole split
-  std::vector<int32_t> staged_labels_;  // stage mode
+  Tensor staged_samples_;               // stage mode, own copy: the whole split
+  std::vector<int32_t> staged_labels_;  // stage mode, own copy
+  std::unique_ptr<NodeGroups> groups_;
+  std::unique_ptr<SharedSplit> shared_;       // stage mode, one copy per node
+  std::unique_ptr<NodeLocalShare> share_;     // stage mode, the node's share in stage_dir
+  const uint8_t* split_samples_ = nullptr;    // the whole split (own copy or shared)
+  const int32_t* split_labels_ = nullptr;
 
   std::vector<Slot> ring_;
   std::thread reader_;

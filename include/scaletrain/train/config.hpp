@@ -32,6 +32,14 @@ struct RunConfig {
   // [data]
   std::string data_path = "synthetic";  // an HDF5 dataset, or "synthetic"
   data::LoaderMode data_mode = data::LoaderMode::stage;
+  // Stage mode: one copy per node in MPI shared memory ("node") or one per rank ("rank"); every K
+  // ranks of a machine as one node (0: the machine); the node's budget (0: 3/4 of MemAvailable);
+  // a node-local directory for each node's share, shuffled within the node (shuffle "node").
+  data::StageCopy stage_copy = data::StageCopy::node;
+  int64_t node_ranks = 0;
+  double stage_memory_gb = 0;
+  std::string stage_dir;
+  std::string shuffle = "global";
   int64_t synthetic_samples = 8192;
   int64_t prefetch = 4;
   bool augment = false;
@@ -140,6 +148,8 @@ struct RunConfig {
   // perturbs one weight before the first checkpoint (-1: off).
   int64_t inject_checkpoint_crash_step = -1;
   int64_t inject_divergence_rank = -1;
+  // This rank blocks forever while staging, before the exchange (-1: off): the watchdog's case.
+  int64_t inject_stage_hang_rank = -1;
 };
 
 // The backend a run asks for.

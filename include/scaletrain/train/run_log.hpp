@@ -41,6 +41,7 @@ struct RunInfo {
   TransportReport transport;
   BucketReport buckets;  // comm.bucket_mb: the size in use; auto: probe, fit, candidates
   std::optional<ResumeRecord> resumed;  // the checkpoint this run continued from
+  std::vector<StagingSummary> staging;  // stage mode: the training split, then the evaluation split
   std::vector<std::string> cpu_masks;         // per rank, as taskset -c writes them
   std::vector<std::string> binding_warnings;  // train/binding_check.hpp
   // Seconds from run_start to the end of the first evaluation at or above train.target_accuracy.

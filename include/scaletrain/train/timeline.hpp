@@ -16,7 +16,8 @@ class Timeline {
   Timeline(comm::Communicator& comm, bool enabled);
   bool enabled() const { return enabled_; }
   // Records one complete event; `lane` 0 is compute, 1 is communication, 2 is the host-to-device
-  // copy stream, 3 the host-timed phases of a device backend. Times from now_seconds().
+  // copy stream, 3 the host-timed phases of a device backend, 4 staging (the data sets' start-up
+  // load and the exchange between nodes). Times from now_seconds().
   void record(const char* name, double start, double end, int lane = 0, int64_t step = -1);
   // Collective: gathers every rank's events to rank 0, which writes the trace to `path`. A resumed
   // run (resumed_from: the checkpoint) goes on after the events already in `path`, with a

@@ -20,6 +20,7 @@
 #include "scaletrain/train/checkpointer.hpp"
 #include "scaletrain/train/config.hpp"
 #include "scaletrain/train/gpu_telemetry.hpp"
+#include "scaletrain/train/staging_summary.hpp"
 
 namespace scaletrain::train {
 
@@ -130,6 +131,8 @@ class Trainer {
   void on_epoch(EpochHooks hooks);
   // When the constructor opened and staged the data sets (train.data: the loaders' construction).
   TimeSpan staging_time() const;
+  // Stage mode: every rank's staging of the training split, then of the evaluation split.
+  const std::vector<StagingSummary>& staging() const;
   // Rank 0's one start-up line about GPU telemetry: on which ranks NVML reads the GPU, or why not;
   // "" on other ranks and where no rank has a GPU (cpu, sim).
   const std::string& gpu_telemetry_line() const;

@@ -1,0 +1,28 @@
+// Who reads which rows of a split when it is staged across ranks: one contiguous part per slot
+// (data/node_groups.hpp), its boundaries on whole HDF5 chunks so that no chunk is read by two
+// ranks; a node's part is its slots' parts together. read_part reads one part in large
+// contiguous reads.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "scaletrain/data/dataset_file.hpp"
+
+namespace scaletrain::data {
+
+struct RowRange {
+  int64_t start = 0, count = 0;
+  int64_t end() const { return start + count; }
+};
+
+// slots + 1 row boundaries: slot s reads [b[s], b[s + 1]). Parts are as equal as whole chunks of
+// `chunk` rows allow (a slot may get none when there are fewer chunks than slots).
+std::vector<int64_t> slot_boundaries(int64_t rows, int slots, int64_t chunk);
+
+// Rows [range.start, range.end()) of the split: samples to `samples` (the range's first row at
+// samples[0]) and labels to `labels`, about 64 MiB per read. Returns the bytes read.
+int64_t read_part(const DatasetFile& file, const std::string& split, RowRange range, size_t sample_bytes,
+                  uint8_t* samples, int32_t* labels);
+
+}  // namespace scaletrain::data
