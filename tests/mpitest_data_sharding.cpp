@@ -89,6 +89,18 @@ std::vector<int64_t> gather_all(const std::vector<int64_t>& mine) {
   return all;
 }
 
+// Every rank's indices (any number per rank) on every rank, sorted.
+std::vector<int64_t> gather_sorted(const std::vector<int64_t>& mine) {
+  const int n = static_cast<int>(mine.size());
+  std::vector<int> counts(static_cast<size_t>(world_size())), displs(static_cast<size_t>(world_size()));
+  MPI_Allgather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, MPI_COMM_WORLD);
+  for (size_t r = 1; r < counts.size(); ++r) displs[r] = displs[r - 1] + counts[r - 1];
+  std::vector<int64_t> all(static_cast<size_t>(displs.back() + counts.back()));
+  MPI_Allgatherv(mine.data(), n, MPI_INT64_T, all.data(), counts.data(), displs.data(), MPI_INT64_T, MPI_COMM_WORLD);
+  std::sort(all.begin(), all.end());
+  return all;
+}
+
 // "stage" (each rank its own copy), "stage_node" (one copy per node), "stage_exchange" (every rank a
 // node: the parts are exchanged) or "stream".
 data::LoaderOptions options_for(const std::string& how) {
@@ -149,13 +161,7 @@ TEST_P(Sharding, PaddedEpochCoversEverySample) {
   EXPECT_EQ(total, 1003) << "valid rows over all ranks must count every sample once";
   if (o.shuffle) {
     // Valid rows are exactly the samples, each once (the padding repeats some).
-    int n = static_cast<int>(mine.size());
-    std::vector<int> counts(static_cast<size_t>(world_size())), displs(static_cast<size_t>(world_size()));
-    MPI_Allgather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, MPI_COMM_WORLD);
-    for (size_t r = 1; r < counts.size(); ++r) displs[r] = displs[r - 1] + counts[r - 1];
-    std::vector<int64_t> all(static_cast<size_t>(displs.back() + counts.back()));
-    MPI_Allgatherv(mine.data(), n, MPI_INT64_T, all.data(), counts.data(), displs.data(), MPI_INT64_T, MPI_COMM_WORLD);
-    std::sort(all.begin(), all.end());
+    const std::vector<int64_t> all = gather_sorted(mine);
     if (GetParam() != "stream") {
       ASSERT_EQ(all.size(), 1003u);
       for (int64_t i = 0; i < 1003; ++i) EXPECT_EQ(all[static_cast<size_t>(i)], i);
@@ -239,13 +245,7 @@ TEST_P(NodeShuffle, EverySampleOncePerEpochFromTheNodesShares) {
       for (int64_t r = 0; r < padded.valid_rows(*b); ++r) mine.push_back(b->indices[static_cast<size_t>(r)]);
       padded.release(b);
     }
-    int n = static_cast<int>(mine.size());
-    std::vector<int> counts(static_cast<size_t>(world_size())), displs(static_cast<size_t>(world_size()));
-    MPI_Allgather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, MPI_COMM_WORLD);
-    for (size_t r = 1; r < counts.size(); ++r) displs[r] = displs[r - 1] + counts[r - 1];
-    std::vector<int64_t> all(static_cast<size_t>(displs.back() + counts.back()));
-    MPI_Allgatherv(mine.data(), n, MPI_INT64_T, all.data(), counts.data(), displs.data(), MPI_INT64_T, MPI_COMM_WORLD);
-    std::sort(all.begin(), all.end());
+    const std::vector<int64_t> all = gather_sorted(mine);
     ASSERT_EQ(all.size(), 1003u) << "epoch " << epoch;
     for (int64_t i = 0; i < 1003; ++i) EXPECT_EQ(all[static_cast<size_t>(i)], i) << "epoch " << epoch;
     // Dropped remainder: equal shards, no sample twice, and each batch holds the file's rows.

@@ -79,7 +79,7 @@ void DataLoader::stage_own_copy() {
   staged_samples_ = Tensor(all, info_.dtype);
   staged_labels_.resize(static_cast<size_t>(info_.num_samples));
   StagingReport& r = stats_.staging;
-  r.read_bytes = read_part(*file_, o_.split, RowRange{0, info_.num_samples}, sample_bytes_,
+  r.read_bytes = read_part(*file_, o_.split, RowRange{0, info_.num_samples}, sample_bytes_, info_.chunk_samples,
                            static_cast<uint8_t*>(staged_samples_.raw()), staged_labels_.data());
   split_samples_ = static_cast<const uint8_t*>(staged_samples_.raw());
   split_labels_ = staged_labels_.data();

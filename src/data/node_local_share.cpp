@@ -26,8 +26,8 @@ void block_forever() {
 int64_t equal_steps(const NodeGroups& g, const std::vector<int64_t>& bounds, int64_t batch, bool drop) {
   int64_t steps = drop ? INT64_MAX : 0;
   for (int k = 0; k < g.nodes(); ++k) {
-    const int64_t rows = bounds[static_cast<size_t>(g.first_slot(k) + g.node_size(k))] -
-                         bounds[static_cast<size_t>(g.first_slot(k))];
+    const int64_t rows =
+        bounds[static_cast<size_t>(g.first_slot(k) + g.node_size(k))] - bounds[static_cast<size_t>(g.first_slot(k))];
     const int64_t global = batch * g.node_size(k);
     steps = drop ? std::min(steps, rows / global) : std::max(steps, (rows + global - 1) / global);
   }
@@ -57,8 +57,10 @@ std::string create_share_file(const std::string& dir, const std::string& path, i
     close(fd);
     fd = -1;
     unlink(path.c_str());
-    return "data.stage_dir = " + dir + " on " + who + " cannot hold the node's share: " + need + ", and reserving it "
-           "failed: " + std::strerror(e) + (e == ENOSPC ? " (the directory is full)" : "");
+    return "data.stage_dir = " + dir + " on " + who + " cannot hold the node's share: " + need +
+           ", and reserving it "
+           "failed: " +
+           std::strerror(e) + (e == ENOSPC ? " (the directory is full)" : "");
   }
   return "";
 }
@@ -146,7 +148,7 @@ void NodeLocalShare::copy_part(const DatasetFile& file, const DatasetInfo& info,
   for (int64_t done = 0; done < part.count; done += per_piece) {
     const RowRange piece{part.start + done, std::min(per_piece, part.count - done)};
     buf.resize(static_cast<size_t>(piece.count) * sample_bytes_);
-    read_part(file, info.split, piece, sample_bytes_, buf.data(), labels.data() + done);
+    read_part(file, info.split, piece, sample_bytes_, info.chunk_samples, buf.data(), labels.data() + done);
     auto offset = static_cast<off_t>(piece.start - share_.start) * static_cast<off_t>(sample_bytes_);
     for (size_t written = 0; written < buf.size();) {
       const ssize_t w = pwrite(fd_, buf.data() + written, buf.size() - written, offset + static_cast<off_t>(written));

@@ -40,7 +40,8 @@ std::string shared_space_problem(const DatasetInfo& info, int64_t bytes, double 
   if (free >= 0 && bytes > free)
     return what + " needs " + byte_size(bytes) + " in " + dir +
            ", where Open MPI backs shared memory windows (osc_sm_backing_directory), but " + byte_size(free) +
-           " are free there: free space in " + dir + ", point Open MPI at a larger node-local directory with "
+           " are free there: free space in " + dir +
+           ", point Open MPI at a larger node-local directory with "
            "`mpirun --mca osc_sm_backing_directory DIR` (or OMPI_MCA_osc_sm_backing_directory=DIR), or set "
            "data.stage_copy = rank or data.mode = stream";
   return "";
@@ -64,11 +65,11 @@ SharedSplit::SharedSplit(const DatasetFile& file, const DatasetInfo& info, const
 
   const std::vector<int64_t> bounds = slot_boundaries(rows, groups.world_size(), info.chunk_samples);
   const int slot = groups.slot();
-  const RowRange mine{bounds[static_cast<size_t>(slot)], bounds[static_cast<size_t>(slot) + 1] - bounds[static_cast<size_t>(slot)]};
+  const RowRange mine{bounds[static_cast<size_t>(slot)],
+                      bounds[static_cast<size_t>(slot) + 1] - bounds[static_cast<size_t>(slot)]};
   auto* labels = reinterpret_cast<int32_t*>(base_ + labels_offset_);
-  report_.read_bytes =
-      read_part(file, info.split, mine, sample_bytes, base_ + static_cast<size_t>(mine.start) * sample_bytes,
-                labels + mine.start);
+  report_.read_bytes = read_part(file, info.split, mine, sample_bytes, info.chunk_samples,
+                                 base_ + static_cast<size_t>(mine.start) * sample_bytes, labels + mine.start);
   report_.read_seconds = clock.seconds();
   if (options.hang_rank == groups.world_rank()) block_forever();
   MPI_Win_sync(win_);
@@ -135,8 +136,8 @@ void SharedSplit::exchange(const NodeGroups& groups, const std::vector<int64_t>&
       counts[k] = static_cast<int>(std::min<int64_t>(per_round, count[k] - first));
       displs[k] = static_cast<int>(start[k] + first);
     }
-    ST_MPI_CHECK(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, base_, counts.data(), displs.data(), row,
-                                groups.leaders()));
+    ST_MPI_CHECK(
+        MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, base_, counts.data(), displs.data(), row, groups.leaders()));
   }
   MPI_Type_free(&row);
   ST_MPI_CHECK(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, base_ + labels_offset_, count.data(), start.data(),

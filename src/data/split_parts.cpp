@@ -13,9 +13,11 @@ std::vector<int64_t> slot_boundaries(int64_t rows, int slots, int64_t chunk) {
   return b;
 }
 
-int64_t read_part(const DatasetFile& file, const std::string& split, RowRange range, size_t sample_bytes,
+int64_t read_part(const DatasetFile& file, const std::string& split, RowRange range, size_t sample_bytes, int64_t chunk,
                   uint8_t* samples, int32_t* labels) {
-  const int64_t per_read = std::max<int64_t>(1, (int64_t{64} << 20) / static_cast<int64_t>(sample_bytes));
+  chunk = std::max<int64_t>(chunk, 1);
+  const int64_t per_read =
+      std::max<int64_t>(1, (int64_t{64} << 20) / static_cast<int64_t>(sample_bytes) / chunk) * chunk;
   for (int64_t done = 0; done < range.count; done += per_read) {
     const int64_t n = std::min(per_read, range.count - done);
     file.read_samples(split, range.start + done, n, samples + static_cast<size_t>(done) * sample_bytes);

@@ -515,8 +515,8 @@ void validate_config(const RunConfig& c) {
                 "directory (NVMe or tmpfs)");
   ST_USER_CHECK(c.stage_dir.empty() || c.shuffle == "node",
                 "data.stage_dir holds each node's share, shuffled within the node: set data.shuffle = node with it");
-  ST_USER_CHECK(c.shuffle != "node" || (c.data_mode == data::LoaderMode::stage && c.stage_copy == data::StageCopy::node),
-                "data.shuffle = node needs data.mode = stage and data.stage_copy = node");
+  const bool node_copy = c.data_mode == data::LoaderMode::stage && c.stage_copy == data::StageCopy::node;
+  ST_USER_CHECK(c.shuffle != "node" || node_copy, "data.shuffle = node needs data.mode = stage and data.stage_copy = node");
   ST_USER_CHECK(c.normalize == "file" || c.normalize == "none", "data.normalize must be file or none, got '",
                 c.normalize, "'");
   ST_USER_CHECK(c.checkpoint_steps >= 0, "run.checkpoint_steps must be >= 0, got ", c.checkpoint_steps);

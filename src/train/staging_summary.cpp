@@ -45,10 +45,21 @@ int64_t StagingSummary::exchanged_bytes_per_node() const {
 }
 
 StagingSummary gather_staging(comm::Communicator& comm, const std::string& split, const data::StagingReport& mine) {
-  const Figures f{mine.start,           mine.seconds,         mine.read_seconds,  mine.exchange_seconds,
-                  mine.split_bytes,     mine.stored_bytes,    mine.read_bytes,      mine.node_read_bytes, mine.node_bytes,
-                  mine.exchanged_bytes, mine.process_read_bytes, mine.nodes,       mine.node_index,
-                  mine.node_size,       0};
+  const Figures f{mine.start,
+                  mine.seconds,
+                  mine.read_seconds,
+                  mine.exchange_seconds,
+                  mine.split_bytes,
+                  mine.stored_bytes,
+                  mine.read_bytes,
+                  mine.node_read_bytes,
+                  mine.node_bytes,
+                  mine.exchanged_bytes,
+                  mine.process_read_bytes,
+                  mine.nodes,
+                  mine.node_index,
+                  mine.node_size,
+                  0};
   std::vector<Figures> all(static_cast<size_t>(comm.size()));
   comm.allgather(&f, sizeof f, all.data());
   StagingSummary s;

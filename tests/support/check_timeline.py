@@ -3,8 +3,8 @@
 # process per rank, every step's phases on the compute track (device backends: the host-timed
 # phases on the host track) without overlaps, each gradient bucket's all-reduce on the all-reduce
 # track for every step, with --copy-track each batch's host-to-device copy on the copy track, the
-# training split's staging on the staging track, and the ranks' clocks aligned: no rank can finish a bucket's all-reduce before every other rank has
-# started it.
+# training split's staging on the staging track, and the ranks' clocks aligned: no rank can finish
+# a bucket's all-reduce before every other rank has started it.
 """usage: check_timeline.py RUN_DIR --ranks N --steps S [--tolerance-us T] [--copy-track]"""
 import argparse
 import json

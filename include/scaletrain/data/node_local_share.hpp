@@ -21,7 +21,7 @@
 namespace scaletrain::data {
 
 struct NodeShareOptions {
-  std::string dir;  // data.stage_dir
+  std::string dir;    // data.stage_dir
   int64_t batch = 1;  // per rank
   bool drop_remainder = true;
   int hang_rank = -1;  // testing: this world rank blocks before its copy, forever

@@ -21,8 +21,9 @@ struct RowRange {
 std::vector<int64_t> slot_boundaries(int64_t rows, int slots, int64_t chunk);
 
 // Rows [range.start, range.end()) of the split: samples to `samples` (the range's first row at
-// samples[0]) and labels to `labels`, about 64 MiB per read. Returns the bytes read.
-int64_t read_part(const DatasetFile& file, const std::string& split, RowRange range, size_t sample_bytes,
+// samples[0]) and labels to `labels`, about 64 MiB per read, each read a whole number of the file's
+// chunks of `chunk` rows (so a compressed chunk is never decompressed twice). Returns the bytes read.
+int64_t read_part(const DatasetFile& file, const std::string& split, RowRange range, size_t sample_bytes, int64_t chunk,
                   uint8_t* samples, int32_t* labels);
 
 }  // namespace scaletrain::data
