@@ -1,6 +1,7 @@
 // A split staged once per node in MPI shared memory (data/shared_split.hpp).
 #include "scaletrain/data/shared_split.hpp"
 
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -23,6 +24,20 @@ int64_t stage_budget_bytes(double memory_gb) {
 
 void block_forever() {
   for (;;) pause();
+}
+
+// Faults in the window's pages of [begin, end) in one call (MADV_POPULATE_WRITE, Linux 5.14) instead
+// of one fault per page as the reads first touch them; a kernel without it leaves them to the reads.
+void populate(uint8_t* begin, uint8_t* end) {
+#ifdef MADV_POPULATE_WRITE
+  const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t first = (reinterpret_cast<uintptr_t>(begin) + page - 1) / page * page;
+  const uintptr_t last = reinterpret_cast<uintptr_t>(end) / page * page;
+  if (last > first) madvise(reinterpret_cast<void*>(first), last - first, MADV_POPULATE_WRITE);
+#else
+  (void)begin;
+  (void)end;
+#endif
 }
 }  // namespace
 
@@ -68,6 +83,8 @@ SharedSplit::SharedSplit(const DatasetFile& file, const DatasetInfo& info, const
   const RowRange mine{bounds[static_cast<size_t>(slot)],
                       bounds[static_cast<size_t>(slot) + 1] - bounds[static_cast<size_t>(slot)]};
   auto* labels = reinterpret_cast<int32_t*>(base_ + labels_offset_);
+  populate(base_ + static_cast<size_t>(mine.start) * sample_bytes,
+           base_ + static_cast<size_t>(mine.end()) * sample_bytes);
   report_.read_bytes = read_part(file, info.split, mine, sample_bytes, info.chunk_samples,
                                  base_ + static_cast<size_t>(mine.start) * sample_bytes, labels + mine.start);
   report_.read_seconds = clock.seconds();
