@@ -17,14 +17,19 @@ set -uo pipefail
 mode=$1 st=$2 data=$3 out=$4
 shift 4
 mpirun=("$@")
+# A tmpfs an earlier run left mounted under OUTDIR (killed before its trap) is unmounted first.
+for m in $(findmnt -rn -o TARGET 2> /dev/null | grep -F "$out/" | sort -r); do umount "$m"; done
 rm -rf "$out"
 mkdir -p "$out"
 common=(--data.path "$data" --train.max_steps 2 --train.batch 64 --train.evaluate false --run.threads 1)
 
+mounted=""
+unmount() { [ -z "$mounted" ] || umount "$mounted" || echo "FAIL: could not unmount $mounted"; }
+trap unmount EXIT
 mount_tmpfs() {  # dir options
   mkdir -p "$1"
   mount -t tmpfs -o "$2" tmpfs "$1" 2> /dev/null || { echo "SKIP: cannot mount a tmpfs (needs root)"; exit 77; }
-  trap 'umount "$1" 2> /dev/null' EXIT
+  mounted=$1
 }
 
 expect_failure() {  # limit times message command... (times: "once", or "any" for one per rank)
