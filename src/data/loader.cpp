@@ -64,7 +64,6 @@ void DataLoader::stage_split() {
       stats_.staging = shared_->report();
     }
   }
-  stats_.stage_seconds = stats_.staging.seconds;
   stats_.read_seconds = stats_.staging.read_seconds;
   stats_.read_bytes = stats_.staging.read_bytes;
 }
@@ -429,10 +428,8 @@ LoaderStats DataLoader::stats() const {
 
 void DataLoader::reset_stats() {
   std::lock_guard lock(mu_);
-  const double stage = stats_.stage_seconds;
   const StagingReport staging = stats_.staging;
   stats_ = LoaderStats{};
-  stats_.stage_seconds = stage;
   stats_.staging = staging;
 }
 

@@ -104,8 +104,7 @@ struct LoaderStats {
   double wait_seconds = 0;  // time next() blocked waiting for the reader
   double read_seconds = 0;  // time the reader spent in HDF5 reads
   int64_t read_bytes = 0;
-  double stage_seconds = 0;  // stage mode: the initial load
-  StagingReport staging;     // stage mode
+  StagingReport staging;    // stage mode: the initial load (kept by reset_stats)
 };
 
 class DataLoader {
