@@ -10,8 +10,9 @@ mpirun=(mpirun -np 2 --bind-to core)
 [ "$(id -u)" = 0 ] && mpirun+=(--allow-run-as-root)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-# model, global batch, steps, log interval, warm-up steps
-configs=("lenet 256 300 25 50" "fmnist_sepcnn 128 40 10 10")
+# model, global batch, steps, log interval, warm-up steps, learning rate (fmnist_sepcnn diverges on the
+# synthetic data at the default 0.05)
+configs=("lenet 256 300 25 50 0.05" "fmnist_sepcnn 128 40 10 10 0.005")
 rate() {  # binary, extra flags... -> samples/s of the run (warm-up excluded)
   local bin=$1; shift
   "${mpirun[@]}" "$bin" --data.synthetic_samples 16384 --train.evaluate false --train.epochs 100 \
@@ -21,9 +22,9 @@ best() { printf '%s\n' "$@" | sort -g | tail -1; }
 printf '%-14s %14s %14s %14s %10s %10s\n' model "old cpu" "new cpu" "new sim" "new/old" "sim/cpu"
 printf '%-14s %14s %14s %14s %10s %10s\n' "" "samples/s" "samples/s" "samples/s" "" ""
 for c in "${configs[@]}"; do
-  read -r model batch steps every warm <<<"$c"
+  read -r model batch steps every warm lr <<<"$c"
   flags=(--model.name "$model" --train.batch "$batch" --train.max_steps "$steps" --train.log_every "$every"
-         --train.warmup_log_steps "$warm")
+         --train.warmup_log_steps "$warm" --optimizer.lr "$lr")
   o=() n=() s=()
   for ((i = 0; i < reps; ++i)); do
     o+=("$(rate "$old" "${flags[@]}")")
