@@ -70,9 +70,7 @@ void DataLoader::stage_split() {
 
 // Every rank its own copy of the whole split, read with large contiguous reads.
 void DataLoader::stage_own_copy() {
-  const Stopwatch clock;
-  stats_.staging.start = now_seconds();
-  const int64_t rchar_before = process_read_bytes();
+  const StagingMeter meter;
   Shape all{info_.num_samples};
   all.insert(all.end(), info_.sample_shape.begin(), info_.sample_shape.end());
   staged_samples_ = Tensor(all, info_.dtype);
@@ -83,11 +81,10 @@ void DataLoader::stage_own_copy() {
   split_samples_ = static_cast<const uint8_t*>(staged_samples_.raw());
   split_labels_ = staged_labels_.data();
   r.where = "rank memory";
-  r.seconds = r.read_seconds = clock.seconds();
   r.split_bytes = r.node_read_bytes = r.node_bytes = r.read_bytes;
   r.stored_bytes = info_.stored_bytes;
-  const int64_t rchar_after = process_read_bytes();
-  r.process_read_bytes = rchar_before < 0 || rchar_after < 0 ? -1 : rchar_after - rchar_before;
+  meter.finish(r);
+  r.read_seconds = r.seconds;
 }
 
 void DataLoader::allocate_slots() {

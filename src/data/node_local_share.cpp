@@ -18,16 +18,11 @@
 namespace scaletrain::data {
 
 namespace {
-void block_forever() {
-  for (;;) pause();
-}
-
 // The steps every rank takes: over all nodes, the fewest whole per-rank batches (drop) or the most.
 int64_t equal_steps(const NodeGroups& g, const std::vector<int64_t>& bounds, int64_t batch, bool drop) {
   int64_t steps = drop ? INT64_MAX : 0;
   for (int k = 0; k < g.nodes(); ++k) {
-    const int64_t rows =
-        bounds[static_cast<size_t>(g.first_slot(k) + g.node_size(k))] - bounds[static_cast<size_t>(g.first_slot(k))];
+    const int64_t rows = slots_part(bounds, g.first_slot(k), g.node_size(k)).count;
     const int64_t global = batch * g.node_size(k);
     steps = drop ? std::min(steps, rows / global) : std::max(steps, (rows + global - 1) / global);
   }
@@ -73,13 +68,9 @@ NodeLocalShare::NodeLocalShare(const DatasetFile& file, const DatasetInfo& info,
       local_rank_(groups.local_rank()),
       local_size_(groups.local_size()),
       batch_(options.batch) {
-  const Stopwatch clock;
-  report_.start = now_seconds();
-  const int64_t rchar_before = process_read_bytes();
+  const StagingMeter meter;
   const std::vector<int64_t> bounds = slot_boundaries(info.num_samples, groups.world_size(), 1);
-  const int first = groups.first_slot(node_);
-  share_ = RowRange{bounds[static_cast<size_t>(first)],
-                    bounds[static_cast<size_t>(first + local_size_)] - bounds[static_cast<size_t>(first)]};
+  share_ = slots_part(bounds, groups.first_slot(node_), local_size_);
   ST_USER_CHECK(share_.count > 0, "split '", info.split, "' of ", info.path, " has ", info.num_samples,
                 " samples, too few for a share on each of the ", groups.world_size(), " ranks");
   steps_ = equal_steps(groups, bounds, batch_, options.drop_remainder);
@@ -89,9 +80,8 @@ NodeLocalShare::NodeLocalShare(const DatasetFile& file, const DatasetInfo& info,
                            std::to_string(pid) + ".bin";
   create_file(groups, options.dir, path, share_.count * static_cast<int64_t>(sample_bytes_));
 
-  const RowRange part{bounds[static_cast<size_t>(groups.slot())],
-                      bounds[static_cast<size_t>(groups.slot()) + 1] - bounds[static_cast<size_t>(groups.slot())]};
-  if (options.hang_rank == groups.world_rank()) block_forever();
+  const RowRange part = slots_part(bounds, groups.slot());
+  hang_if_chosen(options.hang_rank, groups.world_rank());
   std::vector<int32_t> part_labels(static_cast<size_t>(part.count));
   std::string problem;
   try {
@@ -101,22 +91,20 @@ NodeLocalShare::NodeLocalShare(const DatasetFile& file, const DatasetInfo& info,
   }
   problem = agree_on_problem(groups.world(), problem);
   if (!problem.empty()) ST_USER_FAIL(problem);
-  report_.read_seconds = clock.seconds();
+  report_.read_seconds = meter.seconds();
   gather_labels(groups, bounds, part_labels);
   ST_MPI_CHECK(MPI_Barrier(groups.node()));
 
   report_.where = options.dir + " (node-local share)";
-  report_.seconds = clock.seconds();
   report_.stored_bytes = info.stored_bytes;
   report_.split_bytes = info.num_samples * static_cast<int64_t>(sample_bytes_ + sizeof(int32_t));
   report_.read_bytes = part.count * static_cast<int64_t>(sample_bytes_ + sizeof(int32_t));
   report_.node_read_bytes = share_.count * static_cast<int64_t>(sample_bytes_ + sizeof(int32_t));
   report_.node_bytes = report_.node_read_bytes;
-  const int64_t rchar_after = process_read_bytes();
-  report_.process_read_bytes = rchar_before < 0 || rchar_after < 0 ? -1 : rchar_after - rchar_before;
   report_.nodes = groups.nodes();
   report_.node_index = node_;
   report_.node_size = local_size_;
+  meter.finish(report_);
 }
 
 // The leader creates and reserves the file; the others open it once it exists; then the leader
@@ -161,12 +149,11 @@ void NodeLocalShare::copy_part(const DatasetFile& file, const DatasetInfo& info,
 
 void NodeLocalShare::gather_labels(const NodeGroups& groups, const std::vector<int64_t>& bounds,
                                    const std::vector<int32_t>& mine) {
-  const int first = groups.first_slot(node_);
   std::vector<int> counts(static_cast<size_t>(local_size_)), displs(static_cast<size_t>(local_size_));
   for (int j = 0; j < local_size_; ++j) {
-    counts[static_cast<size_t>(j)] =
-        static_cast<int>(bounds[static_cast<size_t>(first + j + 1)] - bounds[static_cast<size_t>(first + j)]);
-    displs[static_cast<size_t>(j)] = static_cast<int>(bounds[static_cast<size_t>(first + j)] - share_.start);
+    const RowRange part = slots_part(bounds, groups.first_slot(node_) + j);
+    counts[static_cast<size_t>(j)] = static_cast<int>(part.count);
+    displs[static_cast<size_t>(j)] = static_cast<int>(part.start - share_.start);
   }
   labels_.resize(static_cast<size_t>(share_.count));
   ST_MPI_CHECK(MPI_Allgatherv(mine.data(), static_cast<int>(mine.size()), MPI_INT32_T, labels_.data(), counts.data(),

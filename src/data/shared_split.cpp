@@ -22,10 +22,6 @@ int64_t stage_budget_bytes(double memory_gb) {
   return memory_gb > 0 ? static_cast<int64_t>(memory_gb * 1e9) : available_memory_bytes() / 4 * 3;
 }
 
-void block_forever() {
-  for (;;) pause();
-}
-
 // Faults in the window's pages of [begin, end) in one call (MADV_POPULATE_WRITE, Linux 5.14) instead
 // of one fault per page as the reads first touch them; a kernel without it leaves them to the reads.
 void populate(uint8_t* begin, uint8_t* end) {
@@ -64,9 +60,7 @@ std::string shared_space_problem(const DatasetInfo& info, int64_t bytes, double 
 
 SharedSplit::SharedSplit(const DatasetFile& file, const DatasetInfo& info, const NodeGroups& groups,
                          SharedStageOptions options) {
-  const Stopwatch clock;
-  report_.start = now_seconds();
-  const int64_t rchar_before = process_read_bytes();
+  const StagingMeter meter;
   const int64_t rows = info.num_samples;
   const size_t sample_bytes = static_cast<size_t>(shape_numel(info.sample_shape)) * dtype_size(info.dtype);
   labels_offset_ = (static_cast<size_t>(rows) * sample_bytes + 63) / 64 * 64;
@@ -80,38 +74,34 @@ SharedSplit::SharedSplit(const DatasetFile& file, const DatasetInfo& info, const
 
   const std::vector<int64_t> bounds = slot_boundaries(rows, groups.world_size(), info.chunk_samples);
   const int slot = groups.slot();
-  const RowRange mine{bounds[static_cast<size_t>(slot)],
-                      bounds[static_cast<size_t>(slot) + 1] - bounds[static_cast<size_t>(slot)]};
+  const RowRange mine = slots_part(bounds, slot);
   auto* labels = reinterpret_cast<int32_t*>(base_ + labels_offset_);
   populate(base_ + static_cast<size_t>(mine.start) * sample_bytes,
            base_ + static_cast<size_t>(mine.end()) * sample_bytes);
   report_.read_bytes = read_part(file, info.split, mine, sample_bytes, info.chunk_samples,
                                  base_ + static_cast<size_t>(mine.start) * sample_bytes, labels + mine.start);
-  report_.read_seconds = clock.seconds();
-  if (options.hang_rank == groups.world_rank()) block_forever();
+  report_.read_seconds = meter.seconds();
+  hang_if_chosen(options.hang_rank, groups.world_rank());
   MPI_Win_sync(win_);
   ST_MPI_CHECK(MPI_Barrier(groups.node()));
-  const double exchange_start = clock.seconds();
+  const double exchange_start = meter.seconds();
   if (groups.leader() && groups.nodes() > 1) exchange(groups, bounds, sample_bytes);
-  if (groups.leader()) report_.exchange_seconds = clock.seconds() - exchange_start;
+  if (groups.leader()) report_.exchange_seconds = meter.seconds() - exchange_start;
   ST_MPI_CHECK(MPI_Barrier(groups.node()));
   MPI_Win_sync(win_);
 
   const int k = groups.node_index();
-  const int64_t node_rows = bounds[static_cast<size_t>(groups.first_slot(k) + groups.node_size(k))] -
-                            bounds[static_cast<size_t>(groups.first_slot(k))];
+  const int64_t node_rows = slots_part(bounds, groups.first_slot(k), groups.node_size(k)).count;
   report_.where = "node shared memory";
-  report_.seconds = clock.seconds();
   report_.stored_bytes = info.stored_bytes;
   report_.split_bytes = rows * static_cast<int64_t>(sample_bytes + sizeof(int32_t));
   report_.node_read_bytes = node_rows * static_cast<int64_t>(sample_bytes + sizeof(int32_t));
   report_.node_bytes = report_.split_bytes;
   report_.exchanged_bytes = report_.split_bytes - report_.node_read_bytes;
-  const int64_t rchar_after = process_read_bytes();
-  report_.process_read_bytes = rchar_before < 0 || rchar_after < 0 ? -1 : rchar_after - rchar_before;
   report_.nodes = groups.nodes();
   report_.node_index = k;
   report_.node_size = groups.local_size();
+  meter.finish(report_);
 }
 
 void SharedSplit::allocate(const NodeGroups& groups, int64_t bytes) {
@@ -136,11 +126,10 @@ void SharedSplit::exchange(const NodeGroups& groups, const std::vector<int64_t>&
   std::vector<int> start(static_cast<size_t>(nodes)), count(static_cast<size_t>(nodes));
   int64_t largest = 0;
   for (int k = 0; k < nodes; ++k) {
-    const int64_t b = bounds[static_cast<size_t>(groups.first_slot(k))];
-    const int64_t e = bounds[static_cast<size_t>(groups.first_slot(k) + groups.node_size(k))];
-    start[static_cast<size_t>(k)] = static_cast<int>(b);
-    count[static_cast<size_t>(k)] = static_cast<int>(e - b);
-    largest = std::max(largest, e - b);
+    const RowRange part = slots_part(bounds, groups.first_slot(k), groups.node_size(k));
+    start[static_cast<size_t>(k)] = static_cast<int>(part.start);
+    count[static_cast<size_t>(k)] = static_cast<int>(part.count);
+    largest = std::max(largest, part.count);
   }
   MPI_Datatype row = MPI_DATATYPE_NULL;
   ST_MPI_CHECK(MPI_Type_contiguous(static_cast<int>(sample_bytes), MPI_BYTE, &row));

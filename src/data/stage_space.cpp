@@ -2,11 +2,11 @@
 #include "scaletrain/data/stage_space.hpp"
 
 #include <sys/statvfs.h>
+#include <unistd.h>
 
 #include <climits>
 #include <cstdio>
 #include <fstream>
-#include <sstream>
 #include <vector>
 
 namespace scaletrain::data {
@@ -64,6 +64,20 @@ std::string shared_window_directory() {
 }
 
 int64_t process_read_bytes() { return proc_value("/proc/self/io", "rchar:"); }
+
+StagingMeter::StagingMeter() : start_(now_seconds()), rchar_(process_read_bytes()) {}
+
+void StagingMeter::finish(StagingReport& r) const {
+  r.start = start_;
+  r.seconds = clock_.seconds();
+  const int64_t rchar = process_read_bytes();
+  r.process_read_bytes = rchar_ < 0 || rchar < 0 ? -1 : rchar - rchar_;
+}
+
+void hang_if_chosen(int hang_rank, int world_rank) {
+  if (hang_rank != world_rank) return;
+  for (;;) pause();
+}
 
 std::string agree_on_problem(MPI_Comm comm, const std::string& mine) {
   int rank = 0, size = 1;

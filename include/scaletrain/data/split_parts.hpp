@@ -20,6 +20,12 @@ struct RowRange {
 // `chunk` rows allow (a slot may get none when there are fewer chunks than slots).
 std::vector<int64_t> slot_boundaries(int64_t rows, int slots, int64_t chunk);
 
+// The rows of `slots` consecutive slots from `first` (a node's slots, or one slot's).
+inline RowRange slots_part(const std::vector<int64_t>& bounds, int first, int slots = 1) {
+  const int64_t b = bounds[static_cast<size_t>(first)], e = bounds[static_cast<size_t>(first + slots)];
+  return RowRange{b, e - b};
+}
+
 // Rows [range.start, range.end()) of the split: samples to `samples` (the range's first row at
 // samples[0]) and labels to `labels`, about 64 MiB per read, each read a whole number of the file's
 // chunks of `chunk` rows (so a compressed chunk is never decompressed twice). Returns the bytes read.

@@ -9,6 +9,9 @@
 #include <cstdint>
 #include <string>
 
+#include "scaletrain/core/timer.hpp"
+#include "scaletrain/data/staging_report.hpp"
+
 namespace scaletrain::data {
 
 // MemAvailable of /proc/meminfo, in bytes (0 where it cannot be read).
@@ -25,6 +28,23 @@ int64_t process_read_bytes();
 // Every rank's `mine` (empty: no problem) is compared; each rank returns the problem of the lowest
 // rank that has one, or "" when none has. Collective over comm.
 std::string agree_on_problem(MPI_Comm comm, const std::string& mine);
+
+// Times one staging from its construction: finish() fills the report's start, seconds and
+// process_read_bytes (rchar's growth since construction).
+class StagingMeter {
+ public:
+  StagingMeter();
+  double seconds() const { return clock_.seconds(); }
+  void finish(StagingReport& r) const;
+
+ private:
+  Stopwatch clock_;
+  double start_;
+  int64_t rchar_;
+};
+
+// testing.inject_stage_hang_rank: that rank blocks here forever (the watchdog's case).
+void hang_if_chosen(int hang_rank, int world_rank);
 
 // "1.23 GB", "47.3 MB", "12.0 kB" (decimal units, as df -H and data.stage_memory_gb use them).
 std::string byte_size(int64_t bytes);
