@@ -27,9 +27,12 @@
 #include "scaletrain/nn/zoo.hpp"
 #include "scaletrain/optim/optimizer.hpp"
 #include "scaletrain/train/binding_check.hpp"
+#include "scaletrain/train/cache_clear.hpp"
 #include "scaletrain/train/config.hpp"
 #include "scaletrain/train/mlperf_log.hpp"
+#include "scaletrain/train/mlperf_submission.hpp"
 #include "scaletrain/train/model_shape.hpp"
+#include "scaletrain/train/platform_description.hpp"
 #include "scaletrain/train/synthetic_data.hpp"
 #include "scaletrain/train/errors.hpp"
 #include "scaletrain/train/run_dir_guard.hpp"
@@ -226,8 +229,10 @@ void check_binding(comm::Communicator& comm, const std::vector<std::string>& hos
   for (const RankBinding& b : bindings) info.cpu_masks.push_back(b.mask.to_string());
 }
 
-// The MLPerf log's start-up: init (program start to now) and the run's fixed figures.
-void log_init(MlperfLog& mllog, const RunConfig& cfg, const std::vector<std::string>& hosts, double init_start) {
+// The MLPerf log's start-up: init (program start to now), the run's fixed figures and, with
+// run.clear_cache, the data file dropped from every host's page cache (its report; none without).
+std::optional<CacheClearReport> init_run(MlperfLog& mllog, comm::Communicator& comm, const RunConfig& cfg,
+                                         const std::vector<std::string>& hosts, double init_start) {
   mllog.start("init", init_start);
   const double t = now_seconds();
   mllog.point("global_batch_size", cfg.batch, t);
@@ -237,7 +242,16 @@ void log_init(MlperfLog& mllog, const RunConfig& cfg, const std::vector<std::str
   mllog.point("opt_name", optim::optimizer_kind_name(cfg.optimizer), t);
   mllog.point("opt_base_learning_rate", cfg.lr, t);
   if (cfg.target_accuracy > 0) mllog.point("target_accuracy", cfg.target_accuracy, t);
-  mllog.stop("init", t);
+  if (comm.rank() == 0 && mllog.enabled())
+    for (const std::string& w : submission_warnings(cfg)) std::fprintf(stderr, "scaletrain: warning: %s\n", w.c_str());
+  std::optional<CacheClearReport> cache;
+  if (cfg.clear_cache) {
+    cache = clear_page_cache(comm, hosts, cfg.data_path);
+    if (comm.rank() == 0) std::printf("%s\n", cache_clear_line(*cache).c_str());
+  }
+  mllog.point("cache_clear", cache && cache->cleared(), now_seconds());
+  mllog.stop("init", now_seconds());
+  return cache;
 }
 
 // MLPerf's epoch and evaluation events, the metrics.jsonl evaluation records and the time to
@@ -286,17 +300,20 @@ int train_and_log(comm::Communicator& comm, const RunConfig& cfg, double init_st
   guard_run_dir(comm, cfg);
   const std::vector<std::string> hosts = comm::allgather_strings(comm, comm.host());
   MlperfLog mllog(rank == 0 && cfg.mllog, cfg.run_dir);
-  log_init(mllog, cfg, hosts, init_start);
+  RunInfo info;
+  info.cache_clear = init_run(mllog, comm, cfg, hosts, init_start);
   const double run_start = now_seconds();
   mllog.start("run", run_start);
   Trainer trainer(cfg, comm);
   mllog.start("staging", trainer.staging_time().start);
   mllog.stop("staging", trainer.staging_time().end);
-  mllog.point("train_samples", trainer.steps_per_epoch() * cfg.batch, now_seconds());
+  info.platform = describe_platform(comm, trainer.backend());
+  log_submission(mllog, cfg, info.platform, now_seconds());
+  mllog.point("train_samples", trainer.train_samples(), now_seconds());
+  mllog.point("eval_samples", trainer.eval_samples(), now_seconds());
   print_header(comm, cfg, trainer.device_description(), trainer.precision(), trainer.transport(),
                trainer.gpu_telemetry_line(), notes);
   print_staging(rank, cfg, trainer.staging());
-  RunInfo info;
   info.staging = trainer.staging();
   info.operator_choices = trainer.model().implementations();
   for (std::string& line : trainer.backend().operator_choices()) info.operator_choices.push_back(std::move(line));

@@ -328,6 +328,19 @@ const std::vector<ConfigKey>& config_keys() {
              "write run.dir/timeline.json: every rank's phases and all-reduces (chrome://tracing, Perfetto)"),
       key_of("run.mllog", &RunConfig::mllog,
              "rank 0 writes MLPerf-HPC-style :::MLLOG lines to stdout and run.dir/mllog.log"),
+      key_of("run.mllog_submission.org", &RunConfig::submission_org,
+             "MLLOG submission_org: the submitting organization (empty: not logged)"),
+      key_of("run.mllog_submission.platform", &RunConfig::submission_platform,
+             "MLLOG submission_platform (empty: a description of the nodes, their GPUs or CPU model)"),
+      key_of("run.mllog_submission.division", &RunConfig::submission_division,
+             "MLLOG submission_division: closed or open (empty: not logged)"),
+      key_of("run.mllog_submission.status", &RunConfig::submission_status,
+             "MLLOG submission_status: cloud, onprem, preview or research (empty: not logged)"),
+      key_of("run.mllog_submission.benchmark", &RunConfig::submission_benchmark,
+             "MLLOG submission_benchmark (MLPerf HPC 3.0 knows deepcam, cosmoflow, oc20 and openfold; empty: not "
+             "logged)"),
+      key_of("run.clear_cache", &RunConfig::clear_cache,
+             "drop the data file from each host's page cache before staging (MLLOG cache_clear)"),
       key_of("run.threads", &RunConfig::threads, "compute threads per rank (0: the cores the rank is bound to)"),
       enum_key("run.device", &RunConfig::device, parse_device_kind, device_kind_name,
                "compute device: auto (cuda where the build has it and a GPU is visible, else cpu; said at start-up), "
@@ -500,6 +513,16 @@ void validate_config(const RunConfig& c) {
   ST_USER_CHECK(c.target_accuracy >= 0 && c.target_accuracy <= 1, "train.target_accuracy must be in [0, 1] (0: none), got ",
            c.target_accuracy);
   ST_USER_CHECK(c.target_accuracy == 0 || c.evaluate, "train.target_accuracy needs train.evaluate = true");
+  ST_USER_CHECK(c.submission_division.empty() || c.submission_division == "closed" || c.submission_division == "open",
+                "run.mllog_submission.division must be closed or open (MLPerf's divisions), got '",
+                c.submission_division, "'");
+  ST_USER_CHECK(c.submission_status.empty() || c.submission_status == "cloud" || c.submission_status == "onprem" ||
+                    c.submission_status == "preview" || c.submission_status == "research",
+                "run.mllog_submission.status must be cloud, onprem, preview or research (MLPerf's categories), got '",
+                c.submission_status, "'");
+  ST_USER_CHECK(!c.clear_cache || c.data_path != "synthetic",
+                "run.clear_cache drops the data file from the page cache, but data.path = synthetic has none until "
+                "the run writes it: set data.path to a packed file, or run.clear_cache = false");
   ST_USER_CHECK(c.watchdog_s >= 0, "run.watchdog_s must be >= 0 (0: off), got ", c.watchdog_s);
   ST_USER_CHECK(c.watchdog_long_s >= c.watchdog_s, "run.watchdog_long_s must be >= run.watchdog_s (", c.watchdog_s,
            "), got ", c.watchdog_long_s);

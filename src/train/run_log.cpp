@@ -9,6 +9,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <oneapi/dnnl/dnnl.hpp>
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -25,18 +26,20 @@
 namespace scaletrain::train {
 namespace {
 
+// The keys as nested objects: run.mllog_submission.org is j["run"]["mllog_submission"]["org"].
 nlohmann::json config_json(const RunConfig& cfg) {
   nlohmann::json j;
   for (const auto& k : config_keys()) {
     if (is_left_out(k, cfg)) continue;
-    const std::string sec = k.key.substr(0, k.key.find('.'));
-    const std::string name = k.key.substr(sec.size() + 1);
+    std::string pointer = "/" + k.key;
+    std::replace(pointer.begin(), pointer.end(), '.', '/');
+    nlohmann::json& slot = j[nlohmann::json::json_pointer(pointer)];
     const std::string v = k.get(cfg);
-    if (k.type == "string" || (k.type == "auto|float" && v.front() == '"')) j[sec][name] = v.substr(1, v.size() - 2);
-    else if (k.type == "bool") j[sec][name] = v == "true";
-    else if (k.type == "int") j[sec][name] = std::stoll(v);
-    else if (k.type == "list") j[sec][name] = config_list_items(v);
-    else j[sec][name] = std::stod(v);
+    if (k.type == "string" || (k.type == "auto|float" && v.front() == '"')) slot = v.substr(1, v.size() - 2);
+    else if (k.type == "bool") slot = v == "true";
+    else if (k.type == "int") slot = std::stoll(v);
+    else if (k.type == "list") slot = config_list_items(v);
+    else slot = std::stod(v);
   }
   return j;
 }
@@ -196,6 +199,10 @@ void RunLog::finish(const RunInfo& info, const TrainResult& r) {
   j["steps_per_epoch"] = info.steps_per_epoch;
   j["hosts"] = info.hosts;
   j["device"] = info.device;
+  j["platform"] = {{"description", info.platform.text},
+                   {"nodes", info.platform.nodes},
+                   {"accelerators_per_node", info.platform.accelerators_per_node}};
+  j["cache_clear"] = info.cache_clear ? cache_clear_json(*info.cache_clear) : nlohmann::json(nullptr);
   j["parameters"] = info.parameters;
   j["forward_flops_per_sample"] = info.flops_per_sample;
   j["training_flops_per_sample"] = info.training_flops_per_sample;

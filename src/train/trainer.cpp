@@ -554,6 +554,8 @@ TransportReport Trainer::transport() const {
 }
 int64_t Trainer::per_rank_batch() const { return impl_->local_batch; }
 int64_t Trainer::steps_per_epoch() const { return impl_->train_loader->steps_per_epoch(); }
+int64_t Trainer::train_samples() const { return impl_->train_loader->info().num_samples; }
+int64_t Trainer::eval_samples() const { return impl_->eval_loader ? impl_->eval_loader->info().num_samples : 0; }
 void Trainer::on_interval(std::function<void(const IntervalTimings&)> f) { impl_->interval_hook = std::move(f); }
 void Trainer::on_checkpoint(std::function<void(const CheckpointRecord&)> f) { impl_->checkpoint_hook = std::move(f); }
 void Trainer::on_epoch(EpochHooks hooks) { impl_->epoch_hooks = std::move(hooks); }

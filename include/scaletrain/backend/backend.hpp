@@ -91,6 +91,8 @@ class Backend {
   // What identifies this rank's device among the devices of its host (cuda: the PCI bus id); empty
   // where ranks do not own a device. Two ranks of one host with the same id share a device.
   virtual std::string device_id() const { return {}; }
+  // The accelerator this rank computes on ("NVIDIA H200"); empty on CPUs and the simulated device.
+  virtual std::string accelerator_name() const { return {}; }
 
   // Memory. `name` appears in errors (out of memory, host access).
   virtual Tensor empty(Shape shape, DType dtype, std::string name) = 0;

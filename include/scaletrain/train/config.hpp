@@ -109,6 +109,16 @@ struct RunConfig {
   bool overwrite = false;
   bool timeline = false;     // write <run_dir>/timeline.json (Chrome trace)
   bool mllog = false;        // rank 0 writes MLPerf-style :::MLLOG lines (stdout, <run_dir>/mllog.log)
+  // run.mllog_submission: the submission's metadata, logged as submission_org, _platform, _division,
+  // _status and _benchmark. Empty: not logged, except the platform, which then describes the nodes.
+  std::string submission_org;
+  std::string submission_platform;
+  std::string submission_division;  // closed or open
+  std::string submission_status;    // cloud, onprem, preview or research
+  std::string submission_benchmark;
+  // Before staging, the lowest rank of each host drops the data file from the page cache
+  // (train/cache_clear.hpp); MLLOG's cache_clear says whether it was.
+  bool clear_cache = false;
   int64_t threads = 0;       // compute threads per rank; 0: the cores this rank is bound to
   DeviceKind device = DeviceKind::automatic;  // auto: cuda where the build has it and a GPU is visible
   // cuda operator selection (BackendOptions): deterministic algorithms only (the default while the

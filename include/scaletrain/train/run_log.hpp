@@ -11,8 +11,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "scaletrain/train/cache_clear.hpp"
 #include "scaletrain/train/checkpointer.hpp"
 #include "scaletrain/train/config.hpp"
+#include "scaletrain/train/platform_description.hpp"
 #include "scaletrain/train/trainer.hpp"
 
 namespace scaletrain::train {
@@ -42,6 +44,8 @@ struct RunInfo {
   BucketReport buckets;  // comm.bucket_mb: the size in use; auto: probe, fit, candidates
   std::optional<ResumeRecord> resumed;  // the checkpoint this run continued from
   std::vector<StagingSummary> staging;  // stage mode: the training split, then the evaluation split
+  std::optional<CacheClearReport> cache_clear;  // run.clear_cache
+  PlatformDescription platform;                 // the nodes' GPUs or CPUs
   std::vector<std::string> cpu_masks;         // per rank, as taskset -c writes them
   std::vector<std::string> binding_warnings;  // train/binding_check.hpp
   // Seconds from run_start to the end of the first evaluation at or above train.target_accuracy.

@@ -125,6 +125,9 @@ class Trainer {
   TransportReport transport() const;
   int64_t per_rank_batch() const;
   int64_t steps_per_epoch() const;
+  // Samples in the training split, and in the evaluation split (0 with train.evaluate = false).
+  int64_t train_samples() const;
+  int64_t eval_samples() const;
   // Called on rank 0 after each logging interval (the timing log of the scaling issue hooks here).
   void on_interval(std::function<void(const IntervalTimings&)> f);
   // Called on rank 0 at each epoch's start, end of training and end (after evaluation).

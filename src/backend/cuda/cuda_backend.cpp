@@ -36,6 +36,7 @@ class CudaBackend final : public Backend {
       : device_(select_and_use_device(o)),
         description_(cuda::describe_device(device_)),
         pci_bus_id_(cuda::pci_bus_id(device_)),
+        name_(cuda::device_name(device_)),
         clock_(std::make_shared<cuda::DeviceClock>(device_)),
         compute_("compute", device_),
         copy_("copy", device_),
@@ -59,6 +60,7 @@ class CudaBackend final : public Backend {
   std::string description() const override { return description_; }
   int num_threads() const override { return 1; }  // the host thread that drives the device
   std::string device_id() const override { return pci_bus_id_; }
+  std::string accelerator_name() const override { return name_; }
 
   Tensor empty(Shape shape, DType dtype, std::string name) override {
     return memory_->empty(std::move(shape), dtype, std::move(name));
@@ -118,6 +120,7 @@ class CudaBackend final : public Backend {
   int device_;
   std::string description_;
   std::string pci_bus_id_;
+  std::string name_;
   std::shared_ptr<cuda::DeviceClock> clock_;
   cuda::CudaStream compute_;
   cuda::CudaStream copy_;

@@ -54,6 +54,12 @@ std::string library_versions() {
          three_part_version(cublas);
 }
 
+std::string device_name(int device) {
+  cudaDeviceProp prop{};
+  ST_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+  return prop.name;
+}
+
 std::string describe_device(int device) {
   cudaDeviceProp prop{};
   ST_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));

@@ -16,6 +16,9 @@ int visible_device_count();
 // "0000:1b:00.0"
 std::string pci_bus_id(int device);
 
+// "NVIDIA H100 80GB HBM3"
+std::string device_name(int device);
+
 // "CUDA runtime 13.0 / driver 13.0, cuDNN 9.19.0, NCCL 2.28.9, cuBLAS 13.1.0" (driver "none" without one); none of
 // these calls needs a device.
 std::string library_versions();
