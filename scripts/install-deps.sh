@@ -20,6 +20,8 @@ packages=(
   python3 python3-torch python3-torchvision python3-h5py python3-numpy python3-matplotlib
   # OpenBLAS for PyTorch's Linear layers (Debian's torch calls libblas.so.3, else the reference BLAS)
   libopenblas0-openmp
+  # fincore, for the run.clear_cache test (tests/mllog.cmake) to measure the page cache independently
+  util-linux-extra
   # the real data set
   dataset-fashion-mnist
   # a one-node Slurm for the job scripts' tests (scripts/slurm-test-cluster.sh). Debian's slurmctld and slurmd

@@ -1,16 +1,22 @@
 #!/usr/bin/python3
-# Checks a run's MLPerf-style log (run.mllog) against its run directory: every `:::MLLOG` line of
-# OUTPUT (the run's stdout) parses, has namespace, time_ms, event_type, key, value and metadata
-# (file, lineno), and equals the line of RUN_DIR/mllog.log; the required events appear in order
-# (init, run, staging, then per epoch epoch_start < epoch_stop < eval_accuracy, run_stop last);
-# global_batch_size and number_of_ranks match run.json; each eval_accuracy matches metrics.jsonl's
-# evaluation record; run.json's time_to_accuracy_s is the run_seconds of the first evaluation at or
-# above the target, and the MLLOG times agree with it.
-"""usage: check_mllog.py OUTPUT RUN_DIR [--expect-target reached|missed] [--stopped-at-target]"""
+# Checks a run's MLPerf log (run.mllog). Always: every `:::MLLOG` line parses, has namespace,
+# time_ms, event_type, key, value and metadata (file, lineno), and the log keeps MLCommons' MLPerf
+# HPC 3.0.0 rules (tests/support/mllog_rules.py: each key's count and each line's condition).
+# Given the run's OUTPUT (stdout) and RUN_DIR, also: the lines equal RUN_DIR/mllog.log's; the
+# required events appear in order (init, run, staging, then per epoch epoch_start < epoch_stop <
+# eval_accuracy, run_stop last); global_batch_size, number_of_ranks, eval_samples, cache_clear and
+# the default submission_platform match run.json and metrics.jsonl; each eval_accuracy matches
+# metrics.jsonl's evaluation record; run.json's time_to_accuracy_s is the run_seconds of the first
+# evaluation at or above the target, and the MLLOG times agree with it.
+"""usage: check_mllog.py OUTPUT RUN_DIR --expect-target reached|missed [--stopped-at-target]
+       check_mllog.py --rules-only MLLOG_FILE"""
 import argparse
 import json
 import os
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from mllog_rules import rule_problems  # noqa: E402
 
 REQUIRED = ["init_start", "init_stop", "run_start", "run_stop", "staging_start", "staging_stop",
             "epoch_start", "epoch_stop", "eval_accuracy", "global_batch_size", "number_of_ranks"]
@@ -111,13 +117,43 @@ def check_time_to_accuracy(run, evals, events, expect, stopped):
     return f"epoch {hit['epoch']} after {tta:.3f} s"
 
 
+def check_rules(events, where):
+    problems = rule_problems(events)
+    if problems:
+        fail(f"{where} breaks MLPerf HPC 3.0.0's logging rules:\n  " + "\n  ".join(problems))
+
+
+def check_run_json(events, run, evals):
+    for key, want in [("global_batch_size", run["global_batch"]), ("number_of_ranks", run["world_size"]),
+                      ("cache_clear", bool(run["cache_clear"] and run["cache_clear"]["cleared"]))]:
+        if events[first(events, key)]["value"] != want:
+            fail(f"{key} = {events[first(events, key)]['value']}, run.json says {want}")
+    if not run["config"]["run"]["mllog_submission"]["platform"]:
+        logged = events[first(events, "submission_platform")]["value"]
+        if logged != run["platform"]["description"]:
+            fail(f"submission_platform {logged!r}, run.json's platform {run['platform']['description']!r}")
+    for e in evals:
+        if events[first(events, "eval_samples")]["value"] != e["eval_samples"]:
+            fail(f"eval_samples = {events[first(events, 'eval_samples')]['value']}, epoch {e['epoch']} "
+                 f"evaluated {e['eval_samples']} samples")
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("output")
-    ap.add_argument("run_dir")
-    ap.add_argument("--expect-target", choices=["reached", "missed"], required=True)
+    ap.add_argument("output", nargs="?")
+    ap.add_argument("run_dir", nargs="?")
+    ap.add_argument("--rules-only", metavar="MLLOG_FILE")
+    ap.add_argument("--expect-target", choices=["reached", "missed"])
     ap.add_argument("--stopped-at-target", action="store_true")
     a = ap.parse_args()
+    if a.rules_only:
+        with open(a.rules_only, encoding="utf-8") as f:
+            events = parse_lines(f.read(), a.rules_only)
+        check_rules(events, a.rules_only)
+        print(f"OK: {len(events)} MLLOG lines keep MLPerf HPC 3.0.0's logging rules")
+        return
+    if not (a.output and a.run_dir and a.expect_target):
+        ap.error("OUTPUT, RUN_DIR and --expect-target are required without --rules-only")
     with open(a.output, encoding="utf-8") as f:
         events = parse_lines(f.read(), a.output)
     log_path = os.path.join(a.run_dir, "mllog.log")
@@ -127,11 +163,10 @@ def main():
     missing = [k for k in REQUIRED if k not in {e["key"] for e in events}]
     if missing:
         fail(f"missing events: {missing}")
+    check_rules(events, log_path)
     epochs = check_order(events)
     run, evals = read_run_dir(a.run_dir)
-    for key, want in [("global_batch_size", run["global_batch"]), ("number_of_ranks", run["world_size"])]:
-        if events[first(events, key)]["value"] != want:
-            fail(f"{key} = {events[first(events, key)]['value']}, run.json says {want}")
+    check_run_json(events, run, evals)
     if [e["epoch"] for e in evals] != epochs:
         fail(f"metrics.jsonl evaluations of epochs {[e['epoch'] for e in evals]}, MLLOG epochs {epochs}")
     for e in evals:
@@ -139,7 +174,8 @@ def main():
         if logged != e["eval_accuracy"]:
             fail(f"epoch {e['epoch']}: MLLOG eval_accuracy {logged}, metrics.jsonl {e['eval_accuracy']}")
     what = check_time_to_accuracy(run, evals, events, a.expect_target, a.stopped_at_target)
-    print(f"OK: {len(events)} MLLOG lines, {len(epochs)} epochs in order; target {run['target_accuracy']}: {what}")
+    print(f"OK: {len(events)} MLLOG lines keep MLPerf HPC 3.0.0's logging rules, {len(epochs)} epochs in order; "
+          f"target {run['target_accuracy']}: {what}")
 
 
 if __name__ == "__main__":
