@@ -58,7 +58,7 @@ if(TARGET scaletrain)
     add_test(NAME app_timeline_np${n}_check
              COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/support/check_timeline.py ${_tl} --ranks ${n}
                      --steps 20)
-    set_tests_properties(app_timeline_np${n}_run PROPERTIES PROCESSORS 2 LABELS "app;mpi" TIMEOUT 300
+    set_tests_properties(app_timeline_np${n}_run PROPERTIES PROCESSORS ${n} LABELS "app;mpi" TIMEOUT 300
                          FIXTURES_SETUP app_timeline_np${n})
     set_tests_properties(app_timeline_np${n}_check PROPERTIES LABELS app TIMEOUT 60
                          FIXTURES_REQUIRED app_timeline_np${n})

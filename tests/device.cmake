@@ -7,13 +7,25 @@ if(TARGET scaletrain)
   set(_st $<TARGET_FILE:scaletrain>)
   set(_eq ${CMAKE_CURRENT_SOURCE_DIR}/support/device_equivalence.sh ${_st} ${MPIEXEC_EXECUTABLE} ${_mpi_flags} --)
   set(_dev ${CMAKE_CURRENT_BINARY_DIR}/device)
+  # The cpu run of each model and rank count, made once (fixture device_cpu_<model>_np<N>); every sim
+  # variant of it below compares against that run (_cpu_<model>_np<N>: the arguments that name it).
   foreach(model lenet fmnist_sepcnn)
     foreach(np 1 2)
-      add_test(NAME device_cpu_vs_sim_${model}_np${np} COMMAND ${_eq} ${_dev}/${model}_np${np} ${model} ${np})
+      add_test(NAME device_cpu_run_${model}_np${np} COMMAND ${_eq} ${_dev}/cpu_${model}_np${np} ${model} ${np} --cpu-only)
+      set_tests_properties(device_cpu_run_${model}_np${np} PROPERTIES PROCESSORS ${np} LABELS "device;mpi" TIMEOUT 300
+                           FIXTURES_SETUP device_cpu_${model}_np${np})
+      set(_cpu_${model}_np${np} --cpu-run ${_dev}/cpu_${model}_np${np}/cpu)
+    endforeach()
+  endforeach()
+  foreach(model lenet fmnist_sepcnn)
+    foreach(np 1 2)
+      add_test(NAME device_cpu_vs_sim_${model}_np${np}
+               COMMAND ${_eq} ${_dev}/${model}_np${np} ${model} ${np} ${_cpu_${model}_np${np}})
       add_test(NAME device_cpu_vs_sim_delays_${model}_np${np}
-               COMMAND ${_eq} ${_dev}/${model}_delays_np${np} ${model} ${np} --delays 200)
+               COMMAND ${_eq} ${_dev}/${model}_delays_np${np} ${model} ${np} --delays 200 ${_cpu_${model}_np${np}})
       set_tests_properties(device_cpu_vs_sim_${model}_np${np} device_cpu_vs_sim_delays_${model}_np${np}
-                           PROPERTIES PROCESSORS ${np} LABELS "device;mpi" TIMEOUT 300)
+                           PROPERTIES PROCESSORS ${np} LABELS "device;mpi" TIMEOUT 300
+                           FIXTURES_REQUIRED device_cpu_${model}_np${np})
     endforeach()
   endforeach()
   # Mixed precision on the simulated device: bf16 compute with bf16 gradients on the wire, fp16 with
@@ -29,11 +41,13 @@ if(TARGET scaletrain)
   # (Without it, sim reduces through MPI host-staged: the tests above and below.)
   foreach(np 1 2)
     add_test(NAME device_cpu_vs_sim_nccl_lenet_np${np}
-             COMMAND ${_eq} ${_dev}/nccl_lenet_np${np} lenet ${np} -- --comm.backend nccl)
+             COMMAND ${_eq} ${_dev}/nccl_lenet_np${np} lenet ${np} ${_cpu_lenet_np${np}} -- --comm.backend nccl)
     add_test(NAME device_cpu_vs_sim_nccl_delays_lenet_np${np}
-             COMMAND ${_eq} ${_dev}/nccl_delays_lenet_np${np} lenet ${np} --delays 200 -- --comm.backend nccl)
+             COMMAND ${_eq} ${_dev}/nccl_delays_lenet_np${np} lenet ${np} --delays 200 ${_cpu_lenet_np${np}}
+                     -- --comm.backend nccl)
     set_tests_properties(device_cpu_vs_sim_nccl_lenet_np${np} device_cpu_vs_sim_nccl_delays_lenet_np${np}
-                         PROPERTIES PROCESSORS ${np} LABELS "device;mpi" TIMEOUT 300)
+                         PROPERTIES PROCESSORS ${np} LABELS "device;mpi" TIMEOUT 300
+                         FIXTURES_REQUIRED device_cpu_lenet_np${np})
   endforeach()
   # scaletrain-bench-allreduce on device buffers (the GPU kit's NCCL and staged-MPI checks, here on
   # sim): every size's result checked (#wrong), exit non-zero on any wrong value.
@@ -47,7 +61,7 @@ if(TARGET scaletrain)
     endforeach()
   endif()
   add_test(NAME device_nccl_missing_bucket_wait_is_caught
-           COMMAND ${_eq} ${_dev}/nccl_missing_bucket_wait lenet 2 --delays 200 --expect-mismatch
+           COMMAND ${_eq} ${_dev}/nccl_missing_bucket_wait lenet 2 --delays 200 --expect-mismatch ${_cpu_lenet_np2}
                    -- --comm.backend nccl --testing.sim_ignore_events "bucket ready" --run.checkpoint_at_end false)
   add_test(NAME device_sim_nccl_says_so
            COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/support/expect_output.sh 120
@@ -56,10 +70,11 @@ if(TARGET scaletrain)
                    --train.max_steps 2 --data.synthetic_samples 1024 --train.evaluate false --run.dir ${_dev}/nccl_says_so)
   set_tests_properties(device_nccl_missing_bucket_wait_is_caught device_sim_nccl_says_so
                        PROPERTIES PROCESSORS 2 LABELS "device;mpi" TIMEOUT 300)
+  set_tests_properties(device_nccl_missing_bucket_wait_is_caught PROPERTIES FIXTURES_REQUIRED device_cpu_lenet_np2)
 
   # A wait removed: the batch's copy event, and (2 ranks) a bucket's gradients-ready event.
   add_test(NAME device_missing_copy_wait_is_caught
-           COMMAND ${_eq} ${_dev}/missing_copy_wait lenet 1 --delays 200 --expect-mismatch
+           COMMAND ${_eq} ${_dev}/missing_copy_wait lenet 1 --delays 200 --expect-mismatch ${_cpu_lenet_np1}
                    -- --testing.sim_ignore_events "batch copied")
   # The per-step losses catch the missing bucket wait (the end-of-run checkpoint is off, since its
   # replica checksum would stop the run first); the second test: that checksum catches it too, on the
@@ -68,7 +83,7 @@ if(TARGET scaletrain)
   # the compute stream: a missing wait reduces stale gradients, the same on every rank, which the
   # losses catch but the replicas do not show.)
   add_test(NAME device_missing_bucket_wait_is_caught
-           COMMAND ${_eq} ${_dev}/missing_bucket_wait lenet 2 --delays 200 --expect-mismatch
+           COMMAND ${_eq} ${_dev}/missing_bucket_wait lenet 2 --delays 200 --expect-mismatch ${_cpu_lenet_np2}
                    -- --testing.sim_ignore_events "bucket ready" --run.checkpoint_at_end false)
   add_test(NAME device_missing_bucket_wait_diverges_the_replicas
            COMMAND ${_fail} "the replicas have silently diverged" --
@@ -81,6 +96,8 @@ if(TARGET scaletrain)
   set_tests_properties(device_missing_copy_wait_is_caught device_missing_bucket_wait_is_caught
                        device_missing_bucket_wait_diverges_the_replicas
                        PROPERTIES PROCESSORS 2 LABELS "device;mpi" TIMEOUT 300)
+  set_tests_properties(device_missing_copy_wait_is_caught PROPERTIES FIXTURES_REQUIRED device_cpu_lenet_np1)
+  set_tests_properties(device_missing_bucket_wait_is_caught PROPERTIES FIXTURES_REQUIRED device_cpu_lenet_np2)
 
   add_test(NAME device_sim_out_of_memory
            COMMAND ${_fail} "sim device out of memory: tensor '" --
