@@ -38,8 +38,7 @@ class DataFormat : public ::testing::Test {
   std::string write_valid(const std::string& name, int64_t n = 50, int classes = 5) {
     const std::string p = path(name);
     std::vector<std::string> names;
-    // Appended rather than "c" + std::to_string(c): GCC 12 at -O3 reports a false -Wstringop-overflow there.
-    for (int c = 0; c < classes; ++c) names.push_back(std::string("c").append(std::to_string(c)));
+    for (int c = 0; c < classes; ++c) names.push_back("c" + std::to_string(c));
     data::DatasetWriter w(p, names, Shape{4, 3, 2}, DType::u8, data::WriterOptions{64, 0});
     for (const char* split : {"train", "test"}) {
       std::vector<uint8_t> s(static_cast<size_t>(n * 24));

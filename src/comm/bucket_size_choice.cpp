@@ -101,17 +101,17 @@ ReadyTimes ready_times(const BucketModelInputs& in) {
   return r;
 }
 
-// A bucket of `elements` whose last slice is ready at `ready`.
-struct BucketSpan {
+// A bucket of the model: its bytes on the wire, ready when its last slice is.
+struct ModelBucket {
   int64_t wire_bytes;
   double ready;
 };
 
-std::vector<BucketSpan> bucket_spans(const BucketModelInputs& in, const ReadyTimes& r, int64_t bucket_bytes) {
-  std::vector<BucketSpan> spans;
+std::vector<ModelBucket> bucket_spans(const BucketModelInputs& in, const ReadyTimes& r, int64_t bucket_bytes) {
+  std::vector<ModelBucket> spans;
   size_t slice = 0;
   for (size_t n : bucket_slice_counts(in.slice_elements, bucket_bytes)) {
-    BucketSpan b{0, 0};
+    ModelBucket b{0, 0};
     for (size_t i = 0; i < n; ++i, ++slice) {
       b.wire_bytes += in.slice_elements[slice] * in.wire_bytes_per_element;
       b.ready = std::max(b.ready, r.slice[slice]);
@@ -122,17 +122,17 @@ std::vector<BucketSpan> bucket_spans(const BucketModelInputs& in, const ReadyTim
 }
 
 // A communication thread: one all-reduce after another, each from when it is ready.
-double exposed_with_thread(const std::vector<BucketSpan>& spans, const AllreduceCurve& curve, double end) {
+double exposed_with_thread(const std::vector<ModelBucket>& spans, const AllreduceCurve& curve, double end) {
   double finished = 0;
-  for (const BucketSpan& b : spans) finished = std::max(b.ready, finished) + curve.seconds(b.wire_bytes);
+  for (const ModelBucket& b : spans) finished = std::max(b.ready, finished) + curve.seconds(b.wire_bytes);
   return std::max(0.0, finished - end);
 }
 
 // MPI_Test polls: every bucket starts at its ready poll and completes at a later poll (see
 // BucketModelInputs::completion_at_polls); what is left at backward's end is waited for in order.
-double exposed_with_polls(const std::vector<BucketSpan>& spans, const AllreduceCurve& curve, const ReadyTimes& r) {
+double exposed_with_polls(const std::vector<ModelBucket>& spans, const AllreduceCurve& curve, const ReadyTimes& r) {
   double exposed = 0;
-  for (const BucketSpan& b : spans) {
+  for (const ModelBucket& b : spans) {
     const double t = curve.seconds(b.wire_bytes);
     const int needed = curve.polls(b.wire_bytes);
     // Polls after the start (the start's own poll does not count: the all-reduce was just issued there).
@@ -152,7 +152,7 @@ double exposed_with_polls(const std::vector<BucketSpan>& spans, const AllreduceC
 
 double predicted_exposed_seconds(const BucketModelInputs& in, const AllreduceCurve& curve, int64_t bucket_bytes) {
   const ReadyTimes r = ready_times(in);
-  const std::vector<BucketSpan> spans = bucket_spans(in, r, bucket_bytes);
+  const std::vector<ModelBucket> spans = bucket_spans(in, r, bucket_bytes);
   return in.completion_at_polls ? exposed_with_polls(spans, curve, r)
                                 : exposed_with_thread(spans, curve, in.backward.end_s);
 }

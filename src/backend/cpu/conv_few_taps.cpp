@@ -25,7 +25,7 @@
 namespace scaletrain::cpu {
 namespace {
 
-constexpr int64_t kMaxTapVectors = (kFewTapsMax + kLanes - 1) / kLanes;
+constexpr int64_t kFewTapsVectors = (kFewTapsMax + kLanes - 1) / kLanes;
 constexpr int64_t kTapGroup = 9;       // taps whose weight-gradient sums one register tile holds
 constexpr int64_t kStripPixels = 32;   // pixels per strip of the weight gradient (inputs and dpre in L1)
 
@@ -80,11 +80,11 @@ class FewTapsConv final : public ConvOp {
       float* dxp = padded_.data() + omp_get_thread_num() * image_.floats();
       std::fill(dxp, dxp + image_.floats(), 0.0f);
       for (int64_t q = 0; q < out_pixels_; ++q) {
-        Vec16 part[4][kMaxTapVectors] = {};
+        Vec16 part[4][kFewTapsVectors] = {};
         const float* dyq = dy + (n * out_pixels_ + q) * oc;
         for (int64_t o = 0; o < oc; ++o)
           for (int64_t v = 0; v < kv; ++v) part[o % 4][v] += dyq[o] * wk_[o * kv + v];
-        float dcol[kMaxTapVectors * kLanes];
+        float dcol[kFewTapsVectors * kLanes];
         for (int64_t v = 0; v < kv; ++v) store(dcol + v * kLanes, part[0][v] + part[1][v] + part[2][v] + part[3][v]);
         scatter_add(dcol, dxp + window_[q]);
       }
