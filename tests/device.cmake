@@ -8,17 +8,13 @@ if(TARGET scaletrain)
   set(_eq ${CMAKE_CURRENT_SOURCE_DIR}/support/device_equivalence.sh ${_st} ${MPIEXEC_EXECUTABLE} ${_mpi_flags} --)
   set(_dev ${CMAKE_CURRENT_BINARY_DIR}/device)
   # The cpu run of each model and rank count, made once (fixture device_cpu_<model>_np<N>); every sim
-  # variant of it below compares against that run (_cpu_<model>_np<N>: the arguments that name it).
+  # variant of it, here and below, compares against that run (_cpu_<model>_np<N>: the arguments that name it).
   foreach(model lenet fmnist_sepcnn)
     foreach(np 1 2)
       add_test(NAME device_cpu_run_${model}_np${np} COMMAND ${_eq} ${_dev}/cpu_${model}_np${np} ${model} ${np} --cpu-only)
       set_tests_properties(device_cpu_run_${model}_np${np} PROPERTIES PROCESSORS ${np} LABELS "device;mpi" TIMEOUT 300
                            FIXTURES_SETUP device_cpu_${model}_np${np})
       set(_cpu_${model}_np${np} --cpu-run ${_dev}/cpu_${model}_np${np}/cpu)
-    endforeach()
-  endforeach()
-  foreach(model lenet fmnist_sepcnn)
-    foreach(np 1 2)
       add_test(NAME device_cpu_vs_sim_${model}_np${np}
                COMMAND ${_eq} ${_dev}/${model}_np${np} ${model} ${np} ${_cpu_${model}_np${np}})
       add_test(NAME device_cpu_vs_sim_delays_${model}_np${np}
