@@ -11,10 +11,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <numeric>
+#include <thread>
 #include <vector>
 
 #include "scaletrain/backend/bf16_gemm_tuning.hpp"
@@ -457,10 +459,17 @@ void Trainer::Impl::apply_update(const StepFlags& flags, int64_t step) {
   model->refresh_compute_parameters();
 }
 
-// Tests (testing.inject_signal): this rank sends itself the signal before `step`.
+// Tests (testing.inject_signal): this rank sends its process the signal before `step` and waits
+// until the signal thread has recorded it, so that the step it stops after is known.
 void Trainer::Impl::inject_signal(int64_t step) {
   if (cfg.inject_signal.empty() || comm.rank() != cfg.inject_signal_rank || step != cfg.inject_signal_step) return;
-  std::raise(cfg.inject_signal == "TERM" ? SIGTERM : cfg.inject_signal == "INT" ? SIGINT : SIGUSR1);
+  const int signal = cfg.inject_signal == "TERM" ? SIGTERM : cfg.inject_signal == "INT" ? SIGINT : SIGUSR1;
+  ST_CHECK(kill(getpid(), signal) == 0, "testing.inject_signal: kill(", signal_name(signal), ") failed");
+  const double deadline = now_seconds() + 10.0;
+  while (received_stop_signal() == 0) {
+    ST_CHECK(now_seconds() < deadline, "testing.inject_signal: ", signal_name(signal), " was not recorded within 10 s");
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
 }
 
 void Trainer::Impl::record_bucket_events(int64_t step) {

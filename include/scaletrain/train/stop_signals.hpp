@@ -1,5 +1,5 @@
 // Stop signals: SIGUSR1 (Slurm's `--signal=B:USR1@<lead>`, the supported trigger), SIGTERM and
-// SIGINT (Ctrl-C) ask the run to stop. The handler only records the signal; the ranks agree on it at
+// SIGINT (Ctrl-C) ask the run to stop. A thread of their own records the signal; the ranks agree on it at
 // the next step boundary (train/step_agreement.hpp), write a checkpoint and exit with
 // kExitStoppedResumable. A second SIGINT ends the process at once (the default action).
 #pragma once
@@ -11,10 +11,14 @@ namespace scaletrain::train {
 // resumable" (sysexits' EX_TEMPFAIL). jobs/slurm/train_requeue.sbatch requeues on it.
 constexpr int kExitStoppedResumable = 75;
 
-// Installs the handlers of SIGUSR1, SIGTERM and SIGINT (SA_RESTART, so interrupted reads and waits
-// go on).
+// Blocks SIGUSR1, SIGTERM and SIGINT in the calling thread (and so in every thread it starts later)
+// and, once per process, starts the thread that takes them. Call it before any other thread
+// starts: a thread that runs with them unblocked records them in a handler (SA_RESTART), on its
+// own stack. Processes started afterwards inherit the blocked set unless they reset it (Open MPI's
+// singleton daemon does).
 void install_stop_signal_handlers();
-// The first stop signal this process received (0: none).
+// The first stop signal this process received (0: none). A signal sent to the process is
+// recorded a moment after kill() returns, by the signal thread.
 int received_stop_signal();
 // Forgets a received signal (tests).
 void clear_stop_signal();
