@@ -1,14 +1,51 @@
 // st-info: h5info-style inspection and validation of a scaletrain dataset: format, classes,
 // splits with shapes, dtypes, chunking and compression, channel statistics, a few labels.
-// Exit status 1 when the validator finds problems (each printed with how to fix it). --add-stats
+// Float splits (f32, f16) are read through once and their NaN/inf values counted: the trainer refuses
+// a split that holds any. Exit status 1 when the validator finds problems (each printed with how to
+// fix it). --add-stats
 // computes the training split's per-channel mean/std (one pass) and stores them in the file.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
+#include <vector>
 
 #include "scaletrain/data/channel_statistics.hpp"
 #include "scaletrain/data/dataset_file.hpp"
+#include "scaletrain/data/nonfinite_scan.hpp"
 
 using namespace scaletrain;
+
+namespace {
+
+// The split's NaN/inf values, read in blocks of about 64 MiB.
+data::NonFiniteScan scan_split(const data::DatasetFile& f, const data::DatasetInfo& d) {
+  data::NonFiniteScan scan;
+  const int64_t values = shape_numel(d.sample_shape);
+  const auto bytes = static_cast<int64_t>(static_cast<size_t>(values) * dtype_size(d.dtype));
+  const int64_t per_read = std::max<int64_t>(1, (int64_t{64} << 20) / std::max<int64_t>(bytes, 1));
+  std::vector<uint8_t> block;
+  for (int64_t start = 0; start < d.num_samples; start += per_read) {
+    const int64_t n = std::min(per_read, d.num_samples - start);
+    block.resize(static_cast<size_t>(n * bytes));
+    f.read_samples(d.split, start, n, block.data());
+    scan.add(data::scan_samples(block.data(), d.dtype, n, values, nullptr, start));
+  }
+  return scan;
+}
+
+void print_nonfinite(const data::DatasetFile& f, const data::DatasetInfo& d) {
+  if (d.dtype != DType::f32 && d.dtype != DType::f16) return;
+  const data::NonFiniteScan s = scan_split(f, d);
+  if (!s.any()) {
+    std::printf("  non-finite values (NaN, inf): none\n");
+    return;
+  }
+  std::printf("  non-finite values (NaN, inf): %lld, the first in sample %lld: the trainer refuses this split; "
+              "replace or drop those samples\n",
+              static_cast<long long>(s.values), static_cast<long long>(s.first_sample));
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"Inspect and validate a scaletrain HDF5 dataset"};
@@ -57,6 +94,7 @@ int main(int argc, char** argv) {
         std::printf("  mean/std per channel: none: the trainer refuses this file unless data.normalize = none; "
                     "st-info --add-stats %s adds them\n", path.c_str());
       }
+      print_nonfinite(f, d);
       const int64_t n = std::min(show, d.num_samples);
       std::vector<int32_t> labels(static_cast<size_t>(n));
       f.read_labels(split, 0, n, labels.data());

@@ -132,3 +132,17 @@ if(TARGET scaletrain AND TARGET st-info)
   set_tests_properties(data_tools_unnormalized_file_refused_until_add_stats PROPERTIES PROCESSORS 2
                        LABELS "data_tools;mpi" TIMEOUT 300)
 endif()
+
+# --- NaN and inf in float samples ----------------------------------------------------------------
+# Files written with h5py, one NaN in the f32 training split and one inf in the f16 evaluation split:
+# refused at 2 ranks in stage mode before the first step and in stream mode at the step (or the
+# evaluation) that meets them, with one message naming the file, split, sample and count; the clean
+# copy trains; st-info counts them per split.
+if(TARGET scaletrain AND TARGET st-info)
+  add_test(NAME data_tools_nonfinite_samples_refused
+           COMMAND ${_py} ${_sup}/check_nonfinite_samples.py --scaletrain $<TARGET_FILE:scaletrain>
+                   --st-info $<TARGET_FILE:st-info> --mpirun "${MPIEXEC_EXECUTABLE} ${_dt_mpi_flags_text}"
+                   --out ${_dt}/nonfinite)
+  set_tests_properties(data_tools_nonfinite_samples_refused PROPERTIES PROCESSORS 2
+                       LABELS "data_tools;mpi" TIMEOUT 300)
+endif()

@@ -76,8 +76,10 @@ void DataLoader::stage_own_copy() {
   staged_samples_ = Tensor(all, info_.dtype);
   staged_labels_.resize(static_cast<size_t>(info_.num_samples));
   StagingReport& r = stats_.staging;
-  r.read_bytes = read_part(*file_, o_.split, RowRange{0, info_.num_samples}, sample_bytes_, info_.chunk_samples,
-                           static_cast<uint8_t*>(staged_samples_.raw()), staged_labels_.data());
+  NonFiniteScan scan;
+  r.read_bytes = read_part(*file_, info_, RowRange{0, info_.num_samples}, static_cast<uint8_t*>(staged_samples_.raw()),
+                           staged_labels_.data(), &scan);
+  if (scan.any()) ST_USER_FAIL(nonfinite_message(info_.path, info_.split, scan));
   split_samples_ = static_cast<const uint8_t*>(staged_samples_.raw());
   split_labels_ = staged_labels_.data();
   r.where = "rank memory";
@@ -387,6 +389,7 @@ void DataLoader::produce_stream(int64_t epoch, int64_t first_step) {
       }
     }
     if (replay) continue;
+    b->nonfinite = scan_samples(dst, info_.dtype, o_.batch, shape_numel(info_.sample_shape), indices);
     b->step_in_epoch = s;
     b->valid = std::clamp<int64_t>(first_padding - s * o_.batch, 0, o_.batch);
     publish(*slot);

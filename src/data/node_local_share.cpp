@@ -84,13 +84,16 @@ NodeLocalShare::NodeLocalShare(const DatasetFile& file, const DatasetInfo& info,
   hang_if_chosen(options.hang_rank, groups.world_rank());
   std::vector<int32_t> part_labels(static_cast<size_t>(part.count));
   std::string problem;
+  NonFiniteScan scan;
   try {
-    copy_part(file, info, part, part_labels);
+    copy_part(file, info, part, part_labels, scan);
   } catch (const std::exception& e) {
     problem = e.what();
   }
   problem = agree_on_problem(groups.world(), problem);
   if (!problem.empty()) ST_USER_FAIL(problem);
+  if (const NonFiniteScan all = agree_on_nonfinite(groups.world(), scan); all.any())
+    ST_USER_FAIL(nonfinite_message(info.path, info.split, all));
   report_.read_seconds = meter.seconds();
   gather_labels(groups, bounds, part_labels);
   ST_MPI_CHECK(MPI_Barrier(groups.node()));
@@ -130,13 +133,13 @@ void NodeLocalShare::create_file(const NodeGroups& groups, const std::string& di
 
 // This rank's part: read from the data set, written to its place in the local file.
 void NodeLocalShare::copy_part(const DatasetFile& file, const DatasetInfo& info, RowRange part,
-                               std::vector<int32_t>& labels) {
+                               std::vector<int32_t>& labels, NonFiniteScan& scan) {
   const int64_t per_piece = std::max<int64_t>(1, (int64_t{64} << 20) / static_cast<int64_t>(sample_bytes_));
   std::vector<uint8_t> buf;
   for (int64_t done = 0; done < part.count; done += per_piece) {
     const RowRange piece{part.start + done, std::min(per_piece, part.count - done)};
     buf.resize(static_cast<size_t>(piece.count) * sample_bytes_);
-    read_part(file, info.split, piece, sample_bytes_, info.chunk_samples, buf.data(), labels.data() + done);
+    read_part(file, info, piece, buf.data(), labels.data() + done, &scan);
     auto offset = static_cast<off_t>(piece.start - share_.start) * static_cast<off_t>(sample_bytes_);
     for (size_t written = 0; written < buf.size();) {
       const ssize_t w = pwrite(fd_, buf.data() + written, buf.size() - written, offset + static_cast<off_t>(written));

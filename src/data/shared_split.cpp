@@ -78,9 +78,12 @@ SharedSplit::SharedSplit(const DatasetFile& file, const DatasetInfo& info, const
   auto* labels = reinterpret_cast<int32_t*>(base_ + labels_offset_);
   populate(base_ + static_cast<size_t>(mine.start) * sample_bytes,
            base_ + static_cast<size_t>(mine.end()) * sample_bytes);
-  report_.read_bytes = read_part(file, info.split, mine, sample_bytes, info.chunk_samples,
-                                 base_ + static_cast<size_t>(mine.start) * sample_bytes, labels + mine.start);
+  NonFiniteScan scan;
+  report_.read_bytes =
+      read_part(file, info, mine, base_ + static_cast<size_t>(mine.start) * sample_bytes, labels + mine.start, &scan);
   report_.read_seconds = meter.seconds();
+  if (const NonFiniteScan all = agree_on_nonfinite(groups.world(), scan); all.any())
+    ST_USER_FAIL(nonfinite_message(info.path, info.split, all));
   hang_if_chosen(options.hang_rank, groups.world_rank());
   MPI_Win_sync(win_);
   ST_MPI_CHECK(MPI_Barrier(groups.node()));

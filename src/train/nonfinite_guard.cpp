@@ -61,4 +61,12 @@ std::string nonfinite_stop_message(const NonFiniteStep& s, const std::optional<N
   return m;
 }
 
+data::NonFiniteScan agree_on_input_scan(comm::Communicator& comm, const data::NonFiniteScan& mine) {
+  // The lowest first sample as a MAX over its negation.
+  int64_t values = mine.values, first = mine.any() ? -mine.first_sample : INT64_MIN;
+  comm.allreduce(&values, 1, DType::i64, comm::ReduceOp::sum);
+  comm.allreduce(&first, 1, DType::i64, comm::ReduceOp::max);
+  return values > 0 ? data::NonFiniteScan{values, -first} : data::NonFiniteScan{};
+}
+
 }  // namespace scaletrain::train

@@ -115,7 +115,8 @@ struct Trainer::Impl {
   TrainingState state() { return TrainingState{*backend, *model, *optimizer, *scaler}; }
   StepFlags train_step(const data::Batch& b, int64_t step);
   void wait_for_gradients();
-  StepFlags agree_on_step(int64_t step);
+  StepFlags agree_on_step(int64_t step, const data::NonFiniteScan& input_scan);
+  [[noreturn]] void stop_at_nonfinite_input(int32_t mark, data::NonFiniteScan scan, int64_t step);
   [[noreturn]] void stop_at_nonfinite(const StepFlags& flags, int64_t step);
   void apply_update(const StepFlags& flags, int64_t step);
   void inject_signal(int64_t step);
@@ -357,6 +358,7 @@ void Trainer::Impl::setup_input() {
 }
 
 StepFlags Trainer::Impl::train_step(const data::Batch& b, int64_t step) {
+  const data::NonFiniteScan input_scan = b.nonfinite;  // the reader refills the slot once it is released
   device_phase(Phase::input, [&] { input->prepare(b, step, true); });
   device_phase(Phase::forward, [&] {
     model->set_random_state(cfg.seed, static_cast<uint64_t>(step), b.device_indices);
@@ -383,7 +385,8 @@ StepFlags Trainer::Impl::train_step(const data::Batch& b, int64_t step) {
   // Handing the slot back wakes the reader thread; count it as data time, not as a gap.
   host_phase(Phase::data_wait, [&] { train_loader->release(&b); });
   wait_for_gradients();
-  const StepFlags flags = agree_on_step(step);
+  const StepFlags flags = agree_on_step(step, input_scan);
+  if (flags.input_nonfinite) stop_at_nonfinite_input(flags.input_nonfinite, input_scan, step);
   record_bucket_events(step);  // after the step's host read: stream-ordered bucket times are events
   if (flags.nonfinite() && !scaler->enabled() && cfg.on_nonfinite == NonFinitePolicy::stop)
     stop_at_nonfinite(flags, step);
@@ -407,9 +410,9 @@ void Trainer::Impl::wait_for_gradients() {
 
 // The step's one agreement across ranks. This rank's part: inf/NaN in its unscaled, reduced
 // gradients (the same on every rank, agreed all the same: the decision to skip must be identical
-// everywhere or the replicas diverge; testing.inject_overflow_* shows it in the tests) and in its loss,
-// a stop signal it received, and rank 0's checkpoint clock.
-StepFlags Trainer::Impl::agree_on_step(int64_t step) {
+// everywhere or the replicas diverge; testing.inject_overflow_* shows it in the tests), in its loss
+// and in its input batch (stream mode), a stop signal it received, and rank 0's checkpoint clock.
+StepFlags Trainer::Impl::agree_on_step(int64_t step, const data::NonFiniteScan& input_scan) {
   optim::NonFiniteCounts bad;
   device_phase(Phase::agree, [&] {
     bad = optim::unscale_and_count_nonfinite(*backend, model->flat_gradients(), scaler->scale(), &loss.row_losses(),
@@ -420,6 +423,7 @@ StepFlags Trainer::Impl::agree_on_step(int64_t step) {
   const int rank = comm.rank(), world = comm.size();
   local.gradients_nonfinite = bad.gradients > 0 || (rank == cfg.inject_overflow_rank && step == cfg.inject_overflow_step);
   if (bad.losses > 0) local.loss_nonfinite = StepFlags::mark(rank, world);
+  if (input_scan.any()) local.input_nonfinite = StepFlags::mark(rank, world);
   local.stop_signal = received_stop_signal();
   if (local.stop_signal) local.stop_rank = StepFlags::mark(rank, world);
   local.checkpoint_by_time = checkpointer->time_due() ? 1 : 0;
@@ -427,6 +431,17 @@ StepFlags Trainer::Impl::agree_on_step(int64_t step) {
   const StepFlags all = agree(comm, local);
   clock->add_host(Phase::agree, t0, now_seconds());
   return all;
+}
+
+// Stream mode: a rank's batch held NaN/inf samples. Every rank ends here, whatever
+// train.on_nonfinite says, before the step's update, with that rank's count (broadcast) in one
+// message naming the file, the split, the first bad sample and the step (rank 0 prints it).
+void Trainer::Impl::stop_at_nonfinite_input(int32_t mark, data::NonFiniteScan scan, int64_t step) {
+  const int root = StepFlags::marked_rank(mark, comm.size());
+  comm.broadcast(&scan, sizeof scan, root);
+  throw ConsistentError(data::nonfinite_message(
+      data_path, train_loader->options().split, scan,
+      "the batch of step " + std::to_string(step) + " (rank " + std::to_string(root) + ", data.mode = stream)"));
 }
 
 // train.on_nonfinite = stop (fp32, bf16): every rank ends here, before the step's update, with the
@@ -499,7 +514,9 @@ EpochReport Trainer::Impl::evaluate(int64_t epoch) {
   const int64_t n_total = eval_loader->info().num_samples;
   Stream& s = backend->compute_stream();
   backend->fill_zero_async(s, eval_sums);
+  data::NonFiniteScan bad_input;  // stream mode
   while (const data::Batch* b = eval_loader->next()) {
+    bad_input.add(b->nonfinite);
     const Tensor& logits = model->forward(input->prepare(*b, 0, false), false);
     // Padding rows (the wrap-around that keeps shards equal) are evaluated but not counted.
     loss.forward(logits, b->device_labels);
@@ -508,6 +525,9 @@ EpochReport Trainer::Impl::evaluate(int64_t epoch) {
   }
   eval_loader->end_epoch();
   (void)eval_loader->take_copy_records();  // evaluation copies are not part of the step phases
+  if (const data::NonFiniteScan all = agree_on_input_scan(comm, bad_input); all.any())
+    throw ConsistentError(data::nonfinite_message(
+        data_path, cfg.eval_split, all, "the evaluation after epoch " + std::to_string(epoch + 1) + " (data.mode = stream)"));
   const nn::LossResult lr = nn::SoftmaxCrossEntropy::read_sums(*backend, eval_sums);
   double sums[3] = {lr.loss_sum, static_cast<double>(lr.correct), static_cast<double>(lr.count)};
   comm.allreduce(sums, 3, DType::f64, comm::ReduceOp::sum);

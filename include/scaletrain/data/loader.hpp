@@ -12,6 +12,8 @@
 //   stream: for data larger than memory. Chunks of the HDF5 file are visited in a permuted order
 //           from (seed, epoch); rank r takes the r-th contiguous block of that sequence, reads it
 //           chunk by chunk and draws its batches through a shuffle buffer.
+// NaN and inf in float samples: stage mode refuses the split as it is staged (every rank the same
+// error); stream mode counts them in each batch (Batch::nonfinite) for the step to agree on.
 // In both modes every rank gets the same number of batches (the remainder is dropped, or padded
 // by wrapping around when drop_remainder is false), and every sample is read once per epoch.
 //
@@ -37,6 +39,7 @@
 #include "scaletrain/backend/backend.hpp"
 #include "scaletrain/core/tensor.hpp"
 #include "scaletrain/data/dataset_file.hpp"
+#include "scaletrain/data/nonfinite_scan.hpp"
 #include "scaletrain/data/sharding.hpp"
 #include "scaletrain/data/staging_report.hpp"
 
@@ -88,6 +91,7 @@ struct Batch {
   int64_t step_in_epoch = 0;
   int64_t valid = 0;             // rows that are real samples (the rest is wrap-around padding)
   std::vector<int64_t> indices;  // the sample index of each row in the split
+  NonFiniteScan nonfinite;       // stream mode: the batch's NaN/inf (stage mode refuses the split when staged)
   // With device staging: the same batch on the device (the host tensors themselves when the
   // device is the host), and the event to wait on before reading them.
   Tensor device_samples, device_labels, device_indices;  // indices: i64 [batch]

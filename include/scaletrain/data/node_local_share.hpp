@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "scaletrain/data/dataset_file.hpp"
+#include "scaletrain/data/nonfinite_scan.hpp"
 #include "scaletrain/data/node_groups.hpp"
 #include "scaletrain/data/split_parts.hpp"
 #include "scaletrain/data/staging_report.hpp"
@@ -50,7 +51,7 @@ class NodeLocalShare {
 
  private:
   void create_file(const NodeGroups& groups, const std::string& dir, const std::string& path, int64_t bytes);
-  void copy_part(const DatasetFile& file, const DatasetInfo& info, RowRange part, std::vector<int32_t>& labels);
+  void copy_part(const DatasetFile& file, const DatasetInfo& info, RowRange part, std::vector<int32_t>& labels, NonFiniteScan& scan);
   void gather_labels(const NodeGroups& groups, const std::vector<int64_t>& bounds, const std::vector<int32_t>& mine);
 
   RowRange share_;

@@ -2,12 +2,14 @@
 // reduced gradients hold inf/NaN (stop: the run ends at that step with a message and a non-zero
 // exit; skip: every rank skips the update and the step is counted). In fp16 the loss scaler owns
 // such steps. Also the stop message: the step, the learning rate, the first layer with inf/NaN
-// gradients and what to try.
+// gradients and what to try. And the agreement on NaN/inf in streamed input batches.
 #pragma once
 #include <cstdint>
 #include <optional>
 #include <string>
 
+#include "scaletrain/comm/communicator.hpp"
+#include "scaletrain/data/nonfinite_scan.hpp"
 #include "scaletrain/nn/model.hpp"
 
 namespace scaletrain::train {
@@ -37,5 +39,9 @@ struct NonFiniteStep {
   std::string precision;
 };
 std::string nonfinite_stop_message(const NonFiniteStep& s, const std::optional<NonFiniteParameter>& first);
+
+// Collective: the ranks' scans of their input batches combined (values summed, the lowest first
+// sample), the same on every rank.
+data::NonFiniteScan agree_on_input_scan(comm::Communicator& comm, const data::NonFiniteScan& mine);
 
 }  // namespace scaletrain::train
