@@ -20,19 +20,12 @@
 #include "scaletrain/core/timer.hpp"
 #include "scaletrain/data/input_pipeline.hpp"
 #include "scaletrain/data/loader.hpp"
+#include "scaletrain/data/page_cache.hpp"
 #include "scaletrain/data/synthetic.hpp"
 
 using namespace scaletrain;
 
 namespace {
-
-void drop_cache(const std::string& path) {
-  const int fd = open(path.c_str(), O_RDONLY);
-  if (fd < 0) return;
-  fdatasync(fd);
-  posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-  close(fd);
-}
 
 double raw_read_mb_s(const std::string& path) {
   const int fd = open(path.c_str(), O_RDONLY);
@@ -108,7 +101,7 @@ double prepare_ms_per_batch(const std::string& file, int64_t batch) {
 // The table's rows for one file; returns the warm stage row's samples/s for the ratio to uint8.
 double bench_file(const std::string& file, int64_t batch, double step_ms) {
   const double file_mb = static_cast<double>(std::filesystem::file_size(file)) / 1e6;
-  drop_cache(file);
+  data::drop_from_page_cache(file);
   const double cold = raw_read_mb_s(file);
   const double warm = raw_read_mb_s(file);
   const double prepare_ms = prepare_ms_per_batch(file, batch);
@@ -116,7 +109,7 @@ double bench_file(const std::string& file, int64_t batch, double step_ms) {
   std::string dtype;
   for (const char* mode : {"stage", "stream"}) {
     for (const bool cold_cache : {true, false}) {
-      if (cold_cache) drop_cache(file);
+      if (cold_cache) data::drop_from_page_cache(file);
       data::LoaderOptions o;
       o.path = file;
       o.batch = batch;

@@ -1,11 +1,10 @@
 // bench_nonfinite_check: what counting NaN/inf costs stage mode. The staging read of a whole split
-// (data::read_part, as every stage mode calls it, into fresh memory as staging allocates it) with
-// the count, against the same read without it, alternating, best of --repeats, on a float split of about 1 GB (f32 and f16 files, synthetic;
-// or --file). Warm: the file in the page cache (the fastest read, so the largest share for the
-// count); cold: its pages dropped before each read (posix_fadvise DONTNEED). Into fresh memory for
-// each read, as staging allocates it, and into one reused buffer (no page faults).
+// (data::read_part, as every stage mode calls it) with the count, against the same read without it,
+// alternating, best of --repeats, on a float split of about 1 GB (f32 and f16 files, synthetic; or
+// --file). Warm: the file in the page cache (the fastest read, so the largest share for the count);
+// cold: its pages written back and dropped before each read (data/page_cache.hpp). Into fresh
+// memory for each read, as staging allocates it, and into one reused buffer (no page faults).
 //   bench_nonfinite_check [--file F.h5] [--gb 1] [--dtypes f32,f16] [--repeats 5]
-#include <fcntl.h>
 #include <mpi.h>
 #include <unistd.h>
 
@@ -16,19 +15,13 @@
 #include <vector>
 
 #include "scaletrain/core/timer.hpp"
+#include "scaletrain/data/page_cache.hpp"
 #include "scaletrain/data/split_parts.hpp"
 #include "scaletrain/data/synthetic.hpp"
 
 using namespace scaletrain;
 
 namespace {
-
-void drop_cache(const std::string& path) {
-  const int fd = open(path.c_str(), O_RDONLY);
-  if (fd < 0) return;
-  posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-  close(fd);
-}
 
 std::string synthetic_file(const std::string& dtype, double gb) {
   const std::string path = (std::filesystem::temp_directory_path() /
@@ -58,7 +51,7 @@ Timing time_staging(const std::string& path, int repeats, bool cold, bool fresh,
   Timing t;
   for (int r = 0; r <= repeats; ++r) {  // the first round warms up (touches the buffers, fills the cache)
     for (const bool count : {true, false}) {
-      if (cold) drop_cache(path);
+      if (cold) data::drop_from_page_cache(path);
       data::NonFiniteScan scan;
       const double t0 = now_seconds();
       const std::unique_ptr<uint8_t[]> samples(fresh ? new uint8_t[split_bytes] : nullptr);  // as staging gets

@@ -24,15 +24,13 @@ struct FloatBits {
     for (int64_t i = 0; i < n; ++i) c += (v[i] & kMagnitude) >= kInfinity ? 1 : 0;
     return c;
   }
+  static int64_t nonfinite(const void* data, int64_t n) {
+    const auto* v = static_cast<const Bits*>(data);
+    return any(v, n) ? count(v, n) : 0;
+  }
 };
 using F32Bits = FloatBits<uint32_t, 0x7fffffffu, 0x7f800000u>;
 using F16Bits = FloatBits<uint16_t, 0x7fff, 0x7c00>;
-
-template <class Scan, class Bits>
-int64_t count_in(const void* data, int64_t n) {
-  const auto* v = static_cast<const Bits*>(data);
-  return Scan::any(v, n) ? Scan::count(v, n) : 0;
-}
 
 }  // namespace
 
@@ -44,8 +42,8 @@ void NonFiniteScan::add(const NonFiniteScan& other) {
 
 int64_t count_nonfinite(const void* data, DType dtype, int64_t n) {
   switch (dtype) {
-    case DType::f32: return count_in<F32Bits, uint32_t>(data, n);
-    case DType::f16: return count_in<F16Bits, uint16_t>(data, n);
+    case DType::f32: return F32Bits::nonfinite(data, n);
+    case DType::f16: return F16Bits::nonfinite(data, n);
     default: return 0;
   }
 }
