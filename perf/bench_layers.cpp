@@ -2,13 +2,18 @@
 // in bf16: forward + backward milliseconds per step, GFLOP/s (backward counted as 2x the forward
 // FLOPs), and each precision's share of its measured peak (bench_peak_flops --json, run from the
 // same directory: fp32 FMA chains and bf16 vdpbf16ps chains on `threads` cores).
-// Single process; --threads compute threads (default 1: one core, as one rank).
+// Chains and graphs (the ResNets) alike: each layer's forward as Model::forward runs it, its backward
+// between Model::backward's per-layer callbacks (which include summing the gradients of outputs with
+// several consumers). Ends with the step's time per layer type. Single process; --threads compute
+// threads (default 1: one core, as one rank).
 //   bench_layers --model fmnist_sepcnn --batch 64 --steps 10
+//   bench_layers --model resnet50 --input 224,224,3 --classes 1000 --batch 8 --steps 3
 #include <mpi.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
@@ -22,13 +27,14 @@
 #include "scaletrain/kernels/launch.hpp"
 #include "scaletrain/nn/pooling.hpp"
 #include "scaletrain/nn/zoo.hpp"
+#include "scaletrain/train/config.hpp"
 
 using namespace scaletrain;
 
 namespace {
 
 struct LayerTimes {
-  std::vector<std::string> names;
+  std::vector<std::string> names, types;
   std::vector<double> flops;    // forward + backward FLOPs per step (Model::training_flops_of_layer)
   std::vector<double> seconds;  // forward + backward per step
   std::vector<bool> absorbed;   // a pooling that runs inside the layer before it
@@ -41,15 +47,47 @@ std::string layer_label(const LayerTimes& f32, const LayerTimes& bf16, size_t i)
   return f32.names[i] + (a && b ? " *" : a ? " * fp32" : b ? " * bf16" : "");
 }
 
-LayerTimes time_layers(Backend& backend, const std::string& model_name, int64_t batch, int64_t steps, int64_t warmup,
-                       DType dtype) {
-  auto model = nn::make_zoo_model(model_name, Shape{28, 28, 1}, 10);
-  ST_CHECK(model->is_chain(), "bench_layers times the layers of chains; ", model_name, " is a graph");
-  model->build(backend, batch, dtype);
+struct Workload {
+  std::string model;
+  Shape input{28, 28, 1};
+  int64_t classes = 10, batch = 64, steps = 10, warmup = 3;
+};
+
+// Adds each layer's forward and backward seconds of `steps` training steps (after `warmup` untimed
+// ones) to `seconds`.
+void time_steps(nn::Model& model, const Tensor& x, int64_t steps, int64_t warmup, std::vector<double>& seconds) {
+  auto& layers = model.layers();
+  const size_t n = layers.size();
+  std::vector<const Tensor*> outs(n), in;
+  Tensor dlogits(model.forward(x, true).shape());  // any f32 gradient of the logits' shape
+  for (int64_t i = 0; i < dlogits.numel(); ++i) dlogits.data<float>()[i] = 0.01f * static_cast<float>(i % 7 - 3);
+  for (int64_t s = 0; s < warmup + steps; ++s) {
+    const bool timed = s >= warmup;
+    for (size_t i = 0; i < n; ++i) {
+      in.clear();
+      for (int p : model.producers(i)) in.push_back(p == nn::kModelInput ? &x : outs[static_cast<size_t>(p)]);
+      const double t0 = now_seconds();
+      outs[i] = &layers[i]->forward_inputs(in, true);
+      if (timed) seconds[i] += now_seconds() - t0;
+    }
+    double t0 = now_seconds();
+    model.backward(dlogits, [&](size_t i) {
+      const double t = now_seconds();
+      if (timed) seconds[i] += t - t0;
+      t0 = t;
+    });
+  }
+}
+
+LayerTimes time_layers(Backend& backend, const Workload& w, DType dtype) {
+  auto model = nn::make_zoo_model(w.model, w.input, w.classes);
+  model->build(backend, w.batch, dtype);
   model->init_parameters(1);
-  Tensor x32({batch, 28, 28, 1});
+  Shape shape{w.batch};
+  shape.insert(shape.end(), w.input.begin(), w.input.end());
+  Tensor x32(shape);
   for (int64_t i = 0; i < x32.numel(); ++i) x32.data<float>()[i] = static_cast<float>((i * 37) % 255) / 255.0f - 0.5f;
-  Tensor x({batch, 28, 28, 1}, dtype, "input");
+  Tensor x(shape, dtype, "input");
   visit_float_type(dtype, [&](auto t) {
     using T = decltype(t);
     launch(backend.compute_stream(), "input", x.numel(), kernels::Cast<float, T>{x32.data<float>(), x.data<T>()});
@@ -58,36 +96,34 @@ LayerTimes time_layers(Backend& backend, const std::string& model_name, int64_t 
   const size_t n = layers.size();
   LayerTimes r;
   r.seconds.assign(n, 0);
-  std::vector<const Tensor*> outs(n);
-  for (int64_t s = 0; s < warmup + steps; ++s) {
-    const Tensor* cur = &x;
-    for (size_t i = 0; i < n; ++i) {
-      const double t0 = now_seconds();
-      cur = &layers[i]->forward(*cur, true);
-      if (s >= warmup) r.seconds[i] += now_seconds() - t0;
-      outs[i] = cur;
-    }
-    Tensor dy = outs[n - 1]->clone();  // any gradient of the right shape and type
-    const Tensor* g = &dy;
-    // As Model::backward on a chain: no dx for the first layer with parameters, no backward before it.
-    for (size_t k = n; k-- > 0;) {
-      if (!model->runs_backward(k)) continue;
-      const double t0 = now_seconds();
-      g = &layers[k]->backward(*g, model->needs_input_gradient(k, 0));
-      if (s >= warmup) r.seconds[k] += now_seconds() - t0;
-    }
-  }
+  time_steps(*model, x, w.steps, w.warmup, r.seconds);
   for (size_t i = 0; i < n; ++i) {
-    r.seconds[i] /= static_cast<double>(steps);
+    r.seconds[i] /= static_cast<double>(w.steps);
     r.total += r.seconds[i];
     const auto* pool = dynamic_cast<const nn::Pool2D*>(layers[i].get());
     const bool absorbed = pool && pool->absorbed();
     r.names.push_back(layers[i]->name() + " (" + layers[i]->type() + ")");
+    r.types.push_back(layers[i]->type());
     r.absorbed.push_back(absorbed);
-    r.flops.push_back(static_cast<double>(model->training_flops_of_layer(i)) * static_cast<double>(batch));
+    r.flops.push_back(static_cast<double>(model->training_flops_of_layer(i)) * static_cast<double>(w.batch));
     if (absorbed) r.flops[i - 1] += std::exchange(r.flops[i], 0.0);  // counted where it runs
   }
   return r;
+}
+
+// The step's seconds per layer type, {fp32, bf16}, and how many layers each type has.
+void print_by_type(const LayerTimes& f, const LayerTimes& b) {
+  std::map<std::string, std::pair<double, double>> seconds;
+  std::map<std::string, int> count;
+  for (size_t i = 0; i < f.types.size(); ++i) {
+    seconds[f.types[i]].first += f.seconds[i];
+    seconds[f.types[i]].second += b.seconds[i];
+    ++count[f.types[i]];
+  }
+  std::printf("\n%-24s %6s %9s %8s %9s %8s\n", "by layer type", "layers", "fp32 ms", "share", "bf16 ms", "share");
+  for (const auto& [type, t] : seconds)
+    std::printf("%-24s %6d %9.3f %7.1f%% %9.3f %7.1f%%\n", type.c_str(), count[type], 1e3 * t.first,
+                100 * t.first / f.total, 1e3 * t.second, 100 * t.second / b.total);
 }
 
 // GFLOP/s peaks per core, {fp32, bf16}, from bench_peak_flops next to this binary (0: not measured).
@@ -120,23 +156,28 @@ std::string share(double gflops, double peak) {
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   CLI::App app{"Per-layer fp32 and bf16 forward+backward time of a zoo model's training step"};
-  std::string model_name = "fmnist_sepcnn";
-  int64_t batch = 64, steps = 10, warmup = 3;
+  Workload w{"fmnist_sepcnn"};
+  std::string input = "28,28,1";
   int threads = 1;
-  app.add_option("--model", model_name)->capture_default_str();
-  app.add_option("--batch", batch)->capture_default_str();
-  app.add_option("--steps", steps)->capture_default_str();
+  app.add_option("--model", w.model)->capture_default_str();
+  app.add_option("--input", input, "per-sample shape H,W,C")->capture_default_str();
+  app.add_option("--classes", w.classes)->capture_default_str();
+  app.add_option("--batch", w.batch)->capture_default_str();
+  app.add_option("--steps", w.steps)->capture_default_str();
+  app.add_option("--warmup", w.warmup)->capture_default_str();
   app.add_option("--threads", threads)->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  w.input = train::parse_model_input(input);
   {
     kernels::KokkosScope kokkos;
     const auto [peak32_core, peak16_core] = peaks_per_core(argv[0]);
     const double peak32 = peak32_core * threads, peak16 = peak16_core * threads;
     auto backend = make_cpu_backend(threads);
-    const LayerTimes f = time_layers(*backend, model_name, batch, steps, warmup, DType::f32);
-    const LayerTimes b = time_layers(*backend, model_name, batch, steps, warmup, DType::bf16);
-    std::printf("%s, batch %lld, %d thread(s), %lld timed steps; %s\n", model_name.c_str(),
-                static_cast<long long>(batch), threads, static_cast<long long>(steps), backend->description().c_str());
+    const LayerTimes f = time_layers(*backend, w, DType::f32);
+    const LayerTimes b = time_layers(*backend, w, DType::bf16);
+    std::printf("%s on %s, %lld classes, batch %lld, %d thread(s), %lld timed steps; %s\n", w.model.c_str(),
+                shape_string(w.input).c_str(), static_cast<long long>(w.classes), static_cast<long long>(w.batch),
+                threads, static_cast<long long>(w.steps), backend->description().c_str());
     std::printf("bf16: %s\n", backend->precision_support(DType::bf16).note.c_str());
     std::printf("measured peak on %d core(s): fp32 %.0f GFLOP/s, bf16 %.0f GFLOP/s\n", threads, peak32, peak16);
     std::printf("layers per step: fp32 %.1f ms, bf16 %.1f ms (bf16 %.2fx faster)\n\n", 1e3 * f.total, 1e3 * b.total,
@@ -150,6 +191,7 @@ int main(int argc, char** argv) {
                   g32, share(g32, peak32).c_str(), 1e3 * b.seconds[i], g16, share(g16, peak16).c_str(),
                   b.seconds[i] > 0 ? f.seconds[i] / b.seconds[i] : 0.0);
     }
+    print_by_type(f, b);
     std::printf("\nGF/s counts forward + backward as 3x the forward FLOPs (2x for the first layer with parameters,\n"
                 "which computes no input gradient); %% peak is against the measured peak of\n"
                 "the same precision (bench_peak_flops): fp32 FMA chains, bf16 vdpbf16ps chains.\n"

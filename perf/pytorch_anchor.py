@@ -1,16 +1,18 @@
-# The PyTorch 1.13 anchor of bench_train_step: the zoo models (mlp, lenet, fmnist_sepcnn) rebuilt
+# The PyTorch anchor of bench_train_step, under whichever PyTorch runs it (Debian's 1.13, or PyTorch 2
+# from perf/anchor-env.sh's environment): the zoo models (mlp, lenet, fmnist_sepcnn) rebuilt
 # layer for layer in PyTorch, and the ResNets: resnet20 (akamaster's CIFAR ResNet-20, option-A
 # shortcuts, its stem taking 1 channel) on 28x28x1 with 10 classes as the small models, resnet18 and
 # resnet50 (torchvision 0.14's, no weights) on 224x224x3 with 1000 classes; timed on the same training
 # step (SGD momentum 0.9, cross-entropy) and global batch, as one process with 2 threads and as DDP
 # with 2 processes x 1 thread (gloo), the convolutional models both in PyTorch's default NCHW layout
 # and channels_last (oneDNN's NHWC path, 1.2-1.5x faster here), so that the caller can take PyTorch's
-# best configuration. --dtype bf16 runs the same step in mixed precision: forward and loss under
+# best configuration; --compile adds each configuration under torch.compile (PyTorch 2 only: inductor,
+# which on the CPU generates C++ that g++ compiles), its compilation timed apart from the steps. --dtype bf16 runs the same step in mixed precision: forward and loss under
 # torch.autocast("cpu", dtype=torch.bfloat16), backward and the SGD update outside it (PyTorch's
 # recipe), parameters and gradients kept in fp32.
-# PyTorch's Linear layers call the system BLAS: Debian's torch is built with BLAS_INFO=generic, so
-# without OpenBLAS (libopenblas0-openmp, installed by scripts/install-deps.sh) they run on the
-# reference BLAS, up to 30x slower; the script refuses to run in that state.
+# Debian's torch calls the system BLAS for its Linear layers (BLAS_INFO=generic), so without OpenBLAS
+# (libopenblas0-openmp, installed by scripts/install-deps.sh) they run on the reference BLAS, up to 30x
+# slower; the script refuses to run in that state. PyPI's torch carries MKL.
 # --device cuda (the GPU kit's speed call, scripts/gpu-kit/speed.sh) times one process on the GPU with
 # cudnn.benchmark, in NCHW and channels_last, eager and (--compile) under torch.compile; --dtype fp32
 # (TF32 off), tf32 (TF32 on in cuDNN and cuBLAS) or bf16 (autocast("cuda", dtype=torch.bfloat16)).
@@ -21,6 +23,8 @@ Prints one JSON line per (model, config) with --json, else a small table. Config
   ddp2x1  torch DDP, 2 processes x 1 thread (each pinned to one core when it can be), gloo on
           127.0.0.1, per-rank batch = global / 2
   a "-cl" suffix: model and input in torch.channels_last (convolutional models only)
+  a "-compile" suffix (--compile): the model under torch.compile; "compile_s" is the first step's time
+          beyond a timed step's, the compilation (of rank 0, for DDP), not counted in img/s
 --dtype fp32 (default) or bf16 (autocast to bfloat16 for the forward and the loss); every line
 states its dtype. Inputs: random N(0, 1) images of the model's shape (INPUT: 28x28x1 for mlp, lenet,
 fmnist_sepcnn and resnet20, 224x224x3 for resnet18 and resnet50) and random labels of its classes
@@ -169,7 +173,8 @@ def precision_scope(dtype, device="cpu"):
 
 
 def time_training(model, optimizer, x, y, warmup, seconds, dtype, sync=None, device="cpu", min_steps=3):
-    """Times training steps after `warmup` untimed ones; the step count comes from the warm-up
+    """(steps, elapsed, first) of training steps timed after `warmup` untimed ones, `first` the first
+    step's seconds (allocation, and compilation under torch.compile); the step count comes from the warm-up
     speed (agreed across ranks through `sync`, which takes a float and returns the max), at least
     `min_steps` (with warmup 0: from the first step's speed). With dtype
     "bf16" the forward and the loss run under autocast to bfloat16; backward runs outside it,
@@ -207,7 +212,7 @@ def time_training(model, optimizer, x, y, warmup, seconds, dtype, sync=None, dev
     elapsed = time.perf_counter() - t0
     if sync:
         elapsed = sync(elapsed)
-    return steps, elapsed
+    return steps, elapsed, first
 
 
 def synthetic_batch(name, batch, seed):
@@ -219,11 +224,14 @@ def synthetic_batch(name, batch, seed):
     return x, y
 
 
-def result_line(name, config, dtype, batch, steps, elapsed, threads, ranks):
+def result_line(name, config, dtype, batch, timed, threads, ranks):
+    """The JSON line of one configuration; timed: time_training's (steps, elapsed, first)."""
+    steps, elapsed, first = timed
     return {"framework": "pytorch", "torch": torch.__version__, "model": name, "config": config, "dtype": dtype,
             "ranks": ranks, "threads_per_rank": threads, "global_batch": batch,
             "params": EXPECTED_PARAMS[name], "steps": steps, "seconds": elapsed,
-            "ms_per_step": 1e3 * elapsed / steps, "images_per_s": batch * steps / elapsed}
+            "ms_per_step": 1e3 * elapsed / steps, "images_per_s": batch * steps / elapsed,
+            "compile_s": max(0.0, first - elapsed / steps) if config.endswith("-compile") else None}
 
 
 def in_format(model, x, channels_last):
@@ -233,6 +241,8 @@ def in_format(model, x, channels_last):
 
 
 def check_blas():
+    if "BLAS_INFO=generic" not in torch.__config__.show():
+        return  # a torch with its own BLAS (PyPI's: MKL)
     blas = os.path.realpath("/usr/lib/x86_64-linux-gnu/libblas.so.3")
     if os.path.exists(blas) and "openblas" not in blas:
         raise SystemExit(f"pytorch_anchor.py: libblas.so.3 is {blas} (the reference BLAS): PyTorch's Linear "
@@ -240,15 +250,20 @@ def check_blas():
                          "(scripts/install-deps.sh does)")
 
 
-def run_single(name, batch, threads, warmup, seconds, channels_last, dtype):
+def config_name(base, channels_last, compiled):
+    return base + ("-cl" if channels_last else "") + ("-compile" if compiled else "")
+
+
+def run_single(name, batch, threads, warmup, seconds, channels_last, dtype, compiled):
     torch.set_num_threads(threads)
     torch.manual_seed(1)
     x, y = synthetic_batch(name, batch, 2)
     model, x = in_format(make_model(name), x, channels_last)
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-    steps, elapsed = time_training(model, opt, x, y, warmup, seconds, dtype, min_steps=MIN_STEPS[name])
-    return result_line(name, f"1x{threads}" + ("-cl" if channels_last else ""), dtype, batch, steps, elapsed,
-                       threads, 1)
+    if compiled:
+        model = torch.compile(model)
+    timed = time_training(model, opt, x, y, warmup, seconds, dtype, min_steps=MIN_STEPS[name])
+    return result_line(name, config_name(f"1x{threads}", channels_last, compiled), dtype, batch, timed, threads, 1)
 
 
 def run_cuda(name, batch, warmup, seconds, channels_last, dtype, compiled):
@@ -264,15 +279,15 @@ def run_cuda(name, batch, warmup, seconds, channels_last, dtype, compiled):
     if compiled:
         model = torch.compile(model)
     t0 = time.perf_counter()
-    steps, elapsed = time_training(model, opt, x, y, warmup, seconds, dtype, device="cuda", min_steps=MIN_STEPS[name])
+    timed = time_training(model, opt, x, y, warmup, seconds, dtype, device="cuda", min_steps=MIN_STEPS[name])
     config = "cuda-" + ("compile-" if compiled else "") + ("cl" if channels_last else "nchw")
-    line = result_line(name, config, dtype, batch, steps, elapsed, 1, 1)
+    line = result_line(name, config, dtype, batch, timed, 1, 1)
     line["gpu"] = torch.cuda.get_device_name()
-    line["setup_s"] = time.perf_counter() - t0 - elapsed  # compilation and warm-up
+    line["setup_s"] = time.perf_counter() - t0 - timed[1]  # compilation and warm-up
     return line
 
 
-def ddp_worker(rank, world, port, name, batch, warmup, seconds, channels_last, dtype, queue):
+def ddp_worker(rank, world, port, name, batch, warmup, seconds, channels_last, dtype, compiled, queue):
     torch.set_num_threads(1)
     cores = sorted(os.sched_getaffinity(0))
     if len(cores) >= world:
@@ -281,7 +296,9 @@ def ddp_worker(rank, world, port, name, batch, warmup, seconds, channels_last, d
     torch.manual_seed(1)
     x, y = synthetic_batch(name, batch // world, 2 + rank)
     local, x = in_format(make_model(name), x, channels_last)
-    model = nn.parallel.DistributedDataParallel(local)
+    # Compiled inside DDP: torch.compile of the DDP-wrapped model ran eager here (PyTorch 2.14: dynamo
+    # skips DDP's forward), so the model is compiled and DDP all-reduces what its backward produces.
+    model = nn.parallel.DistributedDataParallel(torch.compile(local) if compiled else local)
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
 
     def sync_max(v):
@@ -289,10 +306,10 @@ def ddp_worker(rank, world, port, name, batch, warmup, seconds, channels_last, d
         dist.all_reduce(t, op=dist.ReduceOp.MAX)
         return float(t.item())
 
-    steps, elapsed = time_training(model, opt, x, y, warmup, seconds, dtype, sync=sync_max, min_steps=MIN_STEPS[name])
+    timed = time_training(model, opt, x, y, warmup, seconds, dtype, sync=sync_max, min_steps=MIN_STEPS[name])
     if rank == 0:
-        queue.put(result_line(name, f"ddp{world}x1" + ("-cl" if channels_last else ""), dtype, batch, steps,
-                              elapsed, 1, world))
+        queue.put(result_line(name, config_name(f"ddp{world}x1", channels_last, compiled), dtype, batch, timed, 1,
+                              world))
     # Tear down in order, together: with DDP's reducer still alive when the process group goes, a
     # rank could hang in gloo's destructor after its peer had exited (seen about 1 run in 4).
     dist.barrier()
@@ -306,12 +323,12 @@ def free_port():
         return s.getsockname()[1]
 
 
-def run_ddp(name, batch, world, warmup, seconds, channels_last, dtype):
+def run_ddp(name, batch, world, warmup, seconds, channels_last, dtype, compiled):
     if batch % world:
         raise SystemExit(f"pytorch_anchor.py: global batch {batch} of {name} is not divisible by {world} ranks")
     ctx = mp.get_context("spawn")
     queue = ctx.SimpleQueue()
-    mp.spawn(ddp_worker, args=(world, free_port(), name, batch, warmup, seconds, channels_last, dtype, queue),
+    mp.spawn(ddp_worker, args=(world, free_port(), name, batch, warmup, seconds, channels_last, dtype, compiled, queue),
              nprocs=world, join=True)
     return queue.get()
 
@@ -338,11 +355,17 @@ def main():
                         "fp32 with TF32 on (cuda only)")
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
                    help="cuda: one process on the GPU (--configs, --threads and --ranks do not apply)")
-    p.add_argument("--compile", action="store_true", help="cuda: time the model under torch.compile too")
+    p.add_argument("--modes", nargs="+", default=["eager"], choices=["eager", "compile"],
+                   help="eager and/or compile: the model under torch.compile (PyTorch 2; on the CPU inductor's C++)")
+    p.add_argument("--compile", action="store_true", help="the same as --modes eager compile")
     p.add_argument("--json", action="store_true", help="one JSON line per result")
     p.add_argument("--out", default="", help="also append the JSON lines to this file")
     a = p.parse_args()
 
+    modes = ["eager", "compile"] if a.compile else a.modes
+    if "compile" in modes and not hasattr(torch, "compile"):
+        raise SystemExit(f"pytorch_anchor.py: torch.compile needs PyTorch 2; this is PyTorch {torch.__version__} "
+                         f"({torch.__file__}): run it with perf/anchor-env.sh's Python")
     if a.device == "cpu":
         check_blas()
     elif not torch.cuda.is_available():
@@ -360,17 +383,15 @@ def main():
                   f"{EXPECTED_PARAMS[name]:,}), global batch {batch}, {dtype}"
                   + (" (autocast to bfloat16: forward and loss)" if dtype == "bf16" else ""), flush=True)
         formats = [False] if name == "mlp" else [f == "channels_last" for f in a.formats]
-        if a.device == "cuda":
-            runs = [(compiled, f) for compiled in ([False, True] if a.compile else [False]) for f in formats]
-        else:
-            runs = [(c, f) for c in a.configs for f in formats]
-        for config, channels_last in runs:
-            if a.device == "cuda":
-                r = run_cuda(name, batch, warmup, a.seconds, channels_last, dtype, config)
+        configs = ["cuda"] if a.device == "cuda" else a.configs
+        runs = [(c, m == "compile", f) for m in modes for c in configs for f in formats]
+        for config, compiled, channels_last in runs:
+            if config == "cuda":
+                r = run_cuda(name, batch, warmup, a.seconds, channels_last, dtype, compiled)
             elif config == "single":
-                r = run_single(name, batch, a.threads, warmup, a.seconds, channels_last, dtype)
+                r = run_single(name, batch, a.threads, warmup, a.seconds, channels_last, dtype, compiled)
             else:
-                r = run_ddp(name, batch, a.ranks, warmup, a.seconds, channels_last, dtype)
+                r = run_ddp(name, batch, a.ranks, warmup, a.seconds, channels_last, dtype, compiled)
             results.append(r)
             if a.json:
                 print(json.dumps(r), flush=True)

@@ -61,7 +61,7 @@ pytorch() {  # eager|compile
     args+=(--device cpu --configs single --threads "$(nproc)" --seconds 0.5)
   else
     args+=(--device cuda --seconds 1.0)
-    [ "$1" = compile ] && args+=(--compile --formats channels_last)
+    [ "$1" = compile ] && args+=(--modes compile --formats channels_last)  # eager ran in the step before
   fi
   kit_py "$here/pytorch_anchor.py" "${args[@]}" --models "${models[@]}"
 }
