@@ -35,7 +35,8 @@ Configurations (2 cores): 2x1 = 2 ranks x 1 thread (scaletrain: mpirun, one rank
 DDP with gloo), 1x2 = 1 process x 2 threads. Precisions: fp32, and bf16 (scaletrain
 --train.precision bf16; PyTorch forward and loss under torch.autocast("cpu", dtype=torch.bfloat16)).
 The ratio column compares each scaletrain configuration with PyTorch's best of every anchor, mode,
-configuration and format in the same precision, which the table names. Training FLOPs are run.json's training_flops_per_sample: 3x the forward FLOPs the
+configuration and format in the same precision, which the table names. Training FLOPs are run.json's
+training_flops_per_sample: 3x the forward FLOPs the
 model summary counts, but 2x for the first layer with parameters, which computes no input gradient
 (neither does PyTorch's); % peak is against the fp32 peak for fp32 rows and against the bf16 peak for bf16
 rows: the higher of the vdpbf16ps and the AMX tdpbf16ps peaks the CPU has.
@@ -61,7 +62,8 @@ DATA_FILE = {"resnet18": ("224,224,3", 1000), "resnet50": ("224,224,3", 1000)}
 # scaletrain flags per model, unless the caller's own set the same key: the end-of-run checkpoints of
 # resnet18 and resnet50 (their parameters and momentum, each run's) are no part of the step: skipped.
 MODEL_FLAGS = {"resnet18": {"--run.checkpoint_at_end": "false"}, "resnet50": {"--run.checkpoint_at_end": "false"}}
-# pytorch_anchor.py's time limit (a guard against a hung DDP teardown), seconds, 900 unless given: longer for the
+# pytorch_anchor.py's time limit (a guard against a hung DDP teardown), seconds, PYTORCH_TIMEOUT_DEFAULT_S
+# unless given: longer for the
 # ImageNet-shaped ResNets, whose bf16 convolutions PyTorch 1.13 runs on its slow fallback (thnn) rather
 # than oneDNN where the CPU lacks AVX-512.
 PYTORCH_TIMEOUT_S = {"resnet18": 3600, "resnet50": 3600}
@@ -132,6 +134,7 @@ def run_scaletrain(build, model, ranks, threads, steps, workdir, extra=(), warmu
             "buckets": run.get("buckets") or {}}
 
 
+PYTORCH_TIMEOUT_DEFAULT_S = 900
 DEBIAN_PYTHON = "/usr/bin/python3"  # Debian's PyTorch 1.13 (the tests' reference)
 ANCHORS = ["debian", "pytorch2"]
 
@@ -143,7 +146,8 @@ def anchor_env_status(env_dir):
 
 
 def find_anchors(names, env_dir):
-    """The anchors at hand, each {name, python, torch, modes}, and a note for each one missing."""
+    """The anchors at hand, each {name, python, torch, modes}, and a note for each one missing (the caller
+    says what it measures without it)."""
     anchors, notes = [], []
     for name in names:
         if name == "debian":
@@ -152,7 +156,7 @@ def find_anchors(names, env_dir):
         status = anchor_env_status(env_dir)
         if not status["ready"]:
             notes.append(f"PyTorch 2 anchor missing: there is no complete environment at {status['dir']} (make it once "
-                         "with perf/anchor-env.sh); every ratio below is against Debian's PyTorch alone")
+                         "with perf/anchor-env.sh)")
             continue
         anchors.append({"name": name, "python": status["python"], "modes": ["eager", "compile"]})
     for anchor in anchors:
@@ -176,10 +180,11 @@ def run_pytorch(anchor, mode, model, precision, seconds, workdir):
     # One inductor cache per invocation of this benchmark: the first compiled run of a model compiles
     # from nothing, the later ones find its kernels.
     env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=os.path.join(workdir, "inductor-cache"))
+    timeout = PYTORCH_TIMEOUT_S.get(model, PYTORCH_TIMEOUT_DEFAULT_S)
     try:
-        out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=PYTORCH_TIMEOUT_S.get(model, 900))
+        out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
     except subprocess.TimeoutExpired:
-        return f"timed out after {PYTORCH_TIMEOUT_S.get(model, 900)} s"
+        return f"timed out after {timeout} s"
     if out.returncode != 0:
         return f"exit {out.returncode}: " + " / ".join(out.stderr.strip().splitlines()[-3:])
     return [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
@@ -410,6 +415,7 @@ def main():
                                      capture_output=True, text=True).stdout)
     peak_gflops = {"fp32": peak["peak_gflops"], "bf16": bf16_peak_gflops(peak)}  # None: no bf16 peak
     anchors, missing = find_anchors(a.anchors, a.anchor_env)
+    missing = [f"{note}; every ratio below is against Debian's PyTorch alone" for note in missing]
     columns = anchor_columns(anchors)
     print(cpu_line() + "\n" + peak_line(peak), flush=True)
     for anchor in anchors:
