@@ -36,9 +36,11 @@ if(TARGET scaletrain)
            -- ${_mpirun} -np 2 ${_st} --run.device cpu --comm.backend nccl --train.max_steps 1)
   add_test(NAME app_unknown_comm_backend COMMAND ${_fail} "comm.backend = 'gloo' is not one of auto, nccl, mpi"
            -- ${_mpirun} -np 2 ${_st} --comm.backend gloo --train.max_steps 1)
+  add_test(NAME app_unknown_profile COMMAND ${_fail} "run.profile = 'layer': 'layer' is not one of none, layers, kernels"
+           -- ${_mpirun} -np 2 ${_st} --run.profile layer --train.max_steps 1)
   set_tests_properties(app_unknown_cli_key_suggests app_unknown_toml_key_suggests app_unknown_model app_batch_not_divisible
     app_data_smaller_than_batch app_mismatched_config app_missing_data_file app_nccl_on_cpu app_unknown_comm_backend
-    PROPERTIES PROCESSORS 2 LABELS "app;mpi")
+    app_unknown_profile PROPERTIES PROCESSORS 2 LABELS "app;mpi")
 
   # A short real run on synthetic data at 2 ranks: the loss must fall and rank 0 must report samples/s.
   add_test(NAME app_train_synthetic_2ranks

@@ -37,7 +37,7 @@ class NamedDeviceBackend final : public Backend {
     return inner_->make_inner_product(s, st);
   }
   std::unique_ptr<PoolOp> make_pool(const PoolShape& s, Stream* st) override { return inner_->make_pool(s, st); }
-  void synchronize() override { inner_->synchronize(); }
+  void drain_all() override { inner_->synchronize(); }
 
  private:
   std::unique_ptr<Backend> inner_;

@@ -2,7 +2,8 @@
 # Packs the GPU kit (scripts/gpu-kit.sh pack): builds the cuda preset's programs and writes
 # DIR/scaletrain-gpu-kit.tar.gz with them, Open MPI's runtime, every shared library they load except
 # the C/C++ runtime (glibc, libstdc++, libgcc_s) and the CUDA libraries (cudart, cuBLAS, cuDNN, NCCL,
-# the driver: the node has them; env.sh finds them), the kit's scripts, env.sh and BUILD-INFO.
+# the driver: the node has them; env.sh finds them), the kit's scripts (with perf/'s two PyTorch
+# scripts and the kernel categories' rules), env.sh and BUILD-INFO.
 # usage: pack.sh DIR [BUILD_DIR]   (BUILD_DIR: an existing cuda build; default: the cuda preset's)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -56,9 +57,10 @@ done
 find "$kit/lib" -type f -name '*.so*' -exec strip --strip-unneeded {} + 2>/dev/null || true
 
 cp "$root/scripts/gpu-kit/env.sh" "$kit/env.sh"
-cp "$root/scripts/gpu-kit/"{lib.sh,check.sh,speed.sh,report.py} "$kit/scripts/"
+cp "$root/scripts/gpu-kit/"{lib.sh,check.sh,speed.sh,report.py,kernel_categories.py} "$kit/scripts/"
+cp "$root/src/train/kernel_categories.tsv" "$kit/scripts/"  # kernel_categories.py reads it beside itself
 cp "$root/tests/support/"{compare_losses.py,compare_checkpoints.py,resume_check.sh} "$kit/scripts/support/"
-cp "$root/perf/pytorch_anchor.py" "$kit/scripts/"
+cp "$root/perf/"{pytorch_anchor.py,pytorch_kernel_profile.py} "$kit/scripts/"
 
 # What the kit was built from and with: env.sh prints the CUDA libraries' versions beside these.
 header_version() {  # header file, then the macro names of major, minor, patch
@@ -75,6 +77,7 @@ header_version() {  # header file, then the macro names of major, minor, patch
 cache() { awk -F= -v k="$1" 'index($1, k ":") == 1 {print $2; exit}' "$build/CMakeCache.txt"; }
 cuda_inc=$(dirname "$(cache CMAKE_CUDA_COMPILER)")/../include
 cudnn_h=$(cache SCALETRAIN_CUDNN_INCLUDE_DIR)/cudnn_version.h
+cupti_h=$(cache SCALETRAIN_CUPTI_INCLUDE_DIR)/cupti_version.h
 nccl_h=$(cache SCALETRAIN_NCCL_INCLUDE_DIR)/nccl.h
 {
   echo "commit=$(git -C "$root" describe --always --dirty 2>/dev/null || echo unknown)"
@@ -86,6 +89,8 @@ nccl_h=$(cache SCALETRAIN_NCCL_INCLUDE_DIR)/nccl.h
   echo "build_cudnn=$(header_version "$cudnn_h" CUDNN_MAJOR CUDNN_MINOR CUDNN_PATCHLEVEL)"
   echo "build_nccl=$(header_version "$nccl_h" NCCL_MAJOR NCCL_MINOR NCCL_PATCH)"
   echo "build_cuda=$(header_version "$cuda_inc/cuda.h" CUDA_VERSION) (the driver API version; any newer driver)"
+  echo "build_cupti=API $(awk '$1 == "#define" && $2 == "CUPTI_API_VERSION" {print $3; f = 1; exit} END {if (!f) print "unknown"}' \
+    "$cupti_h" 2>/dev/null || echo unknown) (headers only; libcupti is opened at run time for run.profile = kernels)"
   echo "build_nvidia-ml=none (opened at run time for GPU telemetry)"
 } > "$kit/BUILD-INFO"
 

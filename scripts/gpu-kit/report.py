@@ -29,6 +29,10 @@ DATASHEET_TFLOPS = [
     ("H100", {"fp32": 66.9, "tf32": 494.7, "bf16": 989.4}),
     ("A100", {"fp32": 19.5, "tf32": 156.0, "bf16": 312.0}),
 ]
+# profile.json's kernel categories in report order (kernel_categories.CATEGORIES; report.py stays stdlib-only
+# and free of the kit's other files).
+CATEGORY_ORDER = ["convolution forward", "convolution backward data", "convolution backward filter", "GEMM",
+                  "normalization", "element-wise", "reductions", "optimizer", "copies", "communication", "other"]
 
 
 def read_jsonl(path):
@@ -238,7 +242,84 @@ def speed_rows(work, dry):
                      "pytorch_best_config": best["config"] if best else None,
                      "pytorch_fraction_of_peak": best["images_per_s"] * flops / 1e12 / peak if best and peak else None,
                      "ratio_vs_pytorch_best": ips / best["images_per_s"] if best else None})
-    return {"gpu": name, "datasheet": sheet, "datasheet_peaks_tflops": peaks, "rows": rows, "pytorch": torch_lines}
+    return {"gpu": name, "datasheet": sheet, "datasheet_peaks_tflops": peaks, "rows": rows, "pytorch": torch_lines,
+            "networks": networks(work, torch_lines), "not_run": os.environ.get("KIT_SPEED_NOT_RUN", "")}
+
+
+def read_json(path):
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def kernel_side(doc):
+    """One side's kernel figures from a profile.json's "kernels" object (or pytorch_kernel_profile.py's
+    document, which has the same keys at its top)."""
+    if not doc or not doc.get("categories"):
+        return {"kernels_source": doc.get("source") if doc else None, "kernels_per_step": None, "kernel_s": None,
+                "categories": {}, "top_kernels": []}
+    cats = {c["category"]: c for c in doc["categories"]}
+    return {"kernels_source": doc.get("source"), "kernels_per_step": sum(c["kernels"] for c in doc["categories"]),
+            "kernel_s": sum(c["seconds"] for c in doc["categories"]), "categories": cats,
+            "top_kernels": doc.get("per_step", [])[:10]}
+
+
+def networks(work, torch_lines):
+    """The networks measured on both sides with kernel profiles (speed.sh's resnet50 steps): ours from
+    scaletrain.jsonl's profile_json, PyTorch's from pytorch_profiles.jsonl, images/s against PyTorch's
+    best line of the same model and precision in pytorch.jsonl."""
+    ours = {(r["model"], r["precision"]): r for r in read_jsonl(os.path.join(work, "scaletrain.jsonl"))
+            if r.get("profile_json")}
+    theirs = {(r["model"], r["precision"]): r for r in read_jsonl(os.path.join(work, "pytorch_profiles.jsonl"))}
+    out = []
+    for key in list(ours) + [k for k in theirs if k not in ours]:
+        model, precision = key
+        entry = {"network": model, "precision": precision,
+                 "batch": (ours.get(key) or theirs.get(key))["batch"], "input": None, "ours": None, "pytorch": None}
+        if key in ours:
+            prof = read_json(ours[key]["profile_json"]) or {}
+            run = read_json(ours[key]["run_json"]) or {}
+            side = kernel_side(prof.get("kernels"))
+            entry["ours"] = {"images_per_s": run.get("samples_per_s"), "step_s": prof.get("step_s"),
+                             "rows_s": prof.get("rows_s"), "measured_steps": prof.get("measured_steps"),
+                             "device": prof.get("device"), "profile": prof.get("profile"),
+                             "kernels_unavailable": prof.get("kernels_unavailable"),
+                             "profile_json": os.path.relpath(ours[key]["profile_json"], work),
+                             "layers": prof.get("rows", [])[:10], **side}
+        if key in theirs:
+            doc = read_json(theirs[key]["profile_json"]) or {}
+            entry["input"] = doc.get("input")
+            side = kernel_side(doc)
+            entry["pytorch"] = {"torch": doc.get("torch"), "device": doc.get("device"),
+                                "profiled_steps": doc.get("profiled_steps"),
+                                "kernels_unavailable": doc.get("kernels_unavailable"),
+                                "profile_json": os.path.relpath(theirs[key]["profile_json"], work), **side}
+        same = [t for t in torch_lines if t["model"] == model and t["dtype"] == precision]
+        best = max(same, key=lambda t: t["images_per_s"]) if same else None
+        if best:
+            entry["pytorch"] = entry["pytorch"] or {"kernels_per_step": None, "kernel_s": None, "categories": {},
+                                                    "top_kernels": []}
+            entry["pytorch"].update(images_per_s=best["images_per_s"], config=best["config"],
+                                    step_s=best["ms_per_step"] / 1e3, torch=best.get("torch"))
+        if entry["input"] is None and best:
+            entry["input"] = best.get("input")
+        o, t = entry["ours"] or {}, entry["pytorch"] or {}
+        entry["ratio_vs_pytorch"] = (o["images_per_s"] / t["images_per_s"]
+                                     if o.get("images_per_s") and t.get("images_per_s") else None)
+        oc, tc = o.get("categories") or {}, t.get("categories") or {}
+        names = [c for c in CATEGORY_ORDER if c in oc or c in tc] + sorted((set(oc) | set(tc)) - set(CATEGORY_ORDER))
+        ms = lambda cats, c: 1e3 * cats[c]["seconds"] if c in cats else None
+        entry["categories"] = [{"category": c, "ours_ms": ms(oc, c), "pytorch_ms": ms(tc, c),
+                                "difference_ms": ms(oc, c) - ms(tc, c) if c in oc and c in tc else None,
+                                "ours_kernels": oc[c]["kernels"] if c in oc else None,
+                                "pytorch_kernels": tc[c]["kernels"] if c in tc else None} for c in names]
+        for side in (entry["ours"], entry["pytorch"]):
+            if side is not None:
+                side["categories"] = list(side.get("categories", {}).values())
+        out.append(entry)
+    return out
 
 
 def speed_sections(s, dry):
@@ -260,10 +341,68 @@ def speed_sections(s, dry):
               + (f" (setup {t['setup_s']:.0f} s)" if "setup_s" in t else "") for t in s["pytorch"]]
     lines += ["", "TFLOP/s: images/s x run.json's training_flops_per_sample (PyTorch's share uses the same count). "
               "tf32: fp32 with train.allow_tf32 (PyTorch: allow_tf32 in cuDNN and cuBLAS); bf16: scaletrain "
-              "train.precision bf16, PyTorch autocast to bfloat16."]
+              "train.precision bf16, PyTorch autocast to bfloat16. Every scaletrain run has "
+              "run.deterministic = false."]
+    if s.get("not_run"):
+        lines.append(f"Not run in this call (no time left within its 4 minutes): {s['not_run']}.")
     if dry:
-        lines.append("Dry run: run.device = sim and PyTorch on the CPU; tf32 and torch.compile are GPU-only and "
-                     "were not run; the figures say nothing about a GPU.")
+        lines.append("Dry run: run.device = sim and PyTorch on the CPU; tf32 is GPU-only and was not run, "
+                     "resnet50 ran in fp32 on 32x32x3 at batch 2; the figures say nothing about a GPU.")
+    for n in s.get("networks", []):
+        lines += network_section(n)
+    return lines
+
+
+def network_section(n):
+    """One network's two sides next to each other: images/s, kernel time and kernels per step by
+    category, our ten largest layers, each side's largest kernels."""
+    o, t = n["ours"] or {}, n["pytorch"] or {}
+    num = lambda v, spec: "n/a" if v is None else format(v, spec)
+    ms = lambda v: num(None if v is None else 1e3 * v, ",.2f")
+    shape = "x".join(map(str, n["input"])) if n.get("input") else "its input"
+    torch_name = f"PyTorch {t.get('torch') or ''} ({t.get('config') or 'n/a'})".replace("  ", " ")
+    lines = ["", f"## {n['network']} {n['precision']}, batch {n['batch']}, {shape}: scaletrain beside PyTorch", "",
+             f"| | scaletrain | {torch_name} | scaletrain / PyTorch |", "| --- | ---: | ---: | ---: |",
+             f"| images/s | {num(o.get('images_per_s'), ',.1f')} | {num(t.get('images_per_s'), ',.1f')} | "
+             f"{num(n['ratio_vs_pytorch'], '.2f')}x |",
+             f"| ms per step | {ms(o.get('step_s'))} | {ms(t.get('step_s'))} | |",
+             f"| kernel time per step (ms) | {ms(o.get('kernel_s'))} | {ms(t.get('kernel_s'))} | "
+             + (f"{o['kernel_s'] / t['kernel_s']:.2f}x |" if o.get("kernel_s") and t.get("kernel_s") else "|"),
+             f"| kernels per step | {num(o.get('kernels_per_step'), ',.0f')} | {num(t.get('kernels_per_step'), ',.0f')} | |",
+             "", "| category | scaletrain ms | kernels | PyTorch ms | kernels | difference ms (scaletrain - PyTorch) |",
+             "| --- | ---: | ---: | ---: | ---: | ---: |"]
+    for c in n["categories"]:
+        lines.append(f"| {c['category']} | {num(c['ours_ms'], ',.2f')} | {num(c['ours_kernels'], ',.0f')} | "
+                     f"{num(c['pytorch_ms'], ',.2f')} | {num(c['pytorch_kernels'], ',.0f')} | "
+                     f"{num(c['difference_ms'], '+,.2f')} |")
+    if n["categories"]:
+        tot = lambda k: sum(c[k] for c in n["categories"] if c[k] is not None) \
+            if any(c[k] is not None for c in n["categories"]) else None
+        diff = tot("ours_ms") - tot("pytorch_ms") if tot("ours_ms") is not None and tot("pytorch_ms") is not None \
+            else None
+        lines.append(f"| **total** | {num(tot('ours_ms'), ',.2f')} | {num(tot('ours_kernels'), ',.0f')} | "
+                     f"{num(tot('pytorch_ms'), ',.2f')} | {num(tot('pytorch_kernels'), ',.0f')} | {num(diff, '+,.2f')} |")
+    notes = [f"scaletrain: {o.get('kernels_source') or o.get('kernels_unavailable') or 'no kernel profile'}"
+             + (f" over {o['measured_steps']} measured steps of a run with run.profile = {','.join(o['profile'])} "
+                "(its images/s and ms per step include the profile's costs: one synchronization per step, "
+                "the kernel records)" if o.get("measured_steps") else ""),
+             f"PyTorch: {t.get('kernels_source') or t.get('kernels_unavailable') or 'no kernel profile'}"
+             + (f" over {t['profiled_steps']} profiled steps after the timed ones (its images/s and ms per step: "
+                "the timed steps, without the profiler)" if t.get("profiled_steps") else "")]
+    lines += [""] + [f"- {x}" for x in notes]
+    if o.get("layers"):
+        lines += ["", "scaletrain's ten largest rows of the layer profile (per step):", "",
+                  "| layer | type | forward ms | backward ms | total ms | share |", "| --- | --- | ---: | ---: | ---: | ---: |"]
+        lines += [f"| {r['name']} | {r.get('type', '')} | {ms(r.get('forward_s'))} | {ms(r.get('backward_s'))} | "
+                  f"{ms(r.get('total_s'))} | {num(None if r.get('share') is None else 100 * r['share'], '.1f')}% |"
+                  for r in o["layers"]]
+    for label, side in (("scaletrain", o), ("PyTorch", t)):
+        if side.get("top_kernels"):
+            what = "operators" if "CPU operators" in (side.get("kernels_source") or "") else "kernels"
+            lines += ["", f"{label}'s largest {what} (per step):", "", f"| {what[:-1]} | category | ms | count |",
+                      "| --- | --- | ---: | ---: |"]
+            lines += [f"| `{k['name'][:100].replace('|', '/')}` | {k['category']} | {ms(k['seconds'])} | "
+                      f"{num(k['count'], ',.1f')} |" for k in side["top_kernels"][:8]]
     return lines
 
 

@@ -80,6 +80,13 @@ int visible_gpu_count() { return 0; }
 std::string gpu_library_versions() { return ""; }
 #endif
 
+std::unique_ptr<KernelTrace> Backend::make_kernel_trace(std::string& why_not) {
+  why_not = "the " + std::string(device_name(device())) +
+            " backend keeps no record of kernels (cuda's comes from CUPTI, sim's from its streams' work items); "
+            "run.profile = layers times its layers on the host clock";
+  return nullptr;
+}
+
 Tensor Backend::zeros(Shape shape, DType dtype, std::string name) {
   Tensor t = empty(std::move(shape), dtype, std::move(name));
   fill_zero_async(compute_stream(), t);
@@ -106,21 +113,38 @@ void Backend::copy_async(Stream& stream, const Tensor& dst, const Tensor& src) {
   ST_CHECK(dst.bytes() == src.bytes(), "copy from '", src.name(), "' (", src.bytes(), " bytes) to '", dst.name(), "' (",
            dst.bytes(), " bytes): sizes differ");
   if (dst.bytes() == 0 || dst.device_raw() == src.device_raw()) return;
+  const char* label = count_copy(counters_, dst, src);
   if (stream.runs_inline()) {
     std::memcpy(dst.device_raw(), src.device_raw(), dst.bytes());
     return;
   }
   // The tensors travel with the work, so their memory outlives the queued copy.
-  stream.enqueue([dst, src] { std::memcpy(dst.device_raw(), src.device_raw(), dst.bytes()); });
+  stream.enqueue_kernel(label, [dst, src] { std::memcpy(dst.device_raw(), src.device_raw(), dst.bytes()); });
+}
+
+const char* Backend::count_copy(DeviceCounters& counters, const Tensor& dst, const Tensor& src) {
+  const bool to_device = !host_accessible(dst.device()), from_device = !host_accessible(src.device());
+  const auto bytes = static_cast<int64_t>(dst.bytes());
+  if (to_device && !from_device) {
+    counters.copy_to_device(bytes);
+    return "memcpy HtoD";
+  }
+  if (from_device && !to_device) {
+    counters.copy_to_host(bytes);
+    return "memcpy DtoH";
+  }
+  counters.call();  // within one memory: a device copy (or, on cpu, a host one)
+  return to_device ? "memcpy DtoD" : "memcpy HtoH";
 }
 
 void Backend::fill_zero_async(Stream& stream, const Tensor& dst) {
   if (dst.bytes() == 0) return;
+  counters_.call();
   if (stream.runs_inline()) {
     std::memset(dst.device_raw(), 0, dst.bytes());
     return;
   }
-  stream.enqueue([dst] { std::memset(dst.device_raw(), 0, dst.bytes()); });
+  stream.enqueue_kernel("memset", [dst] { std::memset(dst.device_raw(), 0, dst.bytes()); });
 }
 
 std::unique_ptr<ActivatedConvOp> Backend::make_activated_conv(const ConvShape& shape, Activation activation,

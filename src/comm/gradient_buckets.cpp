@@ -87,7 +87,10 @@ GradientBuckets::GradientBuckets(Communicator& comm, Backend& backend, Tensor fl
     ST_CHECK(comm_.allows_other_threads(), "GradientBuckets: progress = 'thread' needs a communicator that may be "
              "called from another thread (MPI initialized with at least MPI_THREAD_SERIALIZED); initialize MPI with "
              "MPI_Init_thread(..., MPI_THREAD_MULTIPLE, ...) or use progress = 'test'");
-    thread_ = std::thread([this] { comm_thread_main(); });
+    thread_ = std::thread([this] {
+      DeviceCounters::mark_background_thread();
+      comm_thread_main();
+    });
   }
 }
 

@@ -30,6 +30,7 @@ ExposedWait GradientBuckets::wait_for_host_requests() {
   // the wait after that is communication the step exposes.
   if (!ready_.empty()) {
     Event& last = exchanges() ? exchange_->start_after(ready_.size() - 1, *ready_.back()) : *ready_.back();
+    last.counters().host_sync();  // the host waits for backward, polling
     while (!last.query()) {
       if (!threaded_) poll();
       std::this_thread::yield();

@@ -100,16 +100,16 @@ class SimDeviceCommunicator final : public StreamCommunicator {
 
  protected:
   void enqueue_allreduce(void* buf, int64_t count, DType dtype, ReduceOp op) override {
-    stream().enqueue([mpi = mpi_.get(), buf, count, dtype, op] { reduce_in_place(*mpi, buf, count, dtype, op); });
+    stream().enqueue_kernel("allreduce", [mpi = mpi_.get(), buf, count, dtype, op] { reduce_in_place(*mpi, buf, count, dtype, op); });
   }
   void enqueue_broadcast(void* buf, int64_t bytes, int root) override {
-    stream().enqueue([mpi = mpi_.get(), buf, bytes, root] { mpi->broadcast(buf, bytes, root); });
+    stream().enqueue_kernel("broadcast", [mpi = mpi_.get(), buf, bytes, root] { mpi->broadcast(buf, bytes, root); });
   }
   void enqueue_gather(const void* send, int64_t bytes, void* recv, int root) override {
-    stream().enqueue([mpi = mpi_.get(), send, bytes, recv, root] { mpi->gather(send, bytes, recv, root); });
+    stream().enqueue_kernel("gather", [mpi = mpi_.get(), send, bytes, recv, root] { mpi->gather(send, bytes, recv, root); });
   }
   void enqueue_allgather(const void* send, int64_t bytes, void* recv) override {
-    stream().enqueue([mpi = mpi_.get(), send, bytes, recv] { mpi->allgather(send, bytes, recv); });
+    stream().enqueue_kernel("allgather", [mpi = mpi_.get(), send, bytes, recv] { mpi->allgather(send, bytes, recv); });
   }
 
  private:

@@ -56,6 +56,7 @@ void StreamCommunicator::after_compute() {
 }
 
 void StreamCommunicator::wait_polling(Event& done) {
+  done.counters().host_sync();  // the host waits, polling
   while (!done.query()) {
     check_async_error();
     std::this_thread::sleep_for(kPollInterval);
@@ -76,6 +77,7 @@ void StreamCommunicator::queue_allreduce(void* buf, int64_t count, DType dtype, 
                                          Event& done) {
   ST_CHECK(count >= 0, "queue_allreduce: count = ", count, " is negative");
   stream().wait(ready);
+  stream().counters().call();  // one collective queued
   enqueue_allreduce(buf, count, dtype, op);
   stream().record(done);
 }
@@ -84,6 +86,7 @@ std::unique_ptr<Request> StreamCommunicator::allreduce_async(void* buf, int64_t 
   ST_CHECK(count >= 0, "allreduce: count = ", count, " is negative");
   std::unique_ptr<Event> done = backend_.make_event("comm: allreduce done");
   after_compute();
+  stream().counters().call();  // one collective queued
   enqueue_allreduce(buf, count, dtype, op);
   stream().record(*done);
   return std::make_unique<StreamRequest>(*this, std::move(done));
@@ -97,6 +100,7 @@ void StreamCommunicator::broadcast(void* buf, int64_t bytes, int root) {
   check_root(root, "broadcast");
   ST_CHECK(bytes >= 0, "broadcast: bytes = ", bytes, " is negative");
   after_compute();
+  stream().counters().call();  // one collective queued
   enqueue_broadcast(buf, bytes, root);
   drain();
 }
@@ -105,6 +109,7 @@ void StreamCommunicator::gather(const void* send, int64_t bytes_per_rank, void* 
   check_root(root, "gather");
   ST_CHECK(bytes_per_rank >= 0, "gather: bytes per rank = ", bytes_per_rank, " is negative");
   after_compute();
+  stream().counters().call();  // one collective queued
   enqueue_gather(send, bytes_per_rank, recv, root);
   drain();
 }
@@ -112,6 +117,7 @@ void StreamCommunicator::gather(const void* send, int64_t bytes_per_rank, void* 
 void StreamCommunicator::allgather(const void* send, int64_t bytes_per_rank, void* recv) {
   ST_CHECK(bytes_per_rank >= 0, "allgather: bytes per rank = ", bytes_per_rank, " is negative");
   after_compute();
+  stream().counters().call();  // one collective queued
   enqueue_allgather(send, bytes_per_rank, recv);
   drain();
 }

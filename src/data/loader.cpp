@@ -1,4 +1,5 @@
 // The per-rank loader: staging or streaming sources behind a reader thread and a ring of batches.
+#include "scaletrain/backend/device_counters.hpp"
 #include "scaletrain/data/loader.hpp"
 
 #include <algorithm>
@@ -180,7 +181,10 @@ void DataLoader::start_epoch(int64_t epoch, int64_t first_step) {
     produced_ = consumed_ = released_ = first_step;
     for (Slot& s : ring_) s.filled = false;
   }
-  reader_ = std::thread([this, epoch, first_step] { reader_main(epoch, first_step); });
+  reader_ = std::thread([this, epoch, first_step] {
+    DeviceCounters::mark_background_thread();
+    reader_main(epoch, first_step);
+  });
 }
 
 void DataLoader::reader_main(int64_t epoch, int64_t first_step) {

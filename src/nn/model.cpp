@@ -278,7 +278,9 @@ const Tensor& Model::forward(const Tensor& x, bool training) {
   for (size_t i = 0; i < layers_.size(); ++i) {
     in.clear();
     for (int p : graph_.producers[i]) in.push_back(p == kModelInput ? &x : outputs_[static_cast<size_t>(p)]);
+    if (observer_ && training) observer_->layer_begin(i, false);
     outputs_[i] = &layers_[i]->forward_inputs(in, training);
+    if (observer_ && training) observer_->layer_end(i, false);
   }
   const Tensor* cur = outputs_.back();
   if (compute_ == DType::f32) return *cur;
@@ -330,9 +332,11 @@ void Model::backward(const Tensor& dlogits, const std::function<void(size_t)>& o
       dx.assign(n, nullptr);
       for (size_t k = 0; k < n; ++k) need[k] = needs_input_gradient(li, k);
       ST_CHECK(output_grads_[li] != nullptr, "model '", name_, "': no gradient reached layer '", layers_[li]->name(), "'");
+      if (observer_) observer_->layer_begin(li, true);
       layers_[li]->backward_inputs(*output_grads_[li], need, dx);
       for (size_t k = 0; k < n; ++k)
         if (need[k]) add_gradient(graph_.producers[li][k], *dx[k]);
+      if (observer_) observer_->layer_end(li, true);
     }
     if (on_layer_done) on_layer_done(li);
   }

@@ -10,6 +10,7 @@
 #include "scaletrain/core/error.hpp"
 #include "scaletrain/core/join.hpp"
 #include "scaletrain/nn/zoo.hpp"
+#include "scaletrain/train/layer_profile.hpp"
 
 namespace scaletrain::train {
 namespace {
@@ -326,6 +327,10 @@ const std::vector<ConfigKey>& config_keys() {
              "start afresh in a run.dir that holds another run's files, moving them aside to <run.dir>.<time>"),
       key_of("run.timeline", &RunConfig::timeline,
              "write run.dir/timeline.json: every rank's phases and all-reduces (chrome://tracing, Perfetto)"),
+      key_of("run.profile", &RunConfig::profile,
+             "none; layers: time each layer's forward and backward, the loss, the optimizer, the exposed all-reduce "
+             "and the input over the measured steps (run.dir/profile.json and a table; one synchronization per "
+             "step); kernels: the device's kernels (cuda: CUPTI; sim: its streams' work items); or layers,kernels"),
       key_of("run.mllog", &RunConfig::mllog,
              "rank 0 writes MLPerf-HPC-style :::MLLOG lines to stdout and run.dir/mllog.log"),
       key_of("run.mllog_submission.org", &RunConfig::submission_org,
@@ -382,6 +387,10 @@ const std::vector<ConfigKey>& config_keys() {
              "this rank reports inf/NaN gradients at testing.inject_overflow_step (-1: off)"),
       key_of("testing.inject_overflow_step", &RunConfig::inject_overflow_step,
              "the step at which testing.inject_overflow_rank reports inf/NaN gradients"),
+      key_of("testing.extra_host_syncs", &RunConfig::extra_host_syncs,
+             "this many extra compute-stream synchronizations in every training step's forward (device counters)"),
+      key_of("testing.extra_launches", &RunConfig::extra_launches,
+             "this many extra one-element kernel launches in every training step's forward (device counters)"),
       key_of("testing.inject_signal", &RunConfig::inject_signal,
              "testing.inject_signal_rank sends itself this signal (USR1, TERM or INT) before testing.inject_signal_step"),
       key_of("testing.inject_signal_rank", &RunConfig::inject_signal_rank, "see testing.inject_signal (-1: off)"),
@@ -509,6 +518,9 @@ void validate_config(const RunConfig& c) {
   ST_USER_CHECK(c.cudnn_workspace_mb >= 0, "run.cudnn_workspace_mb must be >= 0, got ", c.cudnn_workspace_mb);
   ST_USER_CHECK(c.sim_memory_mb >= 0, "run.sim_memory_mb must be >= 0, got ", c.sim_memory_mb);
   ST_USER_CHECK(c.sim_delay_us >= 0, "testing.sim_delay_us must be >= 0, got ", c.sim_delay_us);
+  ST_USER_CHECK(c.extra_host_syncs >= 0 && c.extra_launches >= 0,
+                "testing.extra_host_syncs and testing.extra_launches must be >= 0");
+  (void)parse_profile_request(c.profile);
   ST_USER_CHECK(!c.timeline || !c.run_dir.empty(), "run.timeline = true needs run.dir");
   ST_USER_CHECK(c.target_accuracy >= 0 && c.target_accuracy <= 1, "train.target_accuracy must be in [0, 1] (0: none), got ",
            c.target_accuracy);

@@ -60,7 +60,7 @@ void PhaseClock::harvest(Marks& m) {
     if (!m.used[static_cast<size_t>(p)]) continue;
     Event& b = *m.begin[static_cast<size_t>(p)];
     Event& e = *m.end[static_cast<size_t>(p)];
-    e.synchronize();
+    if (!e.query()) e.synchronize();  // a wait only where the device has not got there yet
     const double t0 = b.completion_time(), t1 = e.completion_time();
     timers_.add(static_cast<Phase>(p), t1 - t0);
     if (timeline_.enabled()) timeline_.record(phase_name(static_cast<Phase>(p)).data(), t0, t1, 0, m.step);

@@ -1,4 +1,5 @@
 // metrics.jsonl and run.json of a run directory.
+#include "scaletrain/train/device_step_counts.hpp"
 #include "scaletrain/train/run_log.hpp"
 
 #include <hdf5.h>
@@ -227,6 +228,7 @@ void RunLog::finish(const RunInfo& info, const TrainResult& r) {
   j["final_step"] = r.final_step;
   j["seconds"] = r.seconds;
   j["samples_per_s"] = r.mean_samples_per_second;
+  j["device_per_step"] = device_per_step_json(r.device_per_step);
   j["final_eval_accuracy"] = r.final_eval_accuracy;
   j["final_eval_loss"] = r.final_eval_loss;
   j["target_accuracy"] = cfg_.target_accuracy > 0 ? nlohmann::json(cfg_.target_accuracy) : nlohmann::json(nullptr);

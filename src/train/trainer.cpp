@@ -27,6 +27,7 @@
 #include "scaletrain/data/dataset_file.hpp"
 #include "scaletrain/data/input_pipeline.hpp"
 #include "scaletrain/data/loader.hpp"
+#include "scaletrain/kernels/scale.hpp"
 #include "scaletrain/nn/softmax_cross_entropy.hpp"
 #include "scaletrain/nn/zoo.hpp"
 #include "scaletrain/core/join.hpp"
@@ -35,9 +36,11 @@
 #include "scaletrain/optim/optimizer.hpp"
 #include "scaletrain/train/bucket_tuner.hpp"
 #include "scaletrain/train/device_setup.hpp"
+#include "scaletrain/train/device_step_counts.hpp"
 #include "scaletrain/train/errors.hpp"
 #include "scaletrain/train/gpu_telemetry.hpp"
 #include "scaletrain/train/interval_reducer.hpp"
+#include "scaletrain/train/layer_profile.hpp"
 #include "scaletrain/train/model_buffers.hpp"
 #include "scaletrain/train/model_shape.hpp"
 #include "scaletrain/train/nonfinite_guard.hpp"
@@ -95,6 +98,10 @@ struct Trainer::Impl {
   std::string telemetry_line;               // rank 0's start-up line about it ("" on cpu and sim)
   int64_t first_step = -1;                  // of this run (the watchdog's long allowance)
   StepFlags stop;                           // the agreed stop signal, once one has arrived
+  std::unique_ptr<DeviceStepCounts> device_counts;  // run.json's device_per_step
+  bool device_line_printed = false;
+  std::unique_ptr<LayerProfile> profile;  // run.profile; null when none
+  Tensor testing_scratch;                 // testing.extra_launches' one element
 
   Impl(RunConfig c, comm::Communicator& cm) : cfg(std::move(c)), comm(cm), abort_comm(&cm) {
     cfg.device = resolve_device_kind(cfg.device).kind;  // the app resolves auto first; library users get the same
@@ -123,22 +130,39 @@ struct Trainer::Impl {
   int64_t run_epoch(int64_t epoch, int64_t planned, IntervalReducer& reducer, ProgressPrinter& progress);
   void finish_interval(int64_t epoch, IntervalReducer& reducer, ProgressPrinter& progress);
   void checkpoint();
+  void setup_profile();
+  void testing_extras();
+  void begin_counted_step();
+  void print_device_line();
+  void finish_profile(TrainResult& result);
+  // The profile's row for a phase outside the layers ("input", "optimizer").
+  static std::string profile_row(Phase p);
   // Tells the watchdog; the first step of the run has the long allowance.
   void watch(Phase p) { watchdog->enter(phase_name(p).data(), position.step, position.step == first_step); }
   // Runs host work as a host-timed phase.
   template <class F>
   void host_phase(Phase p, F&& f) {
     watch(p);
+    device_counts->begin_phase();
     const double t0 = now_seconds();
     f();
-    clock->add_host(p, t0, now_seconds());
+    const double t1 = now_seconds();
+    clock->add_host(p, t0, t1);
+    device_counts->end_phase(p);
+    if (profile) profile->add_host(profile_row(p), t1 - t0);
   }
+  // Forward and backward are profiled per layer (and the loss); other device phases as one row.
   template <class F>
   void device_phase(Phase p, F&& f) {
     watch(p);
+    device_counts->begin_phase();
+    const bool row = profile && p != Phase::forward && p != Phase::backward;
+    if (row) profile->device_begin(profile_row(p));
     clock->begin(p);
     f();
     clock->end(p);
+    if (row) profile->device_end(profile_row(p));
+    device_counts->end_phase(p);
   }
   // Calls a rank-0 hook (interval, checkpoint, epoch), if set.
   template <class Hook, class Arg>
@@ -173,6 +197,72 @@ void Trainer::Impl::setup() {
   setup_optimizer();
   setup_input();
   setup_checkpoints();
+  setup_profile();
+}
+
+// The device counters (always) and run.profile (when asked for). A backend without a kernel trace
+// says so once and the run goes on.
+void Trainer::Impl::setup_profile() {
+  device_counts = std::make_unique<DeviceStepCounts>(backend->counters());
+  if (cfg.extra_launches > 0) testing_scratch = backend->zeros({1}, DType::f32, "testing.extra_launches scratch");
+  const ProfileRequest request = parse_profile_request(cfg.profile);
+  if (!request.any()) return;
+  profile = std::make_unique<LayerProfile>(*backend, *model, request);
+  if (request.layers) model->observe_layers(profile.get());
+  if (comm.rank() == 0 && !profile->kernel_trace_unavailable().empty())
+    std::printf("run.profile = kernels: %s; the run goes on without kernel records\n",
+                profile->kernel_trace_unavailable().c_str());
+}
+
+std::string Trainer::Impl::profile_row(Phase p) {
+  switch (p) {
+    case Phase::data_wait: return "data wait";
+    case Phase::allreduce_exposed: return "allreduce (exposed)";
+    case Phase::agree: return "agreement";
+    default: return std::string(phase_name(p));
+  }
+}
+
+// testing.extra_host_syncs and testing.extra_launches: work a step does not need, which the device
+// counters must see.
+void Trainer::Impl::testing_extras() {
+  for (int64_t i = 0; i < cfg.extra_launches; ++i)
+    launch(backend->compute_stream(), "testing_extra_launch", 1, kernels::Scale{testing_scratch.device_data<float>(), 1.0f});
+  for (int64_t i = 0; i < cfg.extra_host_syncs; ++i) backend->compute_stream().synchronize();
+}
+
+// Opens the next step's window of the device counters and the profile; the first measured plain
+// step's counts are printed once it has closed.
+void Trainer::Impl::begin_counted_step() {
+  const bool measured = position.step - first_step >= cfg.warmup_log_steps;
+  device_counts->begin_step(position.step, measured);
+  if (profile) profile->begin_step(measured);
+  print_device_line();
+}
+
+void Trainer::Impl::print_device_line() {
+  if (device_line_printed || !device_counts->first_measured_ready()) return;
+  device_line_printed = true;
+  if (comm.rank() == 0)
+    std::printf("device per step: %s\n", device_counts_line(device_counts->first_measured()).c_str());
+}
+
+// The profile's table on rank 0's stdout and in run.dir/profile.json.
+void Trainer::Impl::finish_profile(TrainResult& result) {
+  device_counts->close_step();
+  print_device_line();
+  result.device_per_step = device_counts->summary();
+  if (!profile || comm.rank() != 0) return;
+  profile->pause();
+  const nlohmann::json j = profile->json(cfg.model, precision_name(cfg.precision), local_batch);
+  if (cfg.profile.find("layers") != std::string::npos) std::printf("%s", profile->table(25).c_str());
+  if (cfg.run_dir.empty()) return;
+  const std::string path = cfg.run_dir + "/profile.json";
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  ST_USER_CHECK(f != nullptr, "run.profile: cannot write ", path);
+  const std::string text = j.dump(1) + "\n";
+  const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  ST_USER_CHECK(std::fclose(f) == 0 && ok, "run.profile: writing ", path, " failed");
 }
 
 // The backend on this rank's device (none shared with another rank) and the gradient transport.
@@ -363,7 +453,10 @@ StepFlags Trainer::Impl::train_step(const data::Batch& b, int64_t step) {
   device_phase(Phase::forward, [&] {
     model->set_random_state(cfg.seed, static_cast<uint64_t>(step), b.device_indices);
     const Tensor& logits = model->forward(input->input(), true);
+    if (profile) profile->device_begin("loss");
     loss.forward(logits, b.device_labels);
+    if (profile) profile->device_end("loss");
+    testing_extras();
   });
   const bool timed = bucket_tuner->measuring(step);
   device_phase(Phase::backward, [&] {
@@ -372,13 +465,19 @@ StepFlags Trainer::Impl::train_step(const data::Batch& b, int64_t step) {
     // fp16: the loss scale multiplies the gradient of the mean loss. Pre-divided buckets: the mean
     // over the global batch, so that the all-reduce's sum is the mean.
     const int64_t mean_over = buckets->pre_divided() ? local_batch * comm.size() : local_batch;
+    if (profile) profile->device_begin("loss", true);
     const Tensor& dlogits = loss.backward(scaler->scale() / static_cast<float>(mean_over));
+    if (profile) profile->device_end("loss", true);
+    // On cpu the bucket work between layers is the step's own time: the profile gives it a row.
+    const bool host_is_device = backend->compute_stream().runs_inline();
     model->backward(dlogits, [&](size_t layer) {
+      const double t0 = profile && host_is_device ? now_seconds() : 0.0;
       const size_t first = model->first_slot(layer);
       const size_t n = model->layers()[layer]->parameters().size();
       if (timed) bucket_tuner->layer_ready(n);
       for (size_t sl = first; sl < first + n; ++sl) buckets->mark_ready(sl);
       buckets->poll();
+      if (profile && host_is_device) profile->add_host("gradient buckets", now_seconds() - t0);
     });
     if (timed) bucket_tuner->backward_end();
   });
@@ -404,8 +503,11 @@ void Trainer::Impl::wait_for_gradients() {
     return;
   }
   watch(Phase::allreduce_exposed);
+  device_counts->begin_phase();
   const comm::ExposedWait w = buckets->wait_all();
   clock->add_host(Phase::allreduce_exposed, w.start, w.end);
+  device_counts->end_phase(Phase::allreduce_exposed);
+  if (profile) profile->add_host(profile_row(Phase::allreduce_exposed), w.end - w.start);
 }
 
 // The step's one agreement across ranks. This rank's part: inf/NaN in its unscaled, reduced
@@ -429,7 +531,9 @@ StepFlags Trainer::Impl::agree_on_step(int64_t step, const data::NonFiniteScan& 
   local.checkpoint_by_time = checkpointer->time_due() ? 1 : 0;
   const double t0 = now_seconds();
   const StepFlags all = agree(comm, local);
-  clock->add_host(Phase::agree, t0, now_seconds());
+  const double t1 = now_seconds();
+  clock->add_host(Phase::agree, t0, t1);
+  if (profile) profile->add_host(profile_row(Phase::agree), t1 - t0);
   return all;
 }
 
@@ -653,6 +757,7 @@ int64_t Trainer::Impl::run_epoch(int64_t epoch, int64_t planned, IntervalReducer
   int64_t in_epoch = first;
   while (position.step < planned && in_epoch < spe) {
     inject_signal(position.step);
+    begin_counted_step();
     const double t_step = now_seconds();
     clock->begin_step(position.step);
     const data::Batch* b = nullptr;
@@ -660,7 +765,10 @@ int64_t Trainer::Impl::run_epoch(int64_t epoch, int64_t planned, IntervalReducer
     if (!b) break;
     const StepFlags flags = train_step(*b, position.step);
     clock->end_step();
-    timers.add(Phase::step, now_seconds() - t_step);
+    if (profile) profile->finish_step();
+    const double step_seconds = now_seconds() - t_step;
+    timers.add(Phase::step, step_seconds);
+    if (profile) profile->add_step_time(step_seconds);
     ++in_epoch;
     const bool epoch_over = position.step + 1 == planned || in_epoch == spe;
     const bool stopping = flags.stop_signal != 0;
@@ -668,9 +776,15 @@ int64_t Trainer::Impl::run_epoch(int64_t epoch, int64_t planned, IntervalReducer
                                : TrainingPosition{position.step + 1, epoch, in_epoch};
     // The epoch's last copies are logged once the reader has stopped.
     if (epoch_over || stopping) train_loader->end_epoch();
-    if (position.step % cfg.log_every == 0 || epoch_over || stopping) finish_interval(epoch, reducer, progress);
+    if (position.step % cfg.log_every == 0 || epoch_over || stopping) {
+      device_counts->mark_logging();
+      finish_interval(epoch, reducer, progress);
+    }
     if (stopping) stop = flags;
-    if (stopping || checkpointer->due(position.step, flags.checkpoint_by_time != 0)) checkpoint();
+    if (stopping || checkpointer->due(position.step, flags.checkpoint_by_time != 0)) {
+      device_counts->mark_logging();
+      checkpoint();
+    }
     if (stopping) break;
   }
   return in_epoch - first;
@@ -694,7 +808,10 @@ TrainResult Trainer::run() {
     m.rank0_hook(m.epoch_hooks.trained, epoch);
     EpochReport rep = reducer.close_epoch(epoch, steps);
     if (cfg.evaluate) {
+      m.device_counts->begin_evaluation();
+      if (m.profile) m.profile->pause();
       const EpochReport ev = m.evaluate(epoch);
+      m.device_counts->end_evaluation();
       rep.eval_loss = ev.eval_loss;
       rep.eval_accuracy = ev.eval_accuracy;
       rep.eval_samples = ev.eval_samples;
@@ -709,6 +826,7 @@ TrainResult Trainer::run() {
     if (rep.reached_target && cfg.stop_at_target) break;  // identical on every rank: the accuracy is reduced
   }
   m.watchdog->enter("finish", m.position.step, true);
+  m.finish_profile(result);
   m.backend->synchronize();
   if (cfg.checkpoint_at_end && !m.stop.stop_signal) m.checkpoint();
   reducer.finish(result, m.position.step - first_step);

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "scaletrain/backend/device_counters.hpp"
+#include "scaletrain/backend/kernel_trace.hpp"
 #include "scaletrain/backend/ops.hpp"
 #include "scaletrain/backend/stream.hpp"
 #include "scaletrain/core/tensor.hpp"
@@ -150,8 +152,28 @@ class Backend {
   // (backend/bf16_gemm_tuning.hpp); null where there is one way.
   virtual Bf16GemmTuning* bf16_gemm_tuning() { return nullptr; }
 
-  // Waits for all work queued on every stream of this backend.
-  virtual void synchronize() = 0;
+  // The device's own record of the kernels it runs (run.profile = kernels), or null with `why_not`
+  // saying why there is none: cuda through CUPTI, sim from its streams' work items; cpu has none.
+  virtual std::unique_ptr<KernelTrace> make_kernel_trace(std::string& why_not);
+
+  // What the host has asked of this device so far (backend/device_counters.hpp).
+  DeviceCounters& counters() { return counters_; }
+
+  // Waits for all work queued on every stream of this backend; one host synchronization.
+  void synchronize() {
+    counters_.host_sync();
+    drain_all();
+  }
+
+ protected:
+  // What synchronize() waits with: every stream drained, uncounted.
+  virtual void drain_all() = 0;
+  // Counts a copy of dst.bytes() by direction (host and device memory as the tensors' devices say;
+  // within one memory it is a call) and returns its kernel-trace label ("memcpy HtoD").
+  static const char* count_copy(DeviceCounters& counters, const Tensor& dst, const Tensor& src);
+
+ private:
+  DeviceCounters counters_;
 };
 
 // The CPU backend: oneDNN primitives with as many threads as this process's affinity mask

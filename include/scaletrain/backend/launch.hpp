@@ -16,6 +16,7 @@ namespace scaletrain {
 template <class F>
 void launch(Stream& stream, const char* label, int64_t n, const F& f) {
   if (n <= 0) return;
+  stream.counters().call();
   if (stream.runs_inline()) {
     kernels::launch_host(label, n, f);
     return;
@@ -26,7 +27,7 @@ void launch(Stream& stream, const char* label, int64_t n, const F& f) {
     return;
   }
 #endif
-  stream.enqueue([label, n, f] { kernels::launch_host(label, n, f); });
+  stream.enqueue_kernel(label, [label, n, f] { kernels::launch_host(label, n, f); });
 }
 
 }  // namespace scaletrain

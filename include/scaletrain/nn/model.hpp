@@ -47,6 +47,14 @@ struct BufferSlot {
 // "0.weight"; the chains of the zoo) or after the node's name ("layer1.0.conv1.weight").
 enum class ParameterNaming { sequential, node };
 
+// Told when each layer's forward or backward starts and ends (the layer profile, train/layer_profile.hpp).
+class LayerObserver {
+ public:
+  virtual ~LayerObserver() = default;
+  virtual void layer_begin(size_t layer, bool backward) = 0;
+  virtual void layer_end(size_t layer, bool backward) = 0;
+};
+
 class Model {
  public:
   explicit Model(std::string name, ParameterNaming naming = ParameterNaming::sequential)
@@ -93,6 +101,8 @@ class Model {
   void init_parameters(uint64_t seed);
 
   const Tensor& forward(const Tensor& x, bool training);
+  // Training forwards and backwards tell `observer` (null: none) about each layer.
+  void observe_layers(LayerObserver* observer) { observer_ = observer; }
   // Runs backward from the gradient of the logits. After each node finishes (in reverse execution
   // order, including nodes that run no backward), on_layer_done is called with its position in
   // layers(), so the caller can start reducing its gradients.
@@ -144,6 +154,7 @@ class Model {
   bool is_chain() const;
 
  private:
+  LayerObserver* observer_ = nullptr;
   std::string connected_to(size_t layer) const;
   std::string name_;
   ParameterNaming naming_;

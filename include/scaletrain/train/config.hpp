@@ -108,6 +108,7 @@ struct RunConfig {
   // them aside to <run.dir>.<time> (train/run_dir_guard.hpp).
   bool overwrite = false;
   bool timeline = false;     // write <run_dir>/timeline.json (Chrome trace)
+  std::string profile = "none";  // run.profile: none, layers, kernels or layers,kernels (train/layer_profile.hpp)
   bool mllog = false;        // rank 0 writes MLPerf-style :::MLLOG lines (stdout, <run_dir>/mllog.log)
   // run.mllog_submission: the submission's metadata, logged as submission_org, _platform, _division,
   // _status and _benchmark. Empty: not logged, except the platform, which then describes the nodes.
@@ -150,6 +151,8 @@ struct RunConfig {
   // skips (or stops at) the step together.
   int64_t inject_overflow_rank = -1;
   int64_t inject_overflow_step = -1;
+  int64_t extra_host_syncs = 0;  // per training step, in forward: the device counters' tests
+  int64_t extra_launches = 0;
   // This rank sends itself SIGUSR1, SIGTERM or SIGINT ("USR1", "TERM", "INT"; "": off) before this step.
   std::string inject_signal;
   int64_t inject_signal_rank = -1;

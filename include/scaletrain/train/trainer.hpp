@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "scaletrain/train/device_step_counts.hpp"
 #include "scaletrain/backend/backend.hpp"
 #include "scaletrain/comm/communicator.hpp"
 #include "scaletrain/core/timer.hpp"
@@ -101,6 +102,8 @@ struct TrainResult {
   int stop_signal = 0;
   int stop_rank = -1;
   std::string stop_checkpoint;
+  // The device counters per measured step (train/device_step_counts.hpp), for run.json.
+  DevicePerStep device_per_step;
 };
 
 class Trainer {

@@ -15,6 +15,7 @@
 #include "scaletrain/backend/cpu/bf16_gemm_shapes.hpp"
 #include "scaletrain/backend/cpu/inline_stream.hpp"
 #include "scaletrain/backend/cpu/operator_table.hpp"
+#include "scaletrain/backend/queued_ops.hpp"
 #include "scaletrain/core/check_dnnl.hpp"
 #include "scaletrain/core/cpu_mask.hpp"
 
@@ -63,6 +64,8 @@ class CpuBackend final : public Backend, public Bf16GemmTuning {
     native_bf16_ = (static_cast<unsigned>(isa) & bf16_bits) == bf16_bits;
     isa_ = isa_name(isa);
     const dnnl_version_t* v = dnnl_version();
+    for (Stream* s : {static_cast<Stream*>(&compute_), static_cast<Stream*>(&copy_), static_cast<Stream*>(&comm_)})
+      s->count_into(counters());
     description_ =
         detail::concat("cpu (oneDNN ", v->major, ".", v->minor, ".", v->patch, ", ", threads_,
                        threads_ == 1 ? " thread" : " threads", ", ISA ", isa_name(dnnl::get_effective_cpu_isa()),
@@ -74,6 +77,7 @@ class CpuBackend final : public Backend, public Bf16GemmTuning {
   int num_threads() const override { return threads_; }
 
   Tensor empty(Shape shape, DType dtype, std::string name) override {
+    counters().allocation();
     return Tensor(std::move(shape), dtype, std::move(name));
   }
   Tensor pinned(Shape shape, DType dtype, std::string name) override {
@@ -85,7 +89,9 @@ class CpuBackend final : public Backend, public Bf16GemmTuning {
   Stream& copy_stream() override { return copy_; }
   Stream& comm_stream() override { return comm_; }
   std::unique_ptr<Event> make_event(std::string label) override {
-    return std::make_unique<cpu::InlineEvent>(std::move(label));
+    auto e = std::make_unique<cpu::InlineEvent>(std::move(label));
+    e->count_into(counters());
+    return e;
   }
 
   PrecisionSupport precision_support(DType t) const override {
@@ -107,23 +113,23 @@ class CpuBackend final : public Backend, public Bf16GemmTuning {
 
   // The heavy operators: the first candidate of their table (operator_table.cpp) that admits the shape.
   std::unique_ptr<ConvOp> make_conv(const ConvShape& shape, Stream* stream = nullptr) override {
-    return cpu::choose_conv(op_context(stream), shape);
+    return queued_ops::wrap(cpu::choose_conv(op_context(stream), shape), stream ? *stream : compute_);
   }
   std::unique_ptr<InnerProductOp> make_inner_product(const InnerProductShape& shape, Stream* stream = nullptr) override {
-    return cpu::choose_inner_product(op_context(stream), shape);
+    return queued_ops::wrap(cpu::choose_inner_product(op_context(stream), shape), stream ? *stream : compute_);
   }
   std::unique_ptr<ActivatedConvOp> make_activated_conv(const ConvShape& shape, Activation activation,
                                                        Stream* stream) override {
-    return cpu::choose_activated_conv(op_context(stream), {shape, activation});
+    return queued_ops::wrap(cpu::choose_activated_conv(op_context(stream), {shape, activation}), stream ? *stream : compute_);
   }
   std::unique_ptr<SeparableConvOp> make_separable_conv(const SeparableConvShape& shape, Stream* stream) override {
-    return cpu::choose_separable_conv(op_context(stream), shape);
+    return queued_ops::wrap(cpu::choose_separable_conv(op_context(stream), shape), stream ? *stream : compute_);
   }
   std::unique_ptr<PoolOp> make_pool(const PoolShape& shape, Stream* stream = nullptr) override {
-    return cpu::choose_pool(op_context(stream), shape);
+    return queued_ops::wrap(cpu::choose_pool(op_context(stream), shape), stream ? *stream : compute_);
   }
 
-  void synchronize() override { ST_DNNL_CHECK(ctx_->stream.wait()); }
+  void drain_all() override { ST_DNNL_CHECK(ctx_->stream.wait()); }
 
   Bf16GemmTuning* bf16_gemm_tuning() override { return bf16_gemm_tuning_available() ? this : nullptr; }
   Bf16GemmCompute bf16_gemm() const override { return gemm_on_f32_ ? Bf16GemmCompute::f32 : Bf16GemmCompute::bf16; }

@@ -326,7 +326,7 @@ class CublasLtInnerProduct final : public InnerProductOp {
         void* staged = ws + staging_offset_;
         visit_float_type(s_.dtype, [&](auto t) {
           using T = decltype(t);
-          kernels::launch_cuda(stream_, "dense bias cast", s_.out_features,
+          ctx_.launch(stream_, "dense bias cast", s_.out_features,
                                kernels::Cast<float, T>{b, static_cast<T*>(staged)});
         });
         bias = staged;
@@ -346,7 +346,7 @@ class CublasLtInnerProduct final : public InnerProductOp {
     if (s_.bias && p.bias_grad_kernel) {
       visit_float_type(s_.dtype, [&](auto t) {
         using T = decltype(t);
-        kernels::launch_cuda(stream_, "dense bias grad", s_.out_features,
+        ctx_.launch(stream_, "dense bias grad", s_.out_features,
                              kernels::BiasGradStored<T>{static_cast<const T*>(dy), db, s_.batch, s_.out_features});
       });
     }

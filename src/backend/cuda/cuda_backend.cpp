@@ -11,6 +11,7 @@
 #include "scaletrain/backend/cuda/cuda_memory.hpp"
 #include "scaletrain/backend/cuda/cuda_op_context.hpp"
 #include "scaletrain/backend/cuda/cuda_stream.hpp"
+#include "scaletrain/backend/cuda/cupti_kernel_trace.hpp"
 #include "scaletrain/backend/cuda/device_clock.hpp"
 #include "scaletrain/backend/device_selection.hpp"
 #include "scaletrain/core/check_cuda.hpp"
@@ -45,7 +46,10 @@ class CudaBackend final : public Backend {
                                                                 pci_bus_id_ + ")",
                                                    std::vector<cudaStream_t>{compute_.handle(), copy_.handle(),
                                                                              comm_.handle()})),
-        ops_(std::make_unique<cuda::CudaOpContext>(device_, memory_, op_settings(o))) {}
+        ops_(std::make_unique<cuda::CudaOpContext>(device_, memory_, op_settings(o))) {
+    for (cuda::CudaStream* s : {&compute_, &copy_, &comm_}) s->count_into(counters());
+    ops_->count_into(counters());
+  }
   ~CudaBackend() override {
     try {
       synchronize();
@@ -63,6 +67,7 @@ class CudaBackend final : public Backend {
   std::string accelerator_name() const override { return name_; }
 
   Tensor empty(Shape shape, DType dtype, std::string name) override {
+    counters().allocation();
     return memory_->empty(std::move(shape), dtype, std::move(name));
   }
   Tensor pinned(Shape shape, DType dtype, std::string name) override {
@@ -75,7 +80,9 @@ class CudaBackend final : public Backend {
   Stream& copy_stream() override { return copy_; }
   Stream& comm_stream() override { return comm_; }
   std::unique_ptr<Event> make_event(std::string label) override {
-    return std::make_unique<cuda::CudaEvent>(std::move(label), device_, clock_);
+    auto e = std::make_unique<cuda::CudaEvent>(std::move(label), device_, clock_);
+    e->count_into(counters());
+    return e;
   }
 
   void copy_async(Stream& stream, const Tensor& dst, const Tensor& src) override;
@@ -104,10 +111,14 @@ class CudaBackend final : public Backend {
   }
   std::vector<std::string> operator_choices() const override { return ops_->choices(); }
 
-  void synchronize() override {
-    copy_.synchronize();
-    comm_.synchronize();
-    compute_.synchronize();
+  std::unique_ptr<KernelTrace> make_kernel_trace(std::string& why_not) override {
+    return cuda::make_cupti_kernel_trace(why_not);
+  }
+
+  void drain_all() override {
+    copy_.drain();
+    comm_.drain();
+    compute_.drain();
   }
 
  private:
@@ -133,6 +144,7 @@ void CudaBackend::copy_async(Stream& stream, const Tensor& dst, const Tensor& sr
   ST_CHECK(dst.bytes() == src.bytes(), "copy from '", src.name(), "' (", src.bytes(), " bytes) to '", dst.name(), "' (",
            dst.bytes(), " bytes): sizes differ");
   if (dst.bytes() == 0 || dst.device_raw() == src.device_raw()) return;
+  (void)count_copy(counters(), dst, src);
   cuda::use_device(device_);
   // Unified addressing: the runtime tells host from device memory. A pageable host source is staged
   // before the call returns; a pageable host destination is written before it returns.
@@ -145,6 +157,7 @@ void CudaBackend::fill_zero_async(Stream& stream, const Tensor& dst) {
     Backend::fill_zero_async(stream, dst);  // a host function in stream order
     return;
   }
+  counters().call();
   cuda::use_device(device_);
   ST_CUDA_CHECK(cudaMemsetAsync(dst.device_raw(), 0, dst.bytes(), handle_of(stream)));
 }

@@ -42,7 +42,7 @@ bool CudaEvent::query() {
   return true;
 }
 
-void CudaEvent::synchronize() { ST_CUDA_CHECK(cudaEventSynchronize(event_)); }
+void CudaEvent::block() { ST_CUDA_CHECK(cudaEventSynchronize(event_)); }
 
 double CudaEvent::completion_time() {
   std::shared_ptr<const ClockAnchor> anchor;
@@ -51,7 +51,7 @@ double CudaEvent::completion_time() {
     anchor = anchor_;
   }
   ST_CHECK(anchor != nullptr, "event '", label(), "' was never recorded: it has no completion time");
-  synchronize();
+  block();  // complete already (the caller's query said so): no host synchronization to count
   return DeviceClock::seconds_at(*anchor, event_);
 }
 

@@ -24,6 +24,7 @@ CudaOpContext::~CudaOpContext() {
 
 cudnnHandle_t CudaOpContext::cudnn(cudaStream_t stream) {
   ST_CUDNN_CHECK(cudnnSetStream(cudnn_, stream));
+  counters_->call();
   return cudnn_;
 }
 

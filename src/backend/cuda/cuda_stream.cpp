@@ -82,7 +82,7 @@ void CudaStream::wait(Event& e) {
   as_cuda(e, name()).wait_on(stream_);
 }
 
-void CudaStream::synchronize() {
+void CudaStream::drain() {
   use_device(device_);
   ST_CUDA_CHECK(cudaStreamSynchronize(stream_));
   collect();

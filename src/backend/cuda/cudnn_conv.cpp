@@ -240,7 +240,7 @@ class CudnnConv final : public ConvOp {
                                  ctx_.workspace(stream_), workspace_bytes(), &zero, y_desc_.get(), y));
     if (plan_.shape.bias) {
       ST_CHECK(b != nullptr, "convolution ", plan_.shape.to_string(), " has a bias but no bias was given");
-      kernels::launch_cuda(stream_, "conv bias", plan_.y.elements(),
+      ctx_.launch(stream_, "conv bias", plan_.y.elements(),
                            kernels::BiasAddStored<T>{static_cast<T*>(y), b, plan_.shape.out_c});
     }
   }
@@ -255,7 +255,7 @@ class CudnnConv final : public ConvOp {
                                  bwd_data_desc_->get(), static_cast<cudnnConvolutionBwdDataAlgo_t>(bwd_data_.algo),
                                  ctx_.workspace(stream_), workspace_bytes(), &zero, x_desc_.get(), grad));
     if (plan_.explicit_pad.any())
-      kernels::launch_cuda(stream_, "conv crop", plan_.x.elements(),
+      ctx_.launch(stream_, "conv crop", plan_.x.elements(),
                            kernels::CropNhwc<T>{padded_.device_data<T>(), static_cast<T*>(dx), plan_.pad_geometry()});
   }
 
@@ -275,14 +275,14 @@ class CudnnConv final : public ConvOp {
                            ctx_.cudnn(stream_), &one, x_desc_.get(), input, y_desc_.get(), dy, bwd_filter_desc_->get(),
                            static_cast<cudnnConvolutionBwdFilterAlgo_t>(bwd_filter_.algo), ctx_.workspace(stream_),
                            workspace_bytes(), &zero, w_desc_.get(), filter_.device_raw()));
-    kernels::launch_cuda(stream_, "conv dw to oihw f32", plan_.filter_elements(),
+    ctx_.launch(stream_, "conv dw to oihw f32", plan_.filter_elements(),
                          kernels::FilterOhwiToOihw<T, float>{filter_.device_data<T>(), dw, plan_.filter_geometry()});
     if (plan_.shape.bias) {
       const int64_t rows = output_rows(), chunks = kernels::bias_grad_chunks(rows);
       float* partial = bias_partial_.device_data<float>();
-      kernels::launch_cuda(stream_, "conv bias grad chunks", chunks * plan_.shape.out_c,
+      ctx_.launch(stream_, "conv bias grad chunks", chunks * plan_.shape.out_c,
                            kernels::BiasGradChunks<T>{static_cast<const T*>(dy), partial, rows, plan_.shape.out_c});
-      kernels::launch_cuda(stream_, "conv bias grad", plan_.shape.out_c,
+      ctx_.launch(stream_, "conv bias grad", plan_.shape.out_c,
                            kernels::BiasGradReduceChunks{partial, db, chunks, plan_.shape.out_c});
     }
   }
@@ -293,14 +293,12 @@ class CudnnConv final : public ConvOp {
   size_t workspace_bytes() const { return static_cast<size_t>(ctx_.workspace_bytes(stream_)); }
 
   void reorder_filter(const void* w) {
-    kernels::launch_cuda(
-        stream_, "conv filter to ohwi", plan_.filter_elements(),
+    ctx_.launch(stream_, "conv filter to ohwi", plan_.filter_elements(),
         kernels::FilterOihwToOhwi<T, T>{static_cast<const T*>(w), filter_.device_data<T>(), plan_.filter_geometry()});
   }
 
   void pad(const void* x) {
-    kernels::launch_cuda(
-        stream_, "conv pad", plan_.x_conv.elements(),
+    ctx_.launch(stream_, "conv pad", plan_.x_conv.elements(),
         kernels::PadNhwc<T>{static_cast<const T*>(x), padded_.device_data<T>(), plan_.pad_geometry(), 0.0f});
   }
 

@@ -64,8 +64,7 @@ class CudnnPool final : public PoolOp {
   void forward(const void* x, void* y, bool training) override {
     use_device(ctx_.device());
     if (plan_.direct) {
-      kernels::launch_cuda(
-          stream_, "pool direct", plan_.y.elements(),
+      ctx_.launch(stream_, "pool direct", plan_.y.elements(),
           kernels::PoolForwardDirect<T>{static_cast<const T*>(x), static_cast<T*>(y), plan_.geometry(), is_max()});
     } else {
       const float one = 1.0f, zero = 0.0f;
@@ -83,7 +82,7 @@ class CudnnPool final : public PoolOp {
              ": backward called before a forward with training = true");
     use_device(ctx_.device());
     if (plan_.direct || x_ == nullptr) {
-      kernels::launch_cuda(stream_, "pool direct backward", plan_.x.elements(),
+      ctx_.launch(stream_, "pool direct backward", plan_.x.elements(),
                            kernels::PoolBackwardDirect<T>{static_cast<const T*>(x_), static_cast<const T*>(dy),
                                                           static_cast<T*>(dx), plan_.geometry(), is_max()});
       return;

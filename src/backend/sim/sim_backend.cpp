@@ -6,8 +6,11 @@
 #include <atomic>
 #include <cstring>
 #include <memory>
+#include <utility>
+#include <vector>
 
 #include "scaletrain/backend/backend.hpp"
+#include "scaletrain/backend/queued_ops.hpp"
 #include "scaletrain/backend/sim/sim_stream.hpp"
 #include "scaletrain/core/error.hpp"
 
@@ -20,90 +23,29 @@ struct SimMemory {
   int64_t capacity = 0;  // 0: unlimited
 };
 
-// Convolution and inner product share one interface shape (forward, backward_data,
-// backward_weights): each call is queued on the op's stream.
-template <class Op>
-class SimWeightedOp final : public Op {
+// The kernel trace of the simulated device: its streams' labelled work items (sim_stream.hpp).
+class SimKernelTrace final : public KernelTrace {
  public:
-  SimWeightedOp(std::unique_ptr<Op> op, Stream& s) : op_(std::move(op)), s_(s) {}
-  void forward(const void* x, const void* w, const float* b, void* y) override {
-    s_.enqueue([op = op_.get(), x, w, b, y] { op->forward(x, w, b, y); });
+  SimKernelTrace(Backend& backend, std::vector<sim::SimStream*> streams)
+      : backend_(backend), streams_(std::move(streams)) {}
+  ~SimKernelTrace() override {
+    for (sim::SimStream* s : streams_) s->trace_into(nullptr);
   }
-  void backward_data(const void* dy, const void* w, void* dx) override {
-    s_.enqueue([op = op_.get(), dy, w, dx] { op->backward_data(dy, w, dx); });
+  std::string source() const override { return "sim streams' work items, timed by their workers"; }
+  void start() override {
+    for (sim::SimStream* s : streams_) s->trace_into(&tally_);
   }
-  void backward_weights(const void* x, const void* dy, float* dw, float* db) override {
-    s_.enqueue([op = op_.get(), x, dy, dw, db] { op->backward_weights(x, dy, dw, db); });
+  void stop() override {
+    backend_.synchronize();
+    for (sim::SimStream* s : streams_) s->trace_into(nullptr);
   }
+  std::vector<KernelRecord> take() override { return tally_.take(); }
 
  private:
-  std::unique_ptr<Op> op_;
-  Stream& s_;
+  Backend& backend_;
+  std::vector<sim::SimStream*> streams_;
+  sim::SimKernelTally tally_;
 };
-
-// The host backend's separable convolution (fused or composed, as on cpu), queued as one piece of work.
-class SimSeparableConvOp final : public SeparableConvOp {
- public:
-  SimSeparableConvOp(std::unique_ptr<SeparableConvOp> op, Stream& s) : op_(std::move(op)), s_(s) {}
-  void forward(const void* x, const void* w_dw, const void* w_pw, const float* b, void* mid, void* pre,
-               void* y) override {
-    s_.enqueue([=, op = op_.get()] { op->forward(x, w_dw, w_pw, b, mid, pre, y); });
-  }
-  void backward(const void* x, const void* mid, const void* pre, const void* y, const void* dy, const void* w_dw,
-                const void* w_pw, void* dpre, void* dmid, float* dw_dw, float* dw_pw, float* db, void* dx) override {
-    s_.enqueue(
-        [=, op = op_.get()] { op->backward(x, mid, pre, y, dy, w_dw, w_pw, dpre, dmid, dw_dw, dw_pw, db, dx); });
-  }
-  // At build, before any call of the op is queued: the host op takes the pooling over as on cpu.
-  bool absorb_pool(const PoolShape& pool, void* pooled) override { return op_->absorb_pool(pool, pooled); }
-
- private:
-  std::unique_ptr<SeparableConvOp> op_;
-  Stream& s_;
-};
-
-// The host backend's activated convolution (fused or composed, as on cpu), queued as one piece of work.
-class SimActivatedConvOp final : public ActivatedConvOp {
- public:
-  SimActivatedConvOp(std::unique_ptr<ActivatedConvOp> op, Stream& s) : op_(std::move(op)), s_(s) {}
-  void forward(const void* x, const void* w, const float* b, void* pre, void* y) override {
-    s_.enqueue([=, op = op_.get()] { op->forward(x, w, b, pre, y); });
-  }
-  void backward(const void* x, const void* pre, const void* y, const void* dy, const void* w, void* dpre, float* dw,
-                float* db, void* dx) override {
-    s_.enqueue([=, op = op_.get()] { op->backward(x, pre, y, dy, w, dpre, dw, db, dx); });
-  }
-  // At build, before any call of the op is queued: the host op takes the pooling over as on cpu.
-  bool absorb_pool(const PoolShape& pool, void* pooled) override { return op_->absorb_pool(pool, pooled); }
-
- private:
-  std::unique_ptr<ActivatedConvOp> op_;
-  Stream& s_;
-};
-
-class SimPoolOp final : public PoolOp {
- public:
-  SimPoolOp(std::unique_ptr<PoolOp> op, Stream& s) : op_(std::move(op)), s_(s) {}
-  void forward(const void* x, void* y, bool training) override {
-    s_.enqueue([op = op_.get(), x, y, training] { op->forward(x, y, training); });
-  }
-  void backward(const void* dy, void* dx) override {
-    s_.enqueue([op = op_.get(), dy, dx] { op->backward(dy, dx); });
-  }
-
- private:
-  std::unique_ptr<PoolOp> op_;
-  Stream& s_;
-};
-
-// The host op queued on `stream` by a Sim*Op wrapper, which reports the host op's implementation.
-template <class Wrapper, class Op>
-std::unique_ptr<Wrapper> queued(std::unique_ptr<Op> host_op, Stream& stream) {
-  std::string implementation = host_op->implementation();
-  auto op = std::make_unique<Wrapper>(std::move(host_op), stream);
-  op->set_implementation(std::move(implementation));
-  return op;
-}
 
 sim::SimStreamOptions stream_options(const BackendOptions& o, int threads, uint64_t salt) {
   sim::SimStreamOptions so;
@@ -125,6 +67,7 @@ class SimBackend final : public Backend {
     ST_CHECK(o.sim_memory_bytes >= 0, "run.sim_memory_mb must be >= 0");
     ST_CHECK(o.sim_max_delay_us >= 0, "testing.sim_delay_us must be >= 0");
     memory_->capacity = o.sim_memory_bytes;
+    for (sim::SimStream* s : {&compute_, &copy_, &comm_}) s->count_into(counters());
   }
   ~SimBackend() override {
     try {
@@ -152,6 +95,7 @@ class SimBackend final : public Backend {
               bytes, " bytes, ", before, " of ", memory_->capacity,
               " bytes are in use (raise run.sim_memory_mb or lower train.batch)");
     }
+    counters().allocation();
     void* p = aligned_host_alloc(static_cast<size_t>(bytes));
     // Uninitialized device memory reads as NaN, not as the zeros a fresh host page happens to hold.
     std::memset(p, 0xff, static_cast<size_t>(bytes));
@@ -172,34 +116,40 @@ class SimBackend final : public Backend {
   Stream& comm_stream() override { return comm_; }
   std::unique_ptr<Event> make_event(std::string label) override {
     const bool ignored = !o_.sim_ignore_events.empty() && label.find(o_.sim_ignore_events) != std::string::npos;
-    return std::make_unique<sim::SimEvent>(std::move(label), ignored);
+    auto e = std::make_unique<sim::SimEvent>(std::move(label), ignored);
+    e->count_into(counters());
+    return e;
   }
 
   PrecisionSupport precision_support(DType t) const override { return host_->precision_support(t); }
   std::unique_ptr<ConvOp> make_conv(const ConvShape& shape, Stream* s) override {
-    return queued<SimWeightedOp<ConvOp>>(host_->make_conv(shape), s ? *s : compute_);
+    return queued_ops::wrap(host_->make_conv(shape), s ? *s : compute_);
   }
   std::unique_ptr<InnerProductOp> make_inner_product(const InnerProductShape& shape, Stream* s) override {
-    return queued<SimWeightedOp<InnerProductOp>>(host_->make_inner_product(shape), s ? *s : compute_);
+    return queued_ops::wrap(host_->make_inner_product(shape), s ? *s : compute_);
   }
   std::unique_ptr<PoolOp> make_pool(const PoolShape& shape, Stream* s) override {
-    return queued<SimPoolOp>(host_->make_pool(shape), s ? *s : compute_);
+    return queued_ops::wrap(host_->make_pool(shape), s ? *s : compute_);
   }
   std::unique_ptr<ActivatedConvOp> make_activated_conv(const ConvShape& shape, Activation activation,
                                                        Stream* s) override {
-    return queued<SimActivatedConvOp>(host_->make_activated_conv(shape, activation), s ? *s : compute_);
+    return queued_ops::wrap(host_->make_activated_conv(shape, activation), s ? *s : compute_);
   }
   std::unique_ptr<SeparableConvOp> make_separable_conv(const SeparableConvShape& shape, Stream* s) override {
-    return queued<SimSeparableConvOp>(host_->make_separable_conv(shape), s ? *s : compute_);
+    return queued_ops::wrap(host_->make_separable_conv(shape), s ? *s : compute_);
+  }
+
+  std::unique_ptr<KernelTrace> make_kernel_trace(std::string&) override {
+    return std::make_unique<SimKernelTrace>(*this, std::vector<sim::SimStream*>{&compute_, &copy_, &comm_});
   }
 
   // The host backend's: the simulated device runs the host's operators.
   Bf16GemmTuning* bf16_gemm_tuning() override { return host_->bf16_gemm_tuning(); }
 
-  void synchronize() override {
-    copy_.synchronize();
-    comm_.synchronize();
-    compute_.synchronize();
+  void drain_all() override {
+    copy_.drain();
+    comm_.drain();
+    compute_.drain();
   }
 
  private:

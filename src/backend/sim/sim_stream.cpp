@@ -4,6 +4,7 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "scaletrain/core/error.hpp"
@@ -17,7 +18,7 @@ bool SimEvent::query() {
   return ignored_ || completed_ >= recorded_;
 }
 
-void SimEvent::synchronize() {
+void SimEvent::block() {
   std::unique_lock lk(mu_);
   if (ignored_) return;
   const uint64_t target = recorded_;
@@ -54,6 +55,23 @@ void SimEvent::wait_for(uint64_t generation) {
   cv_.wait(lk, [&] { return completed_ >= generation; });
 }
 
+void SimKernelTally::add(const char* label, double seconds) {
+  std::lock_guard lk(mu_);
+  KernelRecord& r = records_[label];
+  if (r.name.empty()) r.name = label;
+  ++r.count;
+  r.seconds += seconds;
+}
+
+std::vector<KernelRecord> SimKernelTally::take() {
+  std::lock_guard lk(mu_);
+  std::vector<KernelRecord> out;
+  for (auto& [label, r] : records_) out.push_back(std::move(r));
+  records_.clear();
+  std::sort(out.begin(), out.end(), [](const KernelRecord& a, const KernelRecord& b) { return a.seconds > b.seconds; });
+  return out;
+}
+
 SimStream::SimStream(std::string name, SimStreamOptions options) : Stream(std::move(name)), o_(options) {
   worker_ = std::thread([this] { worker_main(); });
 }
@@ -78,12 +96,12 @@ void SimStream::worker_main() {
   omp_set_num_threads(o_.omp_threads);
   uint64_t draws = 0;
   for (;;) {
-    std::function<void()> work;
+    Item item;
     {
       std::unique_lock lk(mu_);
       work_cv_.wait(lk, [&] { return stop_ || !queue_.empty(); });
       if (queue_.empty()) return;
-      work = std::move(queue_.front());
+      item = std::move(queue_.front());
       queue_.pop_front();
     }
     if (o_.max_delay_us > 0) {
@@ -92,7 +110,7 @@ void SimStream::worker_main() {
     }
     std::exception_ptr failed;
     try {
-      work();
+      run(item);
     } catch (...) {
       failed = std::current_exception();
     }
@@ -105,6 +123,17 @@ void SimStream::worker_main() {
   }
 }
 
+void SimStream::run(Item& item) {
+  SimKernelTally* tally = item.label ? tally_.load() : nullptr;
+  if (!tally) {
+    item.work();
+    return;
+  }
+  const double t0 = now_seconds();
+  item.work();
+  tally->add(item.label, now_seconds() - t0);
+}
+
 void SimStream::rethrow_error() {
   if (error_) {
     std::exception_ptr e = error_;
@@ -113,11 +142,15 @@ void SimStream::rethrow_error() {
   }
 }
 
-void SimStream::enqueue(std::function<void()> work) {
+void SimStream::enqueue(std::function<void()> work) { push({nullptr, std::move(work)}); }
+
+void SimStream::enqueue_kernel(const char* label, std::function<void()> work) { push({label, std::move(work)}); }
+
+void SimStream::push(Item item) {
   {
     std::lock_guard lk(mu_);
     rethrow_error();
-    queue_.push_back(std::move(work));
+    queue_.push_back(std::move(item));
     ++queued_;
   }
   work_cv_.notify_one();
@@ -136,7 +169,7 @@ void SimStream::wait(Event& e) {
   enqueue([&se, gen] { se.wait_for(gen); });
 }
 
-void SimStream::synchronize() {
+void SimStream::drain() {
   std::unique_lock lk(mu_);
   const uint64_t target = queued_;
   done_cv_.wait(lk, [&] { return done_ >= target; });

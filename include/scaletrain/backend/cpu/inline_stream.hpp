@@ -9,11 +9,11 @@ class InlineEvent final : public Event {
  public:
   explicit InlineEvent(std::string label) : Event(std::move(label)) {}
   bool query() override { return true; }
-  void synchronize() override {}
   double completion_time() override { return time_; }
   void mark();
 
  private:
+  void block() override {}
   double time_ = 0;
 };
 
@@ -24,7 +24,9 @@ class InlineStream final : public Stream {
   void enqueue(std::function<void()> work) override { work(); }
   void record(Event& e) override;
   void wait(Event&) override {}
-  void synchronize() override {}
+
+ private:
+  void drain() override {}
 };
 
 }  // namespace scaletrain::cpu

@@ -21,7 +21,7 @@ class CudaEvent final : public Event {
   CudaEvent& operator=(const CudaEvent&) = delete;
 
   bool query() override;
-  void synchronize() override;
+  void block() override;
   // Waits for the event if it has not completed; an Error when it was never recorded.
   double completion_time() override;
 

@@ -14,7 +14,9 @@
 #include <string>
 #include <vector>
 
+#include "scaletrain/backend/device_counters.hpp"
 #include "scaletrain/backend/ops.hpp"
+#include "scaletrain/kernels/launch_cuda.hpp"
 #include "scaletrain/core/tensor.hpp"
 
 namespace scaletrain::cuda {
@@ -37,9 +39,21 @@ class CudaOpContext {
 
   int device() const { return device_; }
   const CudaOpSettings& settings() const { return settings_; }
-  // The cuDNN handle, bound to `stream` (cudnnSetStream) for the call that follows.
+  // The cuDNN handle, bound to `stream` (cudnnSetStream) for the call that follows, which it counts
+  // as one call (backend/device_counters.hpp).
   cudnnHandle_t cudnn(cudaStream_t stream);
-  cublasLtHandle_t cublaslt() const { return cublaslt_; }
+  // The cuBLASLt handle for one call, counted.
+  cublasLtHandle_t cublaslt() {
+    counters_->call();
+    return cublaslt_;
+  }
+  // The backend's counters, which the ops count their calls into; a functor launch counts one.
+  void count_into(DeviceCounters& c) { counters_ = &c; }
+  template <class F>
+  void launch(cudaStream_t stream, const char* label, int64_t n, const F& f) {
+    counters_->call();
+    kernels::launch_cuda(stream, label, n, f);
+  }
 
   // At operator creation: the workspace of `stream` grows to at least `bytes` (at most the limit;
   // more is an Error naming `who`). The old buffer is released in stream order.
@@ -57,6 +71,7 @@ class CudaOpContext {
 
  private:
   int device_;
+  DeviceCounters* counters_ = &DeviceCounters::unattached();
   std::shared_ptr<CudaMemory> memory_;
   CudaOpSettings settings_;
   cudnnHandle_t cudnn_ = nullptr;

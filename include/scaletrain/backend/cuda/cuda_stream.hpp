@@ -28,7 +28,9 @@ class CudaStream final : public Stream {
   void enqueue(std::function<void()> work) override;
   void record(Event& e) override;
   void wait(Event& e) override;
-  void synchronize() override;
+  // Blocks the host until the stream is done, uncounted (Stream::synchronize counts; the backend's
+  // synchronize counts once for all its streams).
+  void drain() override;
 
  private:
   struct HostWork {

@@ -1,0 +1,130 @@
+// The device counters and the layer profile (train/device_step_counts.hpp, train/layer_profile.hpp)
+// on cpu and sim. Counters that cannot fail are not counters: one extra host synchronization per
+// step (testing.extra_host_syncs) must raise host_syncs per step by exactly one and leave the rest,
+// one extra launch (testing.extra_launches) calls by exactly one. The layer profile's rows (layers,
+// loss, optimizer, input, exposed all-reduce, data wait, agreement) must add up to within 10% of
+// the measured step time for resnet20 and fmnist_sepcnn. Passes at any rank count dividing 12.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "scaletrain/comm/mpi_communicator.hpp"
+#include "scaletrain/train/trainer.hpp"
+#include "support/shared_temp_dir.hpp"
+#include "support/small_run.hpp"
+
+using namespace scaletrain;
+
+namespace {
+
+class DeviceProfile : public ::testing::TestWithParam<DeviceKind> {
+ protected:
+  void SetUp() override {
+    world = comm::make_mpi_communicator(MPI_COMM_WORLD);
+    if (12 % world->size() != 0) GTEST_SKIP() << "global batch 12 does not divide by " << world->size() << " ranks";
+    dir = scaletrain::testing::shared_temp_dir(*world, "scaletrain-devprof");
+  }
+  void TearDown() override {
+    if (!world) return;
+    world->barrier();
+    if (world->rank() == 0 && !dir.empty()) std::filesystem::remove_all(dir);
+  }
+  // lenet, 7 steps of 12: one warm-up step, plain steps 1 to 5, then the run's last (logging) step.
+  train::RunConfig run() const {
+    train::RunConfig c = scaletrain::testing::small_run_config();
+    c.batch = 12;
+    c.synthetic_samples = 240;
+    c.max_steps = 7;
+    c.warmup_log_steps = 1;
+    c.log_every = 1000;
+    c.device = GetParam();
+    c.run_dir = dir;
+    return c;
+  }
+  train::DeviceStepGroup plain_steps(const train::RunConfig& c) {
+    train::Trainer t(c, *world);
+    return t.run().device_per_step.plain;
+  }
+  // sim's device runs behind the host: whether the phase timing's reads wait varies from step to
+  // step there (on cpu it never does), so sim compares the phases and cpu the whole step.
+  bool whole_step_deterministic() const { return GetParam() == DeviceKind::cpu; }
+  std::unique_ptr<comm::Communicator> world;
+  std::string dir;
+};
+
+TEST_P(DeviceProfile, OneExtraSynchronizationAndOneExtraLaunchAreCountedExactly) {
+  const auto forward = static_cast<size_t>(Phase::forward), agree = static_cast<size_t>(Phase::agree);
+  const train::DeviceStepGroup base = plain_steps(run());
+  ASSERT_EQ(base.steps, 5);
+  const DeviceCounts b = base.step.median;
+  EXPECT_GT(b.calls, 20) << "lenet's layers, loss and optimizer launch more than this";
+  EXPECT_GE(base.phases[agree].median.host_syncs, 1) << "the step's agreement reads the inf/NaN counts";
+  EXPECT_EQ(base.step.median.calls, base.step.max.calls) << "plain steps launch the same";
+  EXPECT_GT(base.phases[forward].median.calls, 0);
+  EXPECT_EQ(b.allocations, 0) << "a steady-state step allocates nothing";
+
+  train::RunConfig synced = run();
+  synced.extra_host_syncs = 1;
+  const train::DeviceStepGroup s = plain_steps(synced);
+  DeviceCounts expect = base.phases[forward].median;
+  ++expect.host_syncs;
+  EXPECT_EQ(s.phases[forward].median, expect) << "one extra synchronization in forward";
+  EXPECT_EQ(s.phases[forward].max, expect);
+  if (whole_step_deterministic()) {
+    expect = b;
+    ++expect.host_syncs;
+    EXPECT_EQ(s.step.median, expect) << "one extra synchronization per step, nothing else";
+  }
+
+  train::RunConfig launched = run();
+  launched.extra_launches = 1;
+  const train::DeviceStepGroup l = plain_steps(launched);
+  expect = base.phases[forward].median;
+  ++expect.calls;
+  EXPECT_EQ(l.phases[forward].median, expect) << "one extra launch in forward";
+  EXPECT_EQ(l.step.median.calls, b.calls + 1) << "one extra launch per step";
+  if (whole_step_deterministic()) {
+    expect = b;
+    ++expect.calls;
+    EXPECT_EQ(l.step.median, expect) << "one extra launch per step, nothing else";
+  }
+}
+
+// The rows of profile.json against its measured step time, on one rank: with more ranks than this
+// machine's cores the step also holds the time a rank is descheduled in favour of another, which no
+// row owns.
+void expect_rows_cover_the_step(comm::Communicator& world, train::RunConfig c, const std::string& model) {
+  if (world.size() > 1) GTEST_SKIP() << "the profile's coverage of the step is checked on one rank";
+  c.model = model;
+  c.lr = 0.005;
+  c.profile = "layers";
+  c.max_steps = 5;
+  c.overwrite = true;
+  train::Trainer t(c, world);
+  (void)t.run();
+  if (world.rank() != 0) return;
+  std::ifstream f(c.run_dir + "/profile.json");
+  ASSERT_TRUE(f.good()) << "no profile.json in " << c.run_dir;
+  const nlohmann::json p = nlohmann::json::parse(f);
+  EXPECT_EQ(p["measured_steps"].get<int64_t>(), 4);
+  const double step = p["step_s"].get<double>(), rows = p["rows_s"].get<double>();
+  EXPECT_NEAR(rows / step, 1.0, 0.10) << model << ": the rows add up to " << rows << " s of a " << step << " s step";
+  size_t layers = 0;
+  for (const auto& r : p["rows"]) layers += r["type"] != "trainer";
+  EXPECT_EQ(layers, t.model().layers().size()) << "one row per layer";
+}
+
+TEST_P(DeviceProfile, LayerRowsAddUpToTheStepForResnet20) { expect_rows_cover_the_step(*world, run(), "resnet20"); }
+
+TEST_P(DeviceProfile, LayerRowsAddUpToTheStepForSeparableCnn) {
+  expect_rows_cover_the_step(*world, run(), "fmnist_sepcnn");
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, DeviceProfile, ::testing::Values(DeviceKind::cpu, DeviceKind::sim),
+                         [](const auto& info) { return device_kind_name(info.param); });
+
+}  // namespace
