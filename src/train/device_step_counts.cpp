@@ -75,8 +75,7 @@ nlohmann::json group_json(const DeviceStepGroup& g) {
 
 }  // namespace
 
-void DeviceStepCounts::begin_step(int64_t step, bool measured) {
-  (void)step;
+void DeviceStepCounts::begin_step(bool measured) {
   close_step();
   open_ = StepCounts{};
   open_measured_ = measured;

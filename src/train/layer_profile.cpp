@@ -25,13 +25,6 @@ ProfileRequest parse_profile_request(const std::string& text) {
   return r;
 }
 
-std::string profile_request_name(const ProfileRequest& r) {
-  if (r.layers && r.kernels) return "layers,kernels";
-  if (r.layers) return "layers";
-  if (r.kernels) return "kernels";
-  return "none";
-}
-
 LayerProfile::LayerProfile(Backend& backend, const nn::Model& model, ProfileRequest request)
     : backend_(backend), request_(request) {
   for (const auto& layer : model.layers()) {
@@ -199,6 +192,7 @@ nlohmann::json LayerProfile::json(const std::string& model, const std::string& p
 }
 
 std::string LayerProfile::table(size_t top) {
+  if (!request_.layers) return {};
   const double steps = std::max<double>(1, static_cast<double>(steps_));
   const double step_ms = 1e3 * step_seconds_ / steps;
   std::string out;

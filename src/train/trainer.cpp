@@ -235,7 +235,7 @@ void Trainer::Impl::testing_extras() {
 // step's counts are printed once it has closed.
 void Trainer::Impl::begin_counted_step() {
   const bool measured = position.step - first_step >= cfg.warmup_log_steps;
-  device_counts->begin_step(position.step, measured);
+  device_counts->begin_step(measured);
   if (profile) profile->begin_step(measured);
   print_device_line();
 }
@@ -255,7 +255,7 @@ void Trainer::Impl::finish_profile(TrainResult& result) {
   if (!profile || comm.rank() != 0) return;
   profile->pause();
   const nlohmann::json j = profile->json(cfg.model, precision_name(cfg.precision), local_batch);
-  if (cfg.profile.find("layers") != std::string::npos) std::printf("%s", profile->table(25).c_str());
+  std::printf("%s", profile->table(25).c_str());
   if (cfg.run_dir.empty()) return;
   const std::string path = cfg.run_dir + "/profile.json";
   std::FILE* f = std::fopen(path.c_str(), "w");

@@ -40,8 +40,8 @@ class DeviceStepCounts {
  public:
   explicit DeviceStepCounts(DeviceCounters& counters) : counters_(counters) {}
 
-  // Closes the open step, if any, and opens `step`'s window; `measured` once past the warm-up.
-  void begin_step(int64_t step, bool measured);
+  // Closes the open step, if any, and opens the next one's window; `measured` once past the warm-up.
+  void begin_step(bool measured);
   void begin_phase() { phase_start_ = counters_.read(); }
   void end_phase(Phase p);
   // The open step is followed by a logging interval or a checkpoint.

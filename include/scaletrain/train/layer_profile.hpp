@@ -26,7 +26,6 @@ struct ProfileRequest {
   bool any() const { return layers || kernels; }
 };
 ProfileRequest parse_profile_request(const std::string& text);  // "", "none", "layers", "kernels", "layers,kernels"
-std::string profile_request_name(const ProfileRequest& r);
 
 class LayerProfile final : public nn::LayerObserver {
  public:
@@ -49,11 +48,11 @@ class LayerProfile final : public nn::LayerObserver {
   // Stops the kernel trace before work that is not a step (an evaluation); begin_step restarts it.
   void pause();
 
-  int64_t measured_steps() const { return steps_; }
   // Why run.profile = kernels has no kernel trace on this backend ("" when it has one or was not asked).
   const std::string& kernel_trace_unavailable() const { return trace_unavailable_; }
   nlohmann::json json(const std::string& model, const std::string& precision, int64_t batch_per_rank);
-  // The rows sorted by time, each with its share of the step; at most `top` rows, then a line for the rest.
+  // The rows sorted by time, each with its share of the step; at most `top` rows, then a line for the
+  // rest ("" without run.profile = layers).
   std::string table(size_t top);
 
  private:
