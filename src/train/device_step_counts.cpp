@@ -39,9 +39,13 @@ CountStats stats_over(const Steps& steps, Pick pick) {
 }
 
 std::string thousands(int64_t n) {
-  std::string s = std::to_string(n < 0 ? -n : n);
-  for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3) s.insert(static_cast<size_t>(i), ",");
-  return n < 0 ? "-" + s : s;
+  const std::string digits = std::to_string(n < 0 ? -n : n);
+  std::string s = n < 0 ? "-" : "";
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) s += ',';
+    s += digits[i];
+  }
+  return s;
 }
 
 std::string plural(int64_t n, const char* one, const char* many) { return thousands(n) + " " + (n == 1 ? one : many); }
