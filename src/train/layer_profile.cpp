@@ -95,11 +95,7 @@ void LayerProfile::harvest(Row& r) {
 }
 
 void LayerProfile::finish_step() {
-  if (tracing_) {
-    trace_->stop();  // synchronizes
-    tracing_ = false;
-    for (KernelRecord& k : trace_->take()) kernels_.push_back(std::move(k));
-  }
+  pause();
   if (measuring_) {
     backend_.compute_stream().synchronize();
     for (Row& r : layers_) harvest(r);
@@ -115,9 +111,14 @@ void LayerProfile::add_step_time(double seconds) {
 
 void LayerProfile::pause() {
   if (!tracing_) return;
-  trace_->stop();
+  trace_->stop();  // synchronizes
   tracing_ = false;
-  for (KernelRecord& k : trace_->take()) kernels_.push_back(std::move(k));
+  for (const KernelRecord& k : trace_->take()) {
+    KernelRecord& m = kernels_[k.name];
+    m.name = k.name;
+    m.count += k.count;
+    m.seconds += k.seconds;
+  }
 }
 
 std::vector<const LayerProfile::Row*> LayerProfile::sorted_rows() const {
@@ -131,16 +132,9 @@ std::vector<const LayerProfile::Row*> LayerProfile::sorted_rows() const {
 }
 
 nlohmann::json LayerProfile::kernels_json() {
-  // The records of every measured step, merged by name, per step.
-  std::map<std::string, KernelRecord> by_name;
-  for (const KernelRecord& k : kernels_) {
-    KernelRecord& m = by_name[k.name];
-    m.name = k.name;
-    m.count += k.count;
-    m.seconds += k.seconds;
-  }
+  // The records of every measured step, per step.
   std::vector<KernelRecord> merged;
-  for (auto& [name, k] : by_name) merged.push_back(k);
+  for (const auto& [name, k] : kernels_) merged.push_back(k);
   std::sort(merged.begin(), merged.end(), [](const KernelRecord& a, const KernelRecord& b) { return a.seconds > b.seconds; });
   const double steps = std::max<double>(1, static_cast<double>(steps_));
   std::map<std::string, std::pair<double, double>> per_category;  // seconds, kernels

@@ -1,5 +1,6 @@
 // metrics.jsonl and run.json of a run directory.
 #include "scaletrain/train/device_step_counts.hpp"
+#include "scaletrain/train/json_file.hpp"
 #include "scaletrain/train/run_log.hpp"
 
 #include <hdf5.h>
@@ -7,7 +8,6 @@
 
 #include <Kokkos_Core.hpp>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <algorithm>
@@ -254,15 +254,7 @@ void RunLog::finish(const RunInfo& info, const TrainResult& r) {
                       {"eval_loss", e.eval_loss},
                       {"eval_accuracy", e.eval_accuracy}});
   j["epochs"] = epochs;
-  // Written to a temporary name and renamed, so a reader never sees half a file.
-  const std::string path = dir_ + "/run.json", tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp);
-    ST_CHECK(out.good(), "cannot write ", tmp);
-    out << j.dump(2) << "\n";
-    ST_CHECK(out.good(), "error writing ", tmp);
-  }
-  std::filesystem::rename(tmp, path);
+  write_json_file(dir_ + "/run.json", j, 2);
 }
 
 }  // namespace scaletrain::train

@@ -9,6 +9,7 @@
 
 #include "scaletrain/core/error.hpp"
 #include "scaletrain/core/timer.hpp"
+#include "scaletrain/train/json_file.hpp"
 
 namespace scaletrain::train {
 
@@ -102,13 +103,7 @@ void Timeline::write(const std::string& path, const std::string& resumed_from) {
       ev.push_back(std::move(j));
     }
   }
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp);
-    ST_CHECK(out.good(), "cannot write ", tmp);
-    out << trace.dump() << "\n";
-  }
-  std::rename(tmp.c_str(), path.c_str());
+  write_json_file(path, trace, -1);
 }
 
 }  // namespace scaletrain::train

@@ -40,6 +40,7 @@
 #include "scaletrain/train/errors.hpp"
 #include "scaletrain/train/gpu_telemetry.hpp"
 #include "scaletrain/train/interval_reducer.hpp"
+#include "scaletrain/train/json_file.hpp"
 #include "scaletrain/train/layer_profile.hpp"
 #include "scaletrain/train/model_buffers.hpp"
 #include "scaletrain/train/model_shape.hpp"
@@ -256,13 +257,7 @@ void Trainer::Impl::finish_profile(TrainResult& result) {
   profile->pause();
   const nlohmann::json j = profile->json(cfg.model, precision_name(cfg.precision), local_batch);
   std::printf("%s", profile->table(25).c_str());
-  if (cfg.run_dir.empty()) return;
-  const std::string path = cfg.run_dir + "/profile.json";
-  std::FILE* f = std::fopen(path.c_str(), "w");
-  ST_USER_CHECK(f != nullptr, "run.profile: cannot write ", path);
-  const std::string text = j.dump(1) + "\n";
-  const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-  ST_USER_CHECK(std::fclose(f) == 0 && ok, "run.profile: writing ", path, " failed");
+  if (!cfg.run_dir.empty()) write_json_file(cfg.run_dir + "/profile.json", j, 1);
 }
 
 // The backend on this rank's device (none shared with another rank) and the gradient transport.

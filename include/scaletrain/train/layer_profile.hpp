@@ -45,7 +45,8 @@ class LayerProfile final : public nn::LayerObserver {
   void finish_step();
   // The step's wall time (after finish_step, which it includes).
   void add_step_time(double seconds);
-  // Stops the kernel trace before work that is not a step (an evaluation); begin_step restarts it.
+  // Stops the kernel trace and keeps its records (at the end of a step, and before work that is not
+  // a step: an evaluation); begin_step restarts it.
   void pause();
 
   // Why run.profile = kernels has no kernel trace on this backend ("" when it has one or was not asked).
@@ -82,7 +83,7 @@ class LayerProfile final : public nn::LayerObserver {
   std::unique_ptr<KernelTrace> trace_;
   bool tracing_ = false;
   std::string trace_unavailable_;
-  std::vector<KernelRecord> kernels_;
+  std::map<std::string, KernelRecord> kernels_;  // every measured step's records, by name
 };
 
 }  // namespace scaletrain::train
