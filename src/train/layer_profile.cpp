@@ -42,6 +42,9 @@ void LayerProfile::begin_step(bool measured) {
   step_measured_ = measured;
   measuring_ = measured && request_.layers;
   if (measured && trace_ && !tracing_) {
+    // The trace records what runs while it is on: the work queued before this step (the warm-up's,
+    // an evaluation's) must have run first.
+    backend_.synchronize();
     trace_->start();
     tracing_ = true;
   }
