@@ -246,7 +246,7 @@ TEST(GemmPlan, HeuristicKeyNamesEverythingTheHeuristicSees) {
   };
   const auto base = ip(8, 37, 10, true);
   const std::string k0 = key(base, false, true, 1 << 20, AlignmentVariant::vector);
-  EXPECT_EQ(k0, "10x8x37|TN|37,37,10|f32,f32,f32,f32|32F|bias:f32|red0|ws1048576|align16,16,16,16");
+  EXPECT_EQ(k0, "10x8x37|TN|37,37,10|f32,f32,f32,f32|32F|bias:f32|align16,16,16,16|red0|ws1048576");
   EXPECT_EQ(k0, key(base, false, true, 1 << 20, AlignmentVariant::vector));  // stable
   EXPECT_NE(k0, key(ip(9, 37, 10, true), false, true, 1 << 20, AlignmentVariant::vector));
   EXPECT_NE(k0, key(ip(8, 37, 10, false), false, true, 1 << 20, AlignmentVariant::vector));
@@ -256,7 +256,7 @@ TEST(GemmPlan, HeuristicKeyNamesEverythingTheHeuristicSees) {
   EXPECT_NE(k0, key(base, false, true, 2 << 20, AlignmentVariant::vector));
   EXPECT_NE(k0, key(base, false, true, 1 << 20, AlignmentVariant::element));
   EXPECT_EQ(key(base, false, true, 1 << 20, AlignmentVariant::element),
-            "10x8x37|TN|37,37,10|f32,f32,f32,f32|32F|bias:f32|red0|ws1048576|align4,4,4,4");
+            "10x8x37|TN|37,37,10|f32,f32,f32,f32|32F|bias:f32|align4,4,4,4|red0|ws1048576");
   // The three directions of one shape are different GEMMs.
   const auto g = gemm::plan_inner_product(base, false);
   const std::string kd = gemm::heuristic_key(g.backward_data, 0, 1 << 20, AlignmentVariant::vector);
@@ -309,6 +309,40 @@ TEST(GemmPlan, DeterministicModeAllowsNoSplitK) {
   EXPECT_EQ(gemm::choose_heuristic(cands, 0, gemm::reduction_scheme_mask(false)), 4);
   EXPECT_EQ(gemm::choose_heuristic({}, ws, gemm::reduction::all), -1);
   EXPECT_EQ(gemm::choose_heuristic({{true, 0, gemm::reduction::output_type, 2}}, ws, gemm::reduction::none), -1);
+}
+
+// run.cudnn_algorithms = auto on cuBLASLt: the heuristic's candidates timed, the fastest allowed wins,
+// split-K kept out when deterministic (by the same rules as the heuristic's choice).
+TEST(GemmPlan, TimedChoiceIsTheFastestAllowedCandidate) {
+  using C = gemm::HeuristicCandidate;
+  const int64_t ws = 1 << 20;
+  const std::vector<C> cands{
+      {true, 0, gemm::reduction::none, 1, 0.30f},             // the heuristic's first
+      {true, 4096, gemm::reduction::inplace, 4, 0.05f},       // split-K: fastest, not deterministic
+      {true, 2 << 20, gemm::reduction::none, 1, 0.01f},       // too much workspace
+      {false, 0, gemm::reduction::none, 1, 0.01f},            // failed
+      {true, 0, gemm::reduction::none, 1, 0.20f},             // the fastest deterministic
+      {true, 0, gemm::reduction::none, 1, 0.20f},             // a tie goes to the earlier
+      {true, 0, gemm::reduction::none, 1, -1.0f},             // untimed
+  };
+  EXPECT_EQ(gemm::choose_timed(cands, ws, gemm::reduction_scheme_mask(true)), 4);
+  EXPECT_EQ(gemm::choose_timed(cands, ws, gemm::reduction_scheme_mask(false)), 1);
+  EXPECT_EQ(gemm::choose_heuristic(cands, ws, gemm::reduction_scheme_mask(true)), 0);
+  EXPECT_EQ(gemm::choose_timed({{true, 0, gemm::reduction::none, 1, -1.0f}}, ws, gemm::reduction::all), -1);
+  EXPECT_TRUE(cands[0].deterministic());
+  EXPECT_FALSE(cands[1].deterministic());
+  EXPECT_FALSE((C{true, 0, gemm::reduction::none, 3}).deterministic());
+}
+
+// The key of a pinned GEMM record: what the algorithm depends on, not the mask or the workspace
+// (those are checked against the record), and the alignment variant apart.
+TEST(GemmPlan, ProblemKeyLeavesOutMaskAndWorkspace) {
+  const gemm::GemmPlan f = gemm::plan_inner_product(ip(8, 37, 10, true), false).forward;
+  const std::string k = gemm::problem_key(f, AlignmentVariant::vector);
+  EXPECT_EQ(k, "10x8x37|TN|37,37,10|f32,f32,f32,f32|32F|bias:f32|align16,16,16,16");
+  EXPECT_EQ(gemm::heuristic_key(f, 0, 5, AlignmentVariant::vector).rfind(k, 0), 0u);
+  EXPECT_NE(k, gemm::problem_key(f, AlignmentVariant::element));
+  EXPECT_NE(k, gemm::problem_key(gemm::plan_inner_product(ip(8, 37, 10, true), true).forward, AlignmentVariant::vector));
 }
 
 TEST(GemmPlan, PointerAlignment) {

@@ -43,10 +43,6 @@ std::string mib(int64_t bytes) {
   return buf;
 }
 
-std::string workspace_setting(int64_t bytes) {
-  if (bytes % (1 << 20) == 0) return "run.cudnn_workspace_mb = " + std::to_string(bytes >> 20);
-  return "run.cudnn_workspace_mb = " + mib(bytes) + " (" + std::to_string(bytes) + " bytes)";
-}
 
 }  // namespace
 
@@ -74,6 +70,12 @@ std::string cudnn_math_name(CudnnMath m) {
       return "tensor_op_allow_conversion";
   }
   return "?";
+}
+
+CudnnMath parse_cudnn_math(const std::string& name) {
+  for (CudnnMath m : {CudnnMath::fma, CudnnMath::default_math, CudnnMath::tensor_op, CudnnMath::tensor_op_allow_conversion})
+    if (cudnn_math_name(m) == name) return m;
+  ST_FAIL("'", name, "' is not a cuDNN math type (fma, default, tensor_op, tensor_op_allow_conversion)");
 }
 
 std::string conv_direction_name(ConvDirection d) {
@@ -234,10 +236,12 @@ CudnnChoiceKey conv_choice_key(const ConvShape& shape, ConvDirection direction, 
   ConvShape problem = shape;
   problem.bias = false;  // added outside cuDNN
   std::ostringstream os;
-  os << "conv " << conv_direction_name(direction) << " " << problem.to_string() << " deterministic "
-     << selection.deterministic << " tf32 " << selection.allow_tf32 << " workspace " << selection.workspace_limit_bytes;
+  os << "conv " << conv_direction_name(direction) << " " << problem.to_string();
+  if (shape.dtype == DType::f32) os << " tf32 " << selection.allow_tf32;
   return {os.str()};
 }
+
+namespace {
 
 // a before b: both heuristic, by rank; otherwise the faster, then the smaller workspace, then the lower id.
 bool better_candidate(const CudnnAlgoResult& a, const CudnnAlgoResult& b) {
@@ -247,59 +251,101 @@ bool better_candidate(const CudnnAlgoResult& a, const CudnnAlgoResult& b) {
   return a.algo < b.algo;
 }
 
+// Why the selection drops `c` ("" where it is allowed).
+std::string why_dropped(const CudnnAlgoResult& c, CudnnType data, const CudnnSelection& selection) {
+  if (!c.ok) return "did not run: " + (c.status.empty() ? std::string("failed") : c.status);
+  if (!conv_math_allowed(c.math, data, selection.allow_tf32))
+    return cudnn_math_name(c.math) + " math not allowed for " + cudnn_type_name(data) +
+           (data == CudnnType::f32 && !selection.allow_tf32 ? " with train.allow_tf32 = false" : "");
+  if (selection.deterministic && !c.deterministic) return "nondeterministic";
+  if (c.workspace_bytes > selection.workspace_limit_bytes) return "needs " + mib(c.workspace_bytes) + " MiB of workspace";
+  return "";
+}
+
+const CudnnAlgoResult* best_allowed(const std::vector<CudnnAlgoResult>& candidates, CudnnType data,
+                                    const CudnnSelection& selection) {
+  const CudnnAlgoResult* best = nullptr;
+  for (const CudnnAlgoResult& c : candidates)
+    if (why_dropped(c, data, selection).empty() && (!best || better_candidate(c, *best))) best = &c;
+  return best;
+}
+
+}  // namespace
+
+bool find_conv_algorithm(const std::vector<CudnnAlgoResult>& candidates, const ConvShape& shape,
+                         const CudnnSelection& selection, CudnnAlgoResult& out) {
+  const CudnnAlgoResult* best =
+      best_allowed(candidates, cudnn_type(shape.dtype, "cuDNN convolution " + shape.to_string()), selection);
+  if (best) out = *best;
+  return best != nullptr;
+}
+
 CudnnAlgoResult choose_conv_algorithm(const std::vector<CudnnAlgoResult>& candidates, const ConvShape& shape,
                                       ConvDirection direction, const CudnnSelection& selection) {
   const CudnnType data = cudnn_type(shape.dtype, "cuDNN convolution " + shape.to_string());
-  const CudnnAlgoResult* best = nullptr;
+  if (const CudnnAlgoResult* best = best_allowed(candidates, data, selection)) return *best;
   std::vector<std::string> dropped;
   int nondeterministic = 0, too_large = 0;
   for (const CudnnAlgoResult& c : candidates) {
-    std::string why;
-    if (!c.ok) {
-      why = "did not run: " + (c.status.empty() ? std::string("failed") : c.status);
-    } else if (!conv_math_allowed(c.math, data, selection.allow_tf32)) {
-      why = cudnn_math_name(c.math) + " math not allowed for " + cudnn_type_name(data) +
-            (data == CudnnType::f32 && !selection.allow_tf32 ? " with train.allow_tf32 = false" : "");
-    } else if (selection.deterministic && !c.deterministic) {
-      why = "nondeterministic";
-      ++nondeterministic;
-    } else if (c.workspace_bytes > selection.workspace_limit_bytes) {
-      why = "needs " + mib(c.workspace_bytes) + " MiB of workspace";
-      ++too_large;
-    }
-    if (!why.empty()) {
-      dropped.push_back(c.name + " (" + why + ")");
-      continue;
-    }
-    if (!best || better_candidate(c, *best)) best = &c;
+    const std::string why = why_dropped(c, data, selection);
+    dropped.push_back(c.name + " (" + why + ")");
+    nondeterministic += why == "nondeterministic";
+    too_large += why.rfind("needs ", 0) == 0;
   }
-  if (best) return *best;
   std::ostringstream os;
   os << "conv " << conv_direction_name(direction) << " " << shape.to_string() << ": no "
      << (selection.deterministic ? "deterministic " : "") << "algorithm"
      << (data == CudnnType::f32 && !selection.allow_tf32 ? " without TF32" : "") << " within "
-     << workspace_setting(selection.workspace_limit_bytes) << " among " << candidates.size() << " cuDNN candidates";
+     << workspace_setting_text(selection.workspace_auto, selection.workspace_limit_bytes) << " among "
+     << candidates.size() << " cuDNN candidates";
   if (!dropped.empty()) {
     os << ":";
     for (size_t i = 0; i < dropped.size(); ++i) os << (i ? "; " : " ") << dropped[i];
   }
-  if (too_large) os << ". A larger run.cudnn_workspace_mb may help";
+  if (too_large)
+    os << (selection.workspace_auto ? ". More free device memory (a smaller train.batch) may help"
+                                    : ". run.cudnn_workspace_mb = auto or a larger value may help");
   if (nondeterministic) os << ". run.deterministic = false may help";
   ST_FAIL(os.str());
 }
 
-std::string conv_choice_line(const ConvShape& shape, ConvDirection direction, const CudnnAlgoResult& choice) {
-  char timing[64];
-  if (choice.heuristic_rank >= 0)
-    std::snprintf(timing, sizeof timing, "cuDNN heuristic #%d, untimed", choice.heuristic_rank);
-  else
-    std::snprintf(timing, sizeof timing, "%.3f ms", static_cast<double>(choice.time_ms));
-  std::ostringstream os;
-  os << "conv " << conv_direction_name(direction) << " " << shape.to_string() << ": algo " << choice.name << " ("
-     << timing << ", " << mib(choice.workspace_bytes) << " MiB workspace, "
-     << (choice.deterministic ? "deterministic" : "nondeterministic") << ", " << cudnn_math_name(choice.math)
-     << " math)";
-  return os.str();
+AlgorithmRecord conv_record(const ConvShape& shape, ConvDirection direction, const CudnnSelection& selection,
+                            const CudnnAlgoResult& choice, const std::vector<CudnnAlgoResult>& heuristic,
+                            const std::vector<CudnnAlgoResult>& timed) {
+  AlgorithmRecord r;
+  r.key = conv_choice_key(shape, direction, selection).text;
+  r.op = "conv " + conv_direction_name(direction);
+  ConvShape problem = shape;
+  problem.bias = false;
+  r.shape = problem.to_string();
+  r.algo = choice.algo;
+  r.name = choice.name;
+  r.math = cudnn_math_name(choice.math);
+  r.workspace_bytes = choice.workspace_bytes;
+  r.deterministic = choice.deterministic;
+  r.how = timed.empty() ? AlgorithmMode::heuristic : AlgorithmMode::timed;
+  if (!timed.empty()) r.time_ms = choice.time_ms;
+  CudnnAlgoResult first;
+  if (!find_conv_algorithm(heuristic, shape, selection, first)) return r;
+  r.heuristic_name = first.name;
+  for (const CudnnAlgoResult& t : timed)
+    if (t.ok && t.algo == first.algo && t.math == first.math) {
+      r.heuristic_time_ms = t.time_ms;
+      break;
+    }
+  if (timed.empty()) r.heuristic_time_ms = -1;
+  return r;
+}
+
+CudnnAlgoResult conv_choice_of(const AlgorithmRecord& r) {
+  CudnnAlgoResult c;
+  c.algo = r.algo;
+  c.name = r.name;
+  c.math = parse_cudnn_math(r.math);
+  c.workspace_bytes = r.workspace_bytes;
+  c.deterministic = r.deterministic;
+  c.time_ms = static_cast<float>(r.time_ms);
+  return c;
 }
 
 }  // namespace scaletrain

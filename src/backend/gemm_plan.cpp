@@ -176,30 +176,50 @@ AlignmentVariant variant_for(std::initializer_list<const void*> pointers) {
   return AlignmentVariant::vector;
 }
 
-std::string heuristic_key(const GemmPlan& p, uint32_t reduction_mask, int64_t max_workspace_bytes,
-                          AlignmentVariant variant) {
+std::string problem_key(const GemmPlan& p, AlignmentVariant variant) {
   std::ostringstream os;
   os << p.m << "x" << p.n << "x" << p.k << "|" << transpose_name(p.transa) << transpose_name(p.transb) << "|" << p.a.ld
      << "," << p.b.ld << "," << p.d.ld << "|" << dtype_name(p.a.type) << "," << dtype_name(p.b.type) << ","
      << dtype_name(p.d.type) << "," << dtype_name(p.scale_type) << "|" << compute_name(p.compute) << "|"
      << epilogue_name(p.epilogue);
   if (p.epilogue != Epilogue::none) os << ":" << dtype_name(p.bias_type);
-  os << "|red" << reduction_mask << "|ws" << max_workspace_bytes << "|align" << min_alignment(p.a.type, variant) << ","
-     << min_alignment(p.b.type, variant) << "," << min_alignment(p.d.type, variant);
+  os << "|align" << min_alignment(p.a.type, variant) << "," << min_alignment(p.b.type, variant) << ","
+     << min_alignment(p.d.type, variant);
   if (p.epilogue != Epilogue::none) os << "," << min_alignment(p.bias_type, variant);
   return os.str();
 }
 
+std::string heuristic_key(const GemmPlan& p, uint32_t reduction_mask, int64_t max_workspace_bytes,
+                          AlignmentVariant variant) {
+  return problem_key(p, variant) + "|red" + std::to_string(reduction_mask) + "|ws" + std::to_string(max_workspace_bytes);
+}
+
+namespace {
+
+bool allowed(const HeuristicCandidate& c, int64_t max_workspace_bytes, uint32_t reduction_mask) {
+  if (!c.ok || c.workspace_bytes < 0 || c.workspace_bytes > max_workspace_bytes) return false;
+  if ((c.reduction_scheme & ~reduction_mask) != 0) return false;
+  return !(reduction_mask == reduction::none && c.split_k > 1);
+}
+
+}  // namespace
+
 int choose_heuristic(const std::vector<HeuristicCandidate>& candidates, int64_t max_workspace_bytes,
                      uint32_t reduction_mask) {
+  for (size_t i = 0; i < candidates.size(); ++i)
+    if (allowed(candidates[i], max_workspace_bytes, reduction_mask)) return static_cast<int>(i);
+  return -1;
+}
+
+int choose_timed(const std::vector<HeuristicCandidate>& candidates, int64_t max_workspace_bytes,
+                 uint32_t reduction_mask) {
+  int best = -1;
   for (size_t i = 0; i < candidates.size(); ++i) {
     const HeuristicCandidate& c = candidates[i];
-    if (!c.ok || c.workspace_bytes < 0 || c.workspace_bytes > max_workspace_bytes) continue;
-    if ((c.reduction_scheme & ~reduction_mask) != 0) continue;
-    if (reduction_mask == reduction::none && c.split_k > 1) continue;
-    return static_cast<int>(i);
+    if (c.time_ms < 0 || !allowed(c, max_workspace_bytes, reduction_mask)) continue;
+    if (best < 0 || c.time_ms < candidates[static_cast<size_t>(best)].time_ms) best = static_cast<int>(i);
   }
-  return -1;
+  return best;
 }
 
 }  // namespace scaletrain::gemm

@@ -66,10 +66,14 @@ struct BackendOptions {
   // deterministic: only algorithms whose results do not depend on scheduling (no atomics in cuDNN's
   // backward-filter, no split-K with a nondeterministic reduction in cuBLASLt). allow_tf32: f32
   // convolutions and GEMMs may use TF32 tensor cores. workspace_limit_bytes: the most scratch memory
-  // one operator's algorithm may use.
+  // one operator's algorithm may use; workspace_auto: instead, what is free at the choice less a
+  // margin (backend/algorithm_book.hpp). time_algorithms: ops time their candidates when made (a
+  // training run makes them with the heuristic's choices and times through AlgorithmTuning).
   bool deterministic = true;
   bool allow_tf32 = false;
   int64_t workspace_limit_bytes = int64_t{512} << 20;
+  bool workspace_auto = false;
+  bool time_algorithms = true;
 };
 
 // How a backend computes in a storage type: natively (kernels in that type, f32 accumulation) or
@@ -81,6 +85,7 @@ struct PrecisionSupport {
 };
 
 class Bf16GemmTuning;
+class AlgorithmTuning;
 
 class Backend {
  public:
@@ -151,6 +156,9 @@ class Backend {
   // Where bf16 GEMM-shaped operators can run two ways, the backend's records and timings of them
   // (backend/bf16_gemm_tuning.hpp); null where there is one way.
   virtual Bf16GemmTuning* bf16_gemm_tuning() { return nullptr; }
+  // Where operators choose among algorithms (cuda), how they choose and the book of what they run
+  // (backend/algorithm_tuning.hpp); null where there is nothing to choose.
+  virtual AlgorithmTuning* algorithm_tuning() { return nullptr; }
 
   // The device's own record of the kernels it runs (run.profile = kernels), or null with `why_not`
   // saying why there is none: cuda through CUPTI, sim from its streams' work items; cpu has none.

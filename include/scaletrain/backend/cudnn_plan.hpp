@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "scaletrain/backend/algorithm_book.hpp"
 #include "scaletrain/backend/ops.hpp"
 #include "scaletrain/kernels/conv_layout.hpp"
 #include "scaletrain/kernels/pool_direct.hpp"
@@ -26,6 +27,7 @@ enum class CudnnPoolMode { max, max_deterministic, average_exclude_padding };
 
 std::string cudnn_type_name(CudnnType t);
 std::string cudnn_math_name(CudnnMath m);
+CudnnMath parse_cudnn_math(const std::string& name);  // Error for a name cudnn_math_name does not give
 std::string conv_direction_name(ConvDirection d);  // "fwd", "bwd data", "bwd filter"
 
 // A 4-d tensor as cudnnSetTensor4dDescriptorEx takes it: the logical NCHW dims and the strides of
@@ -46,11 +48,12 @@ struct ExplicitPad {
 };
 
 // The selection settings (CudaOpSettings, from run.deterministic, train.allow_tf32 and
-// run.cudnn_workspace_mb).
+// run.cudnn_workspace_mb; workspace_auto: the limit is the auto rule's figure at the choice).
 struct CudnnSelection {
   bool deterministic = true;
   bool allow_tf32 = false;
   int64_t workspace_limit_bytes = int64_t{512} << 20;
+  bool workspace_auto = false;
 };
 
 struct CudnnConvPlan {
@@ -131,8 +134,10 @@ CudnnBatchNormPlan plan_cudnn_batch_norm(const BatchNormShape& shape);
 // "batch_norm{...}: cuDNN SPATIAL, ReLU kernels after" or "...: scaletrain kernels (bf16)".
 std::string batch_norm_choice_line(const CudnnBatchNormPlan& plan);
 
-// The key of a cached algorithm choice: the problem (the shape without what cuDNN does not see,
-// such as the bias), the direction and the selection settings. Identical layers share a choice.
+// The key of an algorithm choice (AlgorithmRecord::key): the problem (the shape without what cuDNN
+// does not see, such as the bias), the direction and whether f32 may use TF32. Not the determinism
+// or the workspace: a pinned record is checked against those (check_pinned_record). Identical
+// layers share a choice.
 struct CudnnChoiceKey {
   std::string text;
   bool operator==(const CudnnChoiceKey& o) const { return text == o.text; }
@@ -155,16 +160,25 @@ struct CudnnAlgoResult {
   CudnnMath math = CudnnMath::fma;
 };
 
-// The fastest candidate that ran, is deterministic when the selection asks for it, fits the
-// workspace limit and uses an allowed math type; ties go to the smaller workspace, then to the lower
-// algorithm id. Heuristic candidates (heuristic_rank >= 0) are taken in cuDNN's rank order instead:
-// no timing, so the same GPU, shape and cuDNN always give the same choice (run.deterministic uses
-// them, so that a rerun or a resumed run computes bit for bit the same). When nothing is left,
-// Error naming the shape, the direction and why each candidate was dropped.
+// The fastest candidate that ran, is deterministic when the selection asks for it, fits the workspace
+// limit and uses an allowed math type; ties go to the smaller workspace, then to the lower
+// algorithm id. Heuristic candidates (heuristic_rank >= 0, from cudnnGet*_v7, untimed) are taken in
+// cuDNN's rank order instead (run.cudnn_algorithms = heuristic). When nothing is left, Error naming
+// the shape, the direction and why each candidate was dropped.
 CudnnAlgoResult choose_conv_algorithm(const std::vector<CudnnAlgoResult>& candidates, const ConvShape& shape,
                                       ConvDirection direction, const CudnnSelection& selection);
+// As choose_conv_algorithm, but false instead of the Error (the heuristic's first choice beside a
+// timed one, which may find none that fits).
+bool find_conv_algorithm(const std::vector<CudnnAlgoResult>& candidates, const ConvShape& shape,
+                         const CudnnSelection& selection, CudnnAlgoResult& out);
 
-// "conv fwd <shape>: algo <name> (<ms> ms, <MiB> MiB workspace, deterministic|nondeterministic, <math>)"
-std::string conv_choice_line(const ConvShape& shape, ConvDirection direction, const CudnnAlgoResult& choice);
+// The record of a choice: `timed` holds cudnnFind*'s candidates (empty when the choice is the
+// heuristic's), `heuristic` cudnnGet*_v7's ranked ones; the heuristic's first allowed candidate goes
+// beside the choice, with its time in the same search where it was timed.
+AlgorithmRecord conv_record(const ConvShape& shape, ConvDirection direction, const CudnnSelection& selection,
+                            const CudnnAlgoResult& choice, const std::vector<CudnnAlgoResult>& heuristic,
+                            const std::vector<CudnnAlgoResult>& timed);
+// What a pinned record runs: its algorithm id and math type.
+CudnnAlgoResult conv_choice_of(const AlgorithmRecord& r);
 
 }  // namespace scaletrain

@@ -115,6 +115,10 @@ int min_alignment(DType type, AlignmentVariant variant);
 // The variant a call may use: vector when every non-null pointer is kVectorAlignment-aligned.
 AlignmentVariant variant_for(std::initializer_list<const void*> pointers);
 
+// The problem a GEMM algorithm is chosen for (AlgorithmRecord::key, after "gemm "): sizes,
+// transposes, leading dimensions, types, compute type, epilogue and bias type, alignments. Not the
+// reduction mask or the workspace: a pinned record is checked against those.
+std::string problem_key(const GemmPlan& plan, AlignmentVariant variant);
 // The heuristic cache key: everything cublasLtMatmulAlgoGetHeuristic sees (sizes, transposes,
 // leading dimensions, types, compute type, epilogue and bias type, reduction mask, workspace limit,
 // alignments). The direction is not part of it: equal GEMMs share their choice.
@@ -127,11 +131,17 @@ struct HeuristicCandidate {
   int64_t workspace_bytes = 0;    // workspaceSize
   uint32_t reduction_scheme = 0;  // CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME
   int32_t split_k = 1;            // CUBLASLT_ALGO_CONFIG_SPLITK_NUM
+  float time_ms = -1;             // timed: its time on the GEMM's shape; -1 untimed
+  // No split-K: the dot product in one sequence (what run.deterministic allows).
+  bool deterministic() const { return reduction_scheme == reduction::none && split_k <= 1; }
 };
 // The first candidate (cuBLASLt orders them by estimated time) that succeeded, fits the workspace
 // limit and whose reduction scheme is in `reduction_mask` (with mask none: no split-K either), or -1.
 // cuBLASLt already filters by the preferences; this holds the rule even if a result slips through.
 int choose_heuristic(const std::vector<HeuristicCandidate>& candidates, int64_t max_workspace_bytes,
                      uint32_t reduction_mask);
+// The fastest timed candidate that choose_heuristic's rules allow (ties to the earlier), or -1.
+int choose_timed(const std::vector<HeuristicCandidate>& candidates, int64_t max_workspace_bytes,
+                 uint32_t reduction_mask);
 
 }  // namespace scaletrain::gemm

@@ -37,6 +37,14 @@
 //   ever needed for tall-skinny backward_weights (k = batch) and measured deterministic. The
 //   algorithm is fixed per shape at creation, so every step runs the same kernel. Not deterministic
 //   mode: every reduction scheme is allowed.
+// - Algorithm choice (the context's mode, backend/algorithm_book.hpp). heuristic: the first of
+//   cuBLASLt's results that the rules allow. timed: each allowed result (at most
+//   kRequestedAlgorithms) runs on zeroed scratch operands, once to warm up and then kTimedRuns times
+//   between two events, and the fastest wins (split-K kept out under run.deterministic by the
+//   reduction mask and the policy, as for the heuristic). pinned: the book's cublasLtMatmulAlgo_t
+//   (the header documents the struct as trivially serializable for reuse with the same cuBLAS
+//   version), checked by cublasLtMatmulAlgoCheck, which also gives its workspace. Equal GEMMs share
+//   one record in the context's book.
 // - Workspace. CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES = the context's limit less the staged bias;
 //   the chosen algorithms' largest need plus the staged bias is reserved on the op's stream.
 // - Alignment. CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_{A,B,C,D}_BYTES default to 256. Activations come
@@ -82,6 +90,7 @@ static_assert(gemm::reduction::output_type == static_cast<uint32_t>(CUBLASLT_RED
 static_assert(gemm::reduction::all == static_cast<uint32_t>(CUBLASLT_REDUCTION_SCHEME_MASK));
 
 constexpr int kRequestedAlgorithms = 8;
+constexpr int kTimedRuns = 5;
 
 int32_t cuda_type(DType t) {
   switch (t) {
@@ -139,29 +148,57 @@ void set_pref(cublasLtMatmulPreference_t pref, cublasLtMatmulPreferenceAttribute
   ST_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, attr, &value, sizeof(value)));
 }
 
-// An algorithm cuBLASLt's heuristic returned, and its place in the list (fastest first).
+// An algorithm cuBLASLt's heuristic returned, its place in the list (fastest first by cuBLASLt's
+// estimate), and the record of the choice.
 struct AlgoChoice {
   bool found = false;
   cublasLtMatmulAlgo_t algo{};
   int64_t workspace_bytes = 0;
   int index = -1;
+  AlgorithmRecord record;
 };
 
-// Heuristic results by device and gemm::heuristic_key, so that equal GEMMs (a shape made again, the
+// cuBLASLt's heuristic results for one GEMM and alignment variant, and what the policy sees of them.
+struct HeuristicList {
+  std::vector<cublasLtMatmulHeuristicResult_t> results;
+  std::vector<gemm::HeuristicCandidate> candidates;
+};
+
+// Heuristic lists by device and gemm::heuristic_key, so that equal GEMMs (a shape made again, the
 // same dense layer twice) ask cuBLASLt once per process.
 std::mutex& cache_mutex() {
   static std::mutex mu;
   return mu;
 }
-std::map<std::string, AlgoChoice>& heuristic_cache() {
-  static std::map<std::string, AlgoChoice> cache;
+std::map<std::string, HeuristicList>& heuristic_cache() {
+  static std::map<std::string, HeuristicList> cache;
   return cache;
 }
+
+// cublasLtMatmulAlgo_t as hex and back (AlgorithmRecord::config).
+std::string algo_hex(const cublasLtMatmulAlgo_t& algo) {
+  static_assert(sizeof(algo.data) == 8 * sizeof(uint64_t));
+  std::ostringstream os;
+  os << std::hex << std::setfill('0');
+  for (uint64_t word : algo.data) os << std::setw(16) << word;
+  return os.str();
+}
+
+cublasLtMatmulAlgo_t algo_of_hex(const std::string& hex, const std::string& who) {
+  cublasLtMatmulAlgo_t algo{};
+  ST_CHECK(hex.size() == 8 * 16 && hex.find_first_not_of("0123456789abcdef") == std::string::npos, who,
+           ": the pinned cuBLASLt algorithm '", hex, "' is not 128 hex digits");
+  for (size_t i = 0; i < 8; ++i) algo.data[i] = std::stoull(hex.substr(i * 16, 16), nullptr, 16);
+  return algo;
+}
+
+std::string candidate_name(int index) { return index < 0 ? "none" : "cuBLASLt #" + std::to_string(index); }
 
 // One direction's matmul: its descriptors and one algorithm per alignment variant.
 class LtGemm {
  public:
-  LtGemm(CudaOpContext& ctx, const gemm::GemmPlan& plan, uint32_t reduction_mask, int64_t max_workspace)
+  LtGemm(CudaOpContext& ctx, const gemm::GemmPlan& plan, const std::string& shape, uint32_t reduction_mask,
+         int64_t max_workspace, cudaStream_t stream)
       : plan_(plan), a_(make_layout(plan.a)), b_(make_layout(plan.b)), d_(make_layout(plan.d)) {
     cublasLtMatmulDesc_t desc = nullptr;
     ST_CUBLAS_CHECK(cublasLtMatmulDescCreate(&desc, cublas_compute(plan.compute),
@@ -172,7 +209,7 @@ class LtGemm {
     set_desc(CUBLASLT_MATMUL_DESC_EPILOGUE, cublas_epilogue(plan.epilogue));
     if (plan.epilogue != gemm::Epilogue::none) set_desc(CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, cuda_type(plan.bias_type));
     for (AlignmentVariant v : {AlignmentVariant::vector, AlignmentVariant::element})
-      choice_[index(v)] = heuristic(ctx, v, reduction_mask, max_workspace);
+      choice_[index(v)] = choose(ctx, v, shape, reduction_mask, max_workspace, stream);
   }
 
   const gemm::GemmPlan& plan() const { return plan_; }
@@ -215,7 +252,90 @@ class LtGemm {
     ST_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc_.get(), attr, &value, sizeof(value)));
   }
 
-  AlgoChoice heuristic(CudaOpContext& ctx, AlignmentVariant v, uint32_t reduction_mask, int64_t max_workspace) {
+  // The algorithm of variant `v`: the book's record where the context pins one or an equal GEMM
+  // made it, else cuBLASLt's heuristic list, timed in timed mode; recorded in the context's book.
+  AlgoChoice choose(CudaOpContext& ctx, AlignmentVariant v, const std::string& shape, uint32_t reduction_mask,
+                    int64_t max_workspace, cudaStream_t stream) {
+    const std::string key = "gemm " + gemm::problem_key(plan_, v);
+    const AlgorithmMode mode = ctx.algorithm_mode();
+    if (mode == AlgorithmMode::pinned) return pinned(ctx, key, v, max_workspace);
+    if (const auto made = ctx.made_record(key)) return of_record(*made);
+    HeuristicList list = heuristic(ctx, v, reduction_mask, max_workspace);
+    const int first = gemm::choose_heuristic(list.candidates, max_workspace, reduction_mask);
+    int chosen = first;
+    if (mode == AlgorithmMode::timed && first >= 0) {
+      time_candidates(ctx, list, reduction_mask, max_workspace, stream);
+      chosen = gemm::choose_timed(list.candidates, max_workspace, reduction_mask);
+      if (chosen < 0) chosen = first;
+    }
+    AlgoChoice c;
+    AlgorithmRecord& r = c.record;
+    r.key = key;
+    r.op = plan_.label() + (v == AlignmentVariant::vector ? "" : " unaligned");
+    r.shape = shape;
+    r.how = mode;
+    r.algo = chosen;
+    r.name = candidate_name(chosen);
+    r.heuristic_name = candidate_name(first);
+    if (chosen >= 0) {
+      const gemm::HeuristicCandidate& cand = list.candidates[static_cast<size_t>(chosen)];
+      c.found = true;
+      c.algo = list.results[static_cast<size_t>(chosen)].algo;
+      c.workspace_bytes = cand.workspace_bytes;
+      c.index = chosen;
+      r.config = algo_hex(c.algo);
+      r.workspace_bytes = cand.workspace_bytes;
+      r.deterministic = cand.deterministic();
+      r.time_ms = cand.time_ms;
+      r.heuristic_time_ms = list.candidates[static_cast<size_t>(first)].time_ms;
+    }
+    ctx.record(r);
+    return c;
+  }
+
+  // A record (the book's, or an equal GEMM's) as the choice it describes.
+  AlgoChoice of_record(const AlgorithmRecord& r) const {
+    AlgoChoice c;
+    c.record = r;
+    if (r.algo < 0) return c;
+    c.found = true;
+    c.algo = algo_of_hex(r.config, r.op + " " + r.shape);
+    c.workspace_bytes = r.workspace_bytes;
+    c.index = r.algo;
+    return c;
+  }
+
+  // The pinned book's algorithm for `key`, checked by cuBLASLt and against what this run allows.
+  AlgoChoice pinned(CudaOpContext& ctx, const std::string& key, AlignmentVariant v, int64_t max_workspace) {
+    const std::string what = plan_.label() + " " + plan_.to_string();
+    AlgoChoice c = of_record(pinned_record(ctx.pinned(), key, what, ctx.pinned_from()));
+    if (c.found) {
+      with_representative_bias(v, [&] {
+        cublasLtMatmulHeuristicResult_t checked{};
+        const cublasStatus_t st = cublasLtMatmulAlgoCheck(ctx.cublaslt(), desc_.get(), a_.get(), b_.get(), d_.get(),
+                                                          d_.get(), &c.algo, &checked);
+        c.workspace_bytes = st == CUBLAS_STATUS_SUCCESS ? static_cast<int64_t>(checked.workspaceSize) : -1;
+      });
+      check_pinned_record(c.record, c.workspace_bytes, max_workspace, ctx.settings().workspace_auto,
+                          ctx.settings().deterministic, ctx.pinned_from());
+      c.record.workspace_bytes = c.workspace_bytes;
+    }
+    ctx.record(c.record);
+    return c;
+  }
+
+  // The heuristic reads the bias pointer only for its alignment: a representative value while `f` runs.
+  template <class F>
+  void with_representative_bias(AlignmentVariant v, const F& f) {
+    if (plan_.epilogue != gemm::Epilogue::none)
+      set_desc(CUBLASLT_MATMUL_DESC_BIAS_POINTER, reinterpret_cast<const void*>(static_cast<uintptr_t>(
+                                                      gemm::min_alignment(plan_.bias_type, v))));
+    f();
+    if (plan_.epilogue != gemm::Epilogue::none)
+      set_desc(CUBLASLT_MATMUL_DESC_BIAS_POINTER, static_cast<const void*>(nullptr));
+  }
+
+  HeuristicList heuristic(CudaOpContext& ctx, AlignmentVariant v, uint32_t reduction_mask, int64_t max_workspace) {
     const std::string key =
         "device " + std::to_string(ctx.device()) + "|" + gemm::heuristic_key(plan_, reduction_mask, max_workspace, v);
     std::lock_guard lock(cache_mutex());
@@ -231,26 +351,24 @@ class LtGemm {
     set_pref(pref.get(), CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, align(plan_.b.type));
     set_pref(pref.get(), CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, align(plan_.d.type));
     set_pref(pref.get(), CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, align(plan_.d.type));
-    // The heuristic does not dereference the bias pointer but takes its alignment from its value.
-    if (plan_.epilogue != gemm::Epilogue::none)
-      set_desc(CUBLASLT_MATMUL_DESC_BIAS_POINTER,
-               reinterpret_cast<const void*>(static_cast<uintptr_t>(align(plan_.bias_type))));
 
     cublasLtMatmulHeuristicResult_t results[kRequestedAlgorithms] = {};
     int count = 0;
-    const cublasStatus_t st =
-        cublasLtMatmulAlgoGetHeuristic(ctx.cublaslt(), desc_.get(), a_.get(), b_.get(), d_.get(), d_.get(), pref.get(),
-                                       kRequestedAlgorithms, results, &count);
-    if (plan_.epilogue != gemm::Epilogue::none)
-      set_desc(CUBLASLT_MATMUL_DESC_BIAS_POINTER, static_cast<const void*>(nullptr));
+    cublasStatus_t st = CUBLAS_STATUS_SUCCESS;
+    with_representative_bias(v, [&] {
+      st = cublasLtMatmulAlgoGetHeuristic(ctx.cublaslt(), desc_.get(), a_.get(), b_.get(), d_.get(), d_.get(),
+                                          pref.get(), kRequestedAlgorithms, results, &count);
+    });
     if (st == CUBLAS_STATUS_NOT_SUPPORTED)
       count = 0;  // no heuristic for this configuration
     else
       ST_CUBLAS_CHECK(st);
 
-    std::vector<gemm::HeuristicCandidate> candidates(static_cast<size_t>(std::max(count, 0)));
-    for (int i = 0; i < count; ++i) {
-      gemm::HeuristicCandidate& c = candidates[static_cast<size_t>(i)];
+    HeuristicList list;
+    list.results.assign(results, results + std::max(count, 0));
+    list.candidates.resize(list.results.size());
+    for (size_t i = 0; i < list.results.size(); ++i) {
+      gemm::HeuristicCandidate& c = list.candidates[i];
       c.ok = results[i].state == CUBLAS_STATUS_SUCCESS;
       if (!c.ok) continue;
       c.workspace_bytes = static_cast<int64_t>(results[i].workspaceSize);
@@ -267,16 +385,58 @@ class LtGemm {
       c.reduction_scheme = scheme;
       c.split_k = split_k;
     }
-    AlgoChoice choice;
-    const int chosen = gemm::choose_heuristic(candidates, max_workspace, reduction_mask);
-    if (chosen >= 0) {
-      choice.found = true;
-      choice.algo = results[chosen].algo;
-      choice.workspace_bytes = static_cast<int64_t>(results[chosen].workspaceSize);
-      choice.index = chosen;
+    heuristic_cache().emplace(key, list);
+    return list;
+  }
+
+  // Each allowed candidate's time (HeuristicCandidate::time_ms) on zeroed scratch operands on `stream`.
+  void time_candidates(CudaOpContext& ctx, HeuristicList& list, uint32_t reduction_mask, int64_t max_workspace,
+                       cudaStream_t stream) {
+    std::vector<size_t> timed;
+    int64_t ws_bytes = 0;
+    for (size_t i = 0; i < list.candidates.size(); ++i) {
+      const gemm::HeuristicCandidate& c = list.candidates[i];
+      if (gemm::choose_heuristic({c}, max_workspace, reduction_mask) != 0) continue;
+      timed.push_back(i);
+      ws_bytes = std::max(ws_bytes, c.workspace_bytes);
     }
-    heuristic_cache().emplace(key, choice);
-    return choice;
+    const auto bytes = [](const gemm::Matrix& m) { return m.ld * m.cols * static_cast<int64_t>(dtype_size(m.type)); };
+    const std::string who = "cuBLASLt algorithm timing for " + plan_.to_string();
+    const Tensor a = ctx.buffer({bytes(plan_.a)}, DType::u8, who + ": A");
+    const Tensor b = ctx.buffer({bytes(plan_.b)}, DType::u8, who + ": B");
+    const Tensor d = ctx.buffer({bytes(plan_.d)}, DType::u8, who + ": D");
+    const Tensor bias =
+        ctx.buffer({std::max<int64_t>(1, plan_.bias_length) * static_cast<int64_t>(dtype_size(plan_.bias_type))},
+                   DType::u8, who + ": bias");
+    const Tensor ws = ctx.buffer({std::max<int64_t>(ws_bytes, 1)}, DType::u8, who + ": workspace");
+    for (const Tensor* t : {&a, &b, &d, &bias}) ST_CUDA_CHECK(cudaMemsetAsync(t->device_raw(), 0, t->bytes(), stream));
+    if (plan_.epilogue != gemm::Epilogue::none) set_desc(CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias.device_raw());
+    cudaEvent_t start = nullptr, stop = nullptr;
+    ST_CUDA_CHECK(cudaEventCreate(&start));
+    ST_CUDA_CHECK(cudaEventCreate(&stop));
+    const float alpha = 1.0f, beta = 0.0f;
+    for (size_t i : timed) {
+      const cublasLtMatmulAlgo_t& algo = list.results[i].algo;
+      const size_t need = static_cast<size_t>(list.candidates[i].workspace_bytes);
+      const auto once = [&] {
+        return cublasLtMatmul(ctx.cublaslt(), desc_.get(), &alpha, a.device_raw(), a_.get(), b.device_raw(), b_.get(),
+                              &beta, d.device_raw(), d_.get(), d.device_raw(), d_.get(), &algo,
+                              need > 0 ? ws.device_raw() : nullptr, need, stream);
+      };
+      if (once() != CUBLAS_STATUS_SUCCESS) continue;  // left untimed: not chosen
+      ST_CUDA_CHECK(cudaEventRecord(start, stream));
+      for (int run = 0; run < kTimedRuns; ++run) ST_CUBLAS_CHECK(once());
+      ST_CUDA_CHECK(cudaEventRecord(stop, stream));
+      ST_CUDA_CHECK(cudaEventSynchronize(stop));
+      float ms = 0;
+      ST_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+      list.candidates[i].time_ms = ms / kTimedRuns;
+    }
+    (void)cudaEventDestroy(start);
+    (void)cudaEventDestroy(stop);
+    if (plan_.epilogue != gemm::Epilogue::none)
+      set_desc(CUBLASLT_MATMUL_DESC_BIAS_POINTER, static_cast<const void*>(nullptr));
+    ST_CUDA_CHECK(cudaStreamSynchronize(stream));  // the scratch operands are released after this
   }
 
   gemm::GemmPlan plan_;
@@ -298,13 +458,15 @@ class CublasLtInnerProduct final : public InnerProductOp {
     const CudaOpSettings& set = ctx.settings();
     const gemm::InnerProductGemms g = gemm::plan_inner_product(s, set.allow_tf32);
     staging_bytes_ = gemm::bias_staging_bytes(g.forward);
-    const int64_t max_ws = gemm::max_algorithm_workspace(set.workspace_limit_bytes, staging_bytes_);
+    ctx.remember(s, stream);
+    const int64_t max_ws = gemm::max_algorithm_workspace(ctx.workspace_limit(stream), staging_bytes_);
     const uint32_t mask = gemm::reduction_scheme_mask(set.deterministic);
-    forward_.emplace(ctx, g.forward, mask, max_ws);
-    backward_data_.emplace(ctx, g.backward_data, mask, max_ws);
-    backward_weights_.emplace(ctx, g.backward_weights, mask, max_ws);
+    const std::string shape = s.to_string();
+    forward_.emplace(ctx, g.forward, shape, mask, max_ws, stream);
+    backward_data_.emplace(ctx, g.backward_data, shape, mask, max_ws, stream);
+    backward_weights_.emplace(ctx, g.backward_weights, shape, mask, max_ws, stream);
     if (g.backward_weights.epilogue == gemm::Epilogue::bias_grad_b && !backward_weights_->runs_any_pointers())
-      backward_weights_.emplace(ctx, gemm::without_fused_bias_grad(g.backward_weights), mask, max_ws);
+      backward_weights_.emplace(ctx, gemm::without_fused_bias_grad(g.backward_weights), shape, mask, max_ws, stream);
     for (const LtGemm* gm : gemms())
       ST_CHECK(gm->runs_some_pointers(), who_, ": cuBLASLt has no algorithm for the ", gm->plan().label(), " GEMM (",
                gm->plan().to_string(), ") within ", max_ws, " bytes of workspace",
@@ -388,8 +550,12 @@ class CublasLtInnerProduct final : public InnerProductOp {
     const AlgoChoice& elem = gm.choice(AlignmentVariant::element);
     const AlgoChoice& used = vec.found ? vec : elem;
     std::ostringstream os;
-    os << p.label() << " " << s_.to_string() << ": cuBLASLt heuristic #" << used.index << ", "
-       << mib(used.workspace_bytes) << " MiB workspace, ";
+    os << p.label() << " " << s_.to_string() << ": cuBLASLt heuristic #" << used.index << " ("
+       << algorithm_mode_name(used.record.how);
+    if (used.record.time_ms >= 0) os << " " << std::fixed << std::setprecision(3) << used.record.time_ms << " ms";
+    if (used.record.heuristic_time_ms >= 0 && used.record.heuristic_name != used.record.name)
+      os << ", the heuristic's first " << used.record.heuristic_name << " " << used.record.heuristic_time_ms << " ms";
+    os << "), " << mib(used.workspace_bytes) << " MiB workspace, ";
     if (s_.dtype == DType::f32)
       os << (p.compute == gemm::ComputeType::f32_fast_tf32 ? "tf32 tensor cores" : "f32 (no tf32)");
     else

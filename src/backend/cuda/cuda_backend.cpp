@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <memory>
 
+#include "scaletrain/backend/algorithm_tuning.hpp"
 #include "scaletrain/backend/backend.hpp"
 #include "scaletrain/backend/cuda/cuda_backend.hpp"
 #include "scaletrain/backend/cuda/cuda_device.hpp"
@@ -28,10 +29,11 @@ int select_and_use_device(const BackendOptions& o) {
 }
 
 cuda::CudaOpSettings op_settings(const BackendOptions& o) {
-  return {o.deterministic, o.allow_tf32, o.workspace_limit_bytes};
+  return {o.deterministic, o.allow_tf32, o.workspace_limit_bytes, o.workspace_auto,
+          o.time_algorithms ? AlgorithmMode::timed : AlgorithmMode::heuristic};
 }
 
-class CudaBackend final : public Backend {
+class CudaBackend final : public Backend, public AlgorithmTuning {
  public:
   explicit CudaBackend(const BackendOptions& o)
       : device_(select_and_use_device(o)),
@@ -111,6 +113,12 @@ class CudaBackend final : public Backend {
   }
   std::vector<std::string> operator_choices() const override { return ops_->choices(); }
 
+  AlgorithmTuning* algorithm_tuning() override { return this; }
+  void choose_algorithms(AlgorithmMode mode) override { ops_->choose_algorithms(mode); }
+  void pin_algorithms(AlgorithmBook book, std::string from) override { ops_->pin(std::move(book), std::move(from)); }
+  AlgorithmBook algorithms() const override { return ops_->made(); }
+  AlgorithmBook time_algorithms() override;
+
   std::unique_ptr<KernelTrace> make_kernel_trace(std::string& why_not) override {
     return cuda::make_cupti_kernel_trace(why_not);
   }
@@ -139,6 +147,24 @@ class CudaBackend final : public Backend {
   std::shared_ptr<cuda::CudaMemory> memory_;
   std::unique_ptr<cuda::CudaOpContext> ops_;
 };
+
+// Every shape made so far made again in timed mode (its op times and records its choices, then is
+// released); the mode and book before the call are restored.
+AlgorithmBook CudaBackend::time_algorithms() {
+  cuda::CudaOpContext::AlgorithmState before = ops_->save_algorithms();
+  ops_->choose_algorithms(AlgorithmMode::timed);
+  try {
+    for (const auto& [shape, stream] : ops_->conv_shapes()) (void)cuda::make_cudnn_conv(*ops_, shape, stream);
+    for (const auto& [shape, stream] : ops_->inner_product_shapes())
+      (void)cuda::make_cublaslt_inner_product(*ops_, shape, stream);
+  } catch (...) {
+    ops_->restore_algorithms(std::move(before));
+    throw;
+  }
+  AlgorithmBook timed = ops_->made();
+  ops_->restore_algorithms(std::move(before));
+  return timed;
+}
 
 void CudaBackend::copy_async(Stream& stream, const Tensor& dst, const Tensor& src) {
   ST_CHECK(dst.bytes() == src.bytes(), "copy from '", src.name(), "' (", src.bytes(), " bytes) to '", dst.name(), "' (",

@@ -31,24 +31,21 @@
 //   per-op buffer; backward-data computes the padded input's gradient there and crops it; backward-
 //   weights pads x again (forward's copy may have been overwritten by backward-data). This is what
 //   TensorFlow does on cuDNN.
-// - Algorithm choice once per shape, at op creation. With run.deterministic (the default) from
-//   cuDNN's heuristic (cudnnGetConvolution*Algorithm_v7: a ranked list, nothing timed), taking the
-//   first deterministic candidate that fits: the same GPU model, shape and cuDNN version always get
-//   the same algorithm, so a rerun or a resumed run computes bit for bit the same (a timed choice
-//   could differ between runs, and between ranks). PyTorch's cudnn.deterministic with benchmark off
-//   does the same. Otherwise (run.deterministic = false, PyTorch's benchmark mode):
-//   cudnnFind*AlgorithmEx times every algorithm
-//   on scratch tensors from our caching allocator and a workspace of at most the limit; the plan's
-//   policy keeps those that ran, are deterministic when run.deterministic, fit run.cudnn_workspace_mb
-//   and use an allowed math type (no TF32 for f32 unless train.allow_tf32, never a down-conversion),
-//   and takes the fastest. Each direction gets a convolution descriptor with its algorithm's math
-//   type (cuDNN selects kernels by algorithm and math type). Choices are cached per process by
-//   (device, shape, direction, settings), so identical layers search once, and each is logged once
-//   per backend (Backend::operator_choices). The largest workspace of the three is reserved on the
+// - Algorithm choice once per shape, at op creation, as the context says (backend/algorithm_book.hpp):
+//   timed: cudnnFind*AlgorithmEx times every algorithm on scratch tensors from our caching allocator
+//   and a workspace as large as the largest heuristic candidate within the limit; the plan's policy
+//   keeps those that ran, are deterministic when run.deterministic, fit the workspace limit and use
+//   an allowed math type (no TF32 for f32 unless train.allow_tf32, never a down-conversion), and
+//   takes the fastest (PyTorch's cudnn.benchmark, deterministic candidates included). A timed choice
+//   may differ between runs, which is why a run records its choices and a resumed or pinned run
+//   takes them from the book instead. heuristic: cuDNN's ranked list (cudnnGetConvolution*Algorithm_v7,
+//   nothing timed), its first allowed candidate. pinned: the book's algorithm and math type, refused
+//   when cuDNN does not support it here, when it needs more workspace than the run allows, or when it
+//   is nondeterministic in a deterministic run. Each direction gets a convolution descriptor with
+//   its algorithm's math type (cuDNN selects kernels by algorithm and math type). Identical layers
+//   share their record in the context's book; the largest workspace of the three is reserved on the
 //   op's stream.
 #include <algorithm>
-#include <map>
-#include <mutex>
 #include <utility>
 #include <vector>
 
@@ -64,8 +61,8 @@
 namespace scaletrain::cuda {
 namespace {
 
-CudnnSelection selection_of(const CudaOpSettings& s) {
-  return {s.deterministic, s.allow_tf32, s.workspace_limit_bytes};
+CudnnSelection selection_of(const CudaOpSettings& s, int64_t limit) {
+  return {s.deterministic, s.allow_tf32, limit, s.workspace_auto};
 }
 
 std::string algo_name(cudnnConvolutionFwdAlgo_t a) {
@@ -149,29 +146,28 @@ CudnnAlgoResult translate(const Perf& perf) {
   return r;
 }
 
-// Choices per process, by device and key: identical layers (and later backends) search once.
-std::mutex g_choices_mu;
-std::map<std::pair<int, CudnnChoiceKey>, CudnnAlgoResult>& choice_cache() {
-  static std::map<std::pair<int, CudnnChoiceKey>, CudnnAlgoResult> cache;
-  return cache;
-}
-
-// The scratch tensors of one algorithm search (taken only on a cache miss, released after it):
+// The scratch tensors of one algorithm search (made only for a timed choice, released after it):
 // the convolution's input (x or dx), filter (w or dw) and output (y or dy), zero-filled, and a
-// workspace of at most the limit (smaller when memory is short: candidates that need more than we
-// pass report a failed status and are dropped).
+// workspace grown to what the candidates ask (smaller when memory is short: candidates that need
+// more than we pass report a failed status and are dropped).
 struct SearchBuffers {
   Tensor x, w, y, workspace;
-  SearchBuffers(CudaOpContext& ctx, const CudnnConvPlan& p, cudaStream_t stream) {
-    const std::string who = "algorithm search for " + p.shape.to_string();
+  CudaOpContext& ctx;
+  std::string who;
+  SearchBuffers(CudaOpContext& c, const CudnnConvPlan& p, cudaStream_t stream)
+      : ctx(c), who("algorithm search for " + p.shape.to_string()) {
     x = ctx.buffer({p.x_conv.elements()}, p.shape.dtype, who + ": input");
     w = ctx.buffer({p.filter_elements()}, p.shape.dtype, who + ": filter");
     y = ctx.buffer({p.y.elements()}, p.shape.dtype, who + ": output");
     for (const Tensor* t : {&x, &w, &y}) ST_CUDA_CHECK(cudaMemsetAsync(t->device_raw(), 0, t->bytes(), stream));
-    for (int64_t bytes = ctx.settings().workspace_limit_bytes; bytes > 0; bytes /= 4) {
+  }
+  void ensure_workspace(int64_t bytes) {
+    if (static_cast<int64_t>(workspace.bytes()) >= bytes) return;
+    workspace = Tensor();
+    for (; bytes > 0; bytes /= 4) {
       try {
         workspace = ctx.buffer({bytes}, DType::u8, who + ": workspace");
-        break;
+        return;
       } catch (const Error&) {
         // Try a quarter of it: the candidates that need more are dropped.
       }
@@ -181,23 +177,19 @@ struct SearchBuffers {
   size_t ws_bytes() const { return workspace.bytes(); }
 };
 
-void log_once(CudaOpContext& ctx, std::string line) {
-  const std::vector<std::string> logged = ctx.choices();
-  if (std::find(logged.begin(), logged.end(), line) == logged.end()) ctx.log_choice(std::move(line));
-}
-
 template <class T>
 class CudnnConv final : public ConvOp {
  public:
   CudnnConv(CudaOpContext& ctx, const ConvShape& shape, cudaStream_t stream)
       : ctx_(ctx),
         stream_(stream),
-        plan_(plan_cudnn_conv(shape, selection_of(ctx.settings()))),
+        plan_(plan_cudnn_conv(shape, selection_of(ctx.settings(), ctx.settings().workspace_limit_bytes))),
         who_(shape.to_string()),
         x_desc_(plan_.x_conv, plan_.data_type),
         y_desc_(plan_.y, plan_.data_type),
         w_desc_(plan_) {
     use_device(ctx_.device());
+    ctx_.remember(shape, stream_);
     const ConvolutionDescriptor search_desc(plan_, plan_.math);
     int n = 0, c = 0, h = 0, w = 0;
     ST_CUDNN_CHECK_FOR(
@@ -302,27 +294,64 @@ class CudnnConv final : public ConvOp {
         kernels::PadNhwc<T>{static_cast<const T*>(x), padded_.device_data<T>(), plan_.pad_geometry(), 0.0f});
   }
 
-  // The cached choice for `direction`, or a search (heuristic or timed) and the plan's policy.
+  // The algorithm of `direction`: the book's record where the context pins one or an identical
+  // layer made it, else a search (heuristic or timed) and the plan's policy; recorded in the book.
   CudnnAlgoResult choose(ConvDirection direction, const ConvolutionDescriptor& desc) {
-    const CudnnSelection sel = selection_of(ctx_.settings());
-    const auto key = std::make_pair(ctx_.device(), conv_choice_key(plan_.shape, direction, sel));
-    CudnnAlgoResult choice;
-    bool cached = false;
-    {
-      std::lock_guard lock(g_choices_mu);
-      auto it = choice_cache().find(key);
-      if (it != choice_cache().end()) {
-        choice = it->second;
-        cached = true;
-      }
-    }
-    if (!cached) {
-      choice = choose_conv_algorithm(search(direction, desc), plan_.shape, direction, sel);
-      std::lock_guard lock(g_choices_mu);
-      choice_cache().emplace(key, choice);
-    }
-    log_once(ctx_, conv_choice_line(plan_.shape, direction, choice));
+    const CudnnSelection sel = selection_of(ctx_.settings(), ctx_.workspace_limit(stream_));
+    const std::string key = conv_choice_key(plan_.shape, direction, sel).text;
+    const AlgorithmMode mode = ctx_.algorithm_mode();
+    if (mode == AlgorithmMode::pinned) return pinned(direction, sel, key);
+    if (const auto made = ctx_.made_record(key)) return conv_choice_of(*made);
+    const std::vector<CudnnAlgoResult> ranked = heuristic(direction, desc);
+    std::vector<CudnnAlgoResult> timed;
+    if (mode == AlgorithmMode::timed) timed = find(direction, desc, ranked, sel.workspace_limit_bytes);
+    const CudnnAlgoResult choice =
+        choose_conv_algorithm(mode == AlgorithmMode::timed ? timed : ranked, plan_.shape, direction, sel);
+    log_new(conv_record(plan_.shape, direction, sel, choice, ranked, timed));
     return choice;
+  }
+
+  // The pinned book's algorithm for `direction`, checked against what this run allows.
+  CudnnAlgoResult pinned(ConvDirection direction, const CudnnSelection& sel, const std::string& key) {
+    const std::string what = "conv " + conv_direction_name(direction) + " " + plan_.shape.to_string();
+    AlgorithmRecord r = pinned_record(ctx_.pinned(), key, what, ctx_.pinned_from());
+    CudnnAlgoResult c = conv_choice_of(r);
+    const ConvolutionDescriptor desc(plan_, c.math);
+    const int64_t needed = workspace_size(direction, desc, c.algo);
+    check_pinned_record(r, needed, sel.workspace_limit_bytes, sel.workspace_auto, sel.deterministic,
+                        ctx_.pinned_from());
+    c.workspace_bytes = needed;
+    r.workspace_bytes = needed;
+    log_new(std::move(r));
+    return c;
+  }
+
+  void log_new(AlgorithmRecord r) {
+    const std::string line = algorithm_record_line(r);
+    if (ctx_.record(std::move(r))) ctx_.log_choice(line);
+  }
+
+  // cudnnGet*WorkspaceSize of `algo` with `desc`; -1 where cuDNN does not support it here.
+  int64_t workspace_size(ConvDirection direction, const ConvolutionDescriptor& desc, int algo) {
+    cudnnHandle_t h = ctx_.cudnn(stream_);
+    size_t bytes = 0;
+    cudnnStatus_t st = CUDNN_STATUS_SUCCESS;
+    switch (direction) {
+      case ConvDirection::forward:
+        st = cudnnGetConvolutionForwardWorkspaceSize(h, x_desc_.get(), w_desc_.get(), desc.get(), y_desc_.get(),
+                                                     static_cast<cudnnConvolutionFwdAlgo_t>(algo), &bytes);
+        break;
+      case ConvDirection::backward_data:
+        st = cudnnGetConvolutionBackwardDataWorkspaceSize(h, w_desc_.get(), y_desc_.get(), desc.get(), x_desc_.get(),
+                                                          static_cast<cudnnConvolutionBwdDataAlgo_t>(algo), &bytes);
+        break;
+      case ConvDirection::backward_filter:
+        st = cudnnGetConvolutionBackwardFilterWorkspaceSize(h, x_desc_.get(), y_desc_.get(), desc.get(),
+                                                            w_desc_.get(),
+                                                            static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo), &bytes);
+        break;
+    }
+    return st == CUDNN_STATUS_SUCCESS ? static_cast<int64_t>(bytes) : -1;
   }
 
   // The workspace the three chosen algorithms need with their final descriptors
@@ -385,10 +414,15 @@ class CudnnConv final : public ConvOp {
     return out;
   }
 
-  // The candidates of `direction`: ranked by cuDNN's heuristic under run.deterministic, else timed.
-  std::vector<CudnnAlgoResult> search(ConvDirection direction, const ConvolutionDescriptor& desc) {
-    if (ctx_.settings().deterministic) return heuristic(direction, desc);
+  // cudnnFind*AlgorithmEx's timed candidates of `direction`, with a workspace as large as the
+  // largest of the heuristic's candidates within `limit` asks.
+  std::vector<CudnnAlgoResult> find(ConvDirection direction, const ConvolutionDescriptor& desc,
+                                    const std::vector<CudnnAlgoResult>& ranked, int64_t limit) {
     if (!search_) search_ = std::make_unique<SearchBuffers>(ctx_, plan_, stream_);
+    int64_t wanted = 0;
+    for (const CudnnAlgoResult& c : ranked)
+      if (c.ok && c.workspace_bytes <= limit) wanted = std::max(wanted, c.workspace_bytes);
+    search_->ensure_workspace(wanted);
     const SearchBuffers& b = *search_;
     cudnnHandle_t h = ctx_.cudnn(stream_);
     std::vector<CudnnAlgoResult> out;

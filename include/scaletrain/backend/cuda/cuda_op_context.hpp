@@ -1,7 +1,9 @@
 // CudaOpContext: what the CUDA backend's heavy operators share. One cuDNN handle and one cuBLASLt
-// handle per backend, the selection settings (deterministic, TF32, workspace limit), one scratch
-// workspace per stream sized at operator creation to the largest need (so nothing is allocated in
-// the step loop), and the log of the algorithms chosen. The operators themselves live in
+// handle per backend, the selection settings (deterministic, TF32, workspace limit or the auto rule),
+// how algorithms are chosen (heuristic, timed, or pinned to a book: backend/algorithm_book.hpp) and
+// the book of what the ops made run, the shapes made (for AlgorithmTuning::time_algorithms), one
+// scratch workspace per stream sized at operator creation to the largest need (so nothing is
+// allocated in the step loop), and the log of the algorithms chosen. The operators themselves live in
 // cudnn_conv.cpp, cudnn_pool.cpp, cudnn_batch_norm.cpp and cublaslt_inner_product.cpp.
 #pragma once
 #include <cublasLt.h>
@@ -11,9 +13,11 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "scaletrain/backend/algorithm_book.hpp"
 #include "scaletrain/backend/device_counters.hpp"
 #include "scaletrain/backend/ops.hpp"
 #include "scaletrain/kernels/launch_cuda.hpp"
@@ -27,7 +31,9 @@ class CudaStream;
 struct CudaOpSettings {
   bool deterministic = true;
   bool allow_tf32 = false;
-  int64_t workspace_limit_bytes = int64_t{512} << 20;
+  int64_t workspace_limit_bytes = int64_t{512} << 20;  // when !workspace_auto
+  bool workspace_auto = false;                          // the limit: auto_workspace_limit at each choice
+  AlgorithmMode algorithms = AlgorithmMode::timed;      // heuristic or timed (pinned: pin())
 };
 
 class CudaOpContext {
@@ -39,6 +45,37 @@ class CudaOpContext {
 
   int device() const { return device_; }
   const CudaOpSettings& settings() const { return settings_; }
+  // The most workspace an algorithm chosen now for `stream` may use: the fixed limit, or the auto
+  // rule on the device's memory now (the stream's workspace counted as available).
+  int64_t workspace_limit(cudaStream_t stream) const;
+
+  // How ops made from now on choose: heuristic or timed; pin(): the records of `book`. Each clears
+  // the book of what the ops made run, and the log of choices (the ops made next log theirs).
+  AlgorithmMode algorithm_mode() const;
+  void choose_algorithms(AlgorithmMode mode);
+  void pin(AlgorithmBook book, std::string from);
+  // The pinned book and where it came from ("run.cudnn_algorithms = FILE"), for pinned_record.
+  const AlgorithmBook& pinned() const { return pinned_; }
+  const std::string& pinned_from() const { return pinned_from_; }
+  // What the ops made run: a record per problem (identical layers share it: made_record finds it
+  // first). record: false where the key has one already (kept).
+  std::optional<AlgorithmRecord> made_record(const std::string& key) const;
+  bool record(AlgorithmRecord r);
+  AlgorithmBook made() const;
+  // The mode, pinned book, made book and log, saved and put back around a timing of every shape.
+  struct AlgorithmState {
+    CudaOpSettings settings;
+    AlgorithmBook pinned, made;
+    std::string pinned_from;
+    std::vector<std::string> choices;
+  };
+  AlgorithmState save_algorithms() const;
+  void restore_algorithms(AlgorithmState state);
+  // The shapes of the ops made, each once, with the stream it was made for.
+  void remember(const ConvShape& shape, cudaStream_t stream);
+  void remember(const InnerProductShape& shape, cudaStream_t stream);
+  std::vector<std::pair<ConvShape, cudaStream_t>> conv_shapes() const;
+  std::vector<std::pair<InnerProductShape, cudaStream_t>> inner_product_shapes() const;
   // The cuDNN handle, bound to `stream` (cudnnSetStream) for the call that follows, which it counts
   // as one call (backend/device_counters.hpp).
   cudnnHandle_t cudnn(cudaStream_t stream);
@@ -55,8 +92,8 @@ class CudaOpContext {
     kernels::launch_cuda(stream, label, n, f);
   }
 
-  // At operator creation: the workspace of `stream` grows to at least `bytes` (at most the limit;
-  // more is an Error naming `who`). The old buffer is released in stream order.
+  // At operator creation: the workspace of `stream` grows to at least `bytes` (at most
+  // workspace_limit; more is an Error naming `who`). The old buffer is released in stream order.
   void reserve_workspace(cudaStream_t stream, int64_t bytes, const std::string& who);
   // At a call: the workspace of `stream` (null when nothing was reserved) and its size.
   void* workspace(cudaStream_t stream) const;
@@ -79,6 +116,11 @@ class CudaOpContext {
   std::map<cudaStream_t, Tensor> workspaces_;
   mutable std::mutex mu_;
   std::vector<std::string> choices_;
+  AlgorithmBook pinned_;
+  std::string pinned_from_;
+  AlgorithmBook made_;
+  std::vector<std::pair<ConvShape, cudaStream_t>> conv_shapes_;
+  std::vector<std::pair<InnerProductShape, cudaStream_t>> inner_product_shapes_;
 };
 
 // The operators (each binds to `stream`; the context outlives them).
