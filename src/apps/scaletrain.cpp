@@ -83,6 +83,7 @@ bool parse_command_line(int argc, char** argv, int rank, CommandLine& cl) {
                    : k.type == "string"     ? "TEXT"
                    : k.type == "int"        ? "INT"
                    : k.type == "auto|float" ? "auto|FLOAT"
+                   : k.type == "auto|int"   ? "auto|INT"
                    : k.type == "list"       ? "LIST"
                                             : "FLOAT");
   }
@@ -320,6 +321,8 @@ int train_and_log(comm::Communicator& comm, const RunConfig& cfg, double init_st
   print_operator_choices(rank, info.operator_choices);
   info.bf16_gemm = trainer.bf16_gemm_choice();
   if (rank == 0 && info.bf16_gemm) std::printf("%s\n", bf16_gemm_line(*info.bf16_gemm).c_str());
+  info.algorithms = trainer.algorithm_choice();
+  if (rank == 0 && info.algorithms) std::printf("%s\n", algorithm_choice_line(*info.algorithms).c_str());
   check_binding(comm, hosts, trainer.backend().num_threads(), info);
   RunLog log(rank == 0, cfg.run_dir, cfg, trainer.resumed_from());
   trainer.on_interval([&log](const IntervalTimings& t) { log.interval(t); });

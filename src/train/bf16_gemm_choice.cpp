@@ -4,8 +4,9 @@
 #include <cstdint>
 #include <cstdio>
 
-#include "scaletrain/core/timer.hpp"
-#include "scaletrain/train/errors.hpp"
+#include "scaletrain/core/error.hpp"
+#include "scaletrain/train/pinned_choice.hpp"
+#include "scaletrain/train/rank0_choice.hpp"
 
 namespace scaletrain::train {
 
@@ -18,33 +19,37 @@ Bf16GemmCompute faster_bf16_gemm(const std::vector<Bf16GemmShapeTiming>& timings
   return f32_s < bf16_s ? Bf16GemmCompute::f32 : Bf16GemmCompute::bf16;
 }
 
-Bf16GemmChoice choose_bf16_gemm(comm::Communicator& comm, Bf16GemmCompute setting,
+Bf16GemmChoice choose_bf16_gemm(comm::Communicator& comm, Bf16GemmCompute setting, const std::string& pin_file,
                                 const std::function<std::string()>& checkpoint_choice,
                                 const std::function<std::vector<Bf16GemmShapeTiming>()>& time) {
   Bf16GemmChoice c;
   c.setting = setting;
-  if (setting != Bf16GemmCompute::automatic) {
+  c.pin_file = pin_file;
+  if (setting != Bf16GemmCompute::automatic && pin_file.empty()) {
     c.compute = setting;
     c.source = "set";
     return c;
   }
-  root_check(comm, [&] {
-    const std::string saved = checkpoint_choice();
-    if (!saved.empty()) {
-      c.compute = parse_bf16_gemm_compute(saved);
-      c.source = "checkpoint";
-      return;
-    }
-    const double t0 = now_seconds();
-    c.timings = time();
-    c.compute = faster_bf16_gemm(c.timings, c.bf16_s, c.f32_s);
-    c.probe_s = now_seconds() - t0;
-    c.source = "timed";
-  });
-  int32_t compute = static_cast<int32_t>(c.compute);
-  comm.broadcast(&compute, sizeof compute, 0);
-  c.compute = static_cast<Bf16GemmCompute>(compute);
-  if (comm.rank() != 0) c.source = "rank 0";
+  std::vector<ChoiceSource> sources;
+  if (!pin_file.empty()) {
+    sources.push_back({"file", [&] {
+                         const nlohmann::json j = read_pinned_choice(pin_file, "run.cpu_bf16_gemm", "cpu_bf16_gemm");
+                         const std::string compute = j.value("compute", "");
+                         ST_USER_CHECK(compute == "bf16" || compute == "f32", "run.cpu_bf16_gemm = ", pin_file,
+                                       ": operators.cpu_bf16_gemm.compute is '", compute, "', not bf16 or f32");
+                         return compute;
+                       }});
+  } else {
+    sources.push_back({"checkpoint", checkpoint_choice});
+    sources.push_back({"timed", [&] {
+                         c.timings = time();
+                         return bf16_gemm_compute_name(faster_bf16_gemm(c.timings, c.bf16_s, c.f32_s));
+                       }});
+  }
+  const Rank0Choice r = choose_on_rank0(comm, sources);
+  c.compute = parse_bf16_gemm_compute(r.text);
+  c.source = r.source;
+  c.probe_s = r.seconds;
   return c;
 }
 
@@ -52,6 +57,9 @@ std::string bf16_gemm_line(const Bf16GemmChoice& c) {
   std::string line = "bf16 GEMMs: run.cpu_bf16_gemm = " + bf16_gemm_compute_name(c.setting) + " -> " +
                      bf16_gemm_compute_name(c.compute);
   if (c.source == "set") return line + " (set)";
+  if (c.source == "file")
+    return "bf16 GEMMs: run.cpu_bf16_gemm = " + c.pin_file + " -> " + bf16_gemm_compute_name(c.compute) +
+           " (as that run computed)";
   if (c.source != "timed") return line + " (as the resumed checkpoint ran, so that it continues bit for bit)";
   int ops = 0;
   for (const Bf16GemmShapeTiming& t : c.timings) ops += t.count;
@@ -64,7 +72,7 @@ std::string bf16_gemm_line(const Bf16GemmChoice& c) {
 }
 
 nlohmann::json bf16_gemm_json(const Bf16GemmChoice& c) {
-  nlohmann::json j = {{"setting", bf16_gemm_compute_name(c.setting)},
+  nlohmann::json j = {{"setting", c.pin_file.empty() ? bf16_gemm_compute_name(c.setting) : c.pin_file},
                       {"compute", bf16_gemm_compute_name(c.compute)},
                       {"source", c.source}};
   if (c.source != "timed") return j;

@@ -178,6 +178,7 @@ void write_trainer(const std::string& path, const CheckpointState& s) {
   data::write_string_array_attr(id, "identity_values", values);
   data::write_string_attr(id, "parameter_checksum", hex64(m.parameter_checksum));
   if (!m.bf16_gemm.empty()) data::write_string_attr(id, "cpu_bf16_gemm", m.bf16_gemm);
+  if (!m.algorithms.empty()) data::write_string_attr(id, "algorithms", m.algorithms);
 }
 
 CheckpointMeta read_meta_locked(const std::string& dir) {
@@ -206,6 +207,7 @@ CheckpointMeta read_meta_locked(const std::string& dir) {
     for (size_t i = 0; i < keys.size(); ++i) m.identity.emplace_back(keys[i], values[i]);
     m.parameter_checksum = std::stoull(data::read_string_attr(id, "parameter_checksum"), nullptr, 16);
     if (data::has_attr(id, "cpu_bf16_gemm")) m.bf16_gemm = data::read_string_attr(id, "cpu_bf16_gemm");
+    if (data::has_attr(id, "algorithms")) m.algorithms = data::read_string_attr(id, "algorithms");
   } catch (const Error& e) {
     ST_FAIL("checkpoint file ", path, ": ", e.what());
   }

@@ -4,9 +4,11 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "scaletrain/backend/algorithm_tuning.hpp"
 #include "scaletrain/backend/bf16_gemm_tuning.hpp"
 #include "scaletrain/core/error.hpp"
 #include "scaletrain/core/timer.hpp"
+#include "scaletrain/train/algorithm_choice.hpp"
 #include "scaletrain/train/errors.hpp"
 #include "scaletrain/train/model_buffers.hpp"
 #include "scaletrain/train/run_log.hpp"
@@ -102,6 +104,8 @@ CheckpointState Checkpointer::snapshot(const TrainingState& state, const Trainin
   m.parameter_checksum = checksum;
   const Bf16GemmTuning* tuning = state.backend.bf16_gemm_tuning();
   if (tuning && state.model.compute_dtype() == DType::bf16) m.bf16_gemm = bf16_gemm_compute_name(tuning->bf16_gemm());
+  if (AlgorithmTuning* algorithms = state.backend.algorithm_tuning())
+    m.algorithms = algorithm_book_json(algorithms->algorithms()).dump();
   return s;
 }
 
@@ -190,6 +194,12 @@ std::string resume_checkpoint_dir(const RunConfig& cfg) {
 std::string resumed_bf16_gemm(const RunConfig& cfg) {
   const std::string dir = resume_checkpoint_dir(cfg);
   return dir.empty() ? "" : read_checkpoint_meta(dir).bf16_gemm;
+}
+
+std::pair<std::string, std::string> resumed_algorithms(const RunConfig& cfg) {
+  const std::string dir = resume_checkpoint_dir(cfg);
+  if (dir.empty()) return {};
+  return {dir, read_checkpoint_meta(dir).algorithms};
 }
 
 std::optional<ResumeRecord> resume_from_checkpoint(const RunConfig& cfg, comm::Communicator& comm,

@@ -117,6 +117,64 @@ ConfigKey bucket_size_key(std::string key, std::string help) {
   return k;
 }
 
+// run.cudnn_workspace_mb: "auto" (a TOML string) or a number of MiB >= 0.
+ConfigKey workspace_key(std::string key, std::string help) {
+  ConfigKey k;
+  k.key = std::move(key);
+  k.help = std::move(help);
+  k.type = "auto|int";
+  k.get = [](const RunConfig& c) {
+    return c.cudnn_workspace_mb == RunConfig::kAutoWorkspace ? std::string("\"auto\"")
+                                                              : std::to_string(c.cudnn_workspace_mb);
+  };
+  k.set = [name = k.key](RunConfig& c, const std::string& v) {
+    std::string s = v;
+    if (s.size() >= 2 && s.front() == '"' && s.back() == '"') s = s.substr(1, s.size() - 2);
+    if (s == "auto") {
+      c.cudnn_workspace_mb = RunConfig::kAutoWorkspace;
+      return;
+    }
+    size_t used = 0;
+    long long d = -1;
+    try {
+      d = std::stoll(s, &used);
+    } catch (...) {
+      used = 0;
+    }
+    ST_USER_CHECK(used == s.size() && !s.empty() && d >= 0, "configuration key '", name,
+                  "' expects auto or a number of MiB >= 0, got '", v, "'");
+    c.cudnn_workspace_mb = d;
+  };
+  return k;
+}
+
+// run.cpu_bf16_gemm: auto, bf16, f32, or another run's run.json (its choice, pinned).
+ConfigKey bf16_gemm_key(std::string key, std::string help) {
+  ConfigKey k;
+  k.key = std::move(key);
+  k.help = std::move(help);
+  k.type = "string";
+  k.get = [](const RunConfig& c) {
+    std::string quoted(1, '"');  // appended piecewise, as in enum_key
+    quoted += c.cpu_bf16_gemm_pin.empty() ? bf16_gemm_compute_name(c.cpu_bf16_gemm) : c.cpu_bf16_gemm_pin;
+    quoted += '"';
+    return quoted;
+  };
+  k.set = [](RunConfig& c, const std::string& v) {
+    std::string s = v;
+    if (s.size() >= 2 && s.front() == '"' && s.back() == '"') s = s.substr(1, s.size() - 2);
+    c.cpu_bf16_gemm_pin.clear();
+    if (s == "auto" || s == "bf16" || s == "f32") {
+      c.cpu_bf16_gemm = parse_bf16_gemm_compute(s);
+      return;
+    }
+    ST_USER_CHECK(!s.empty(), "run.cpu_bf16_gemm is empty: auto, bf16, f32, or a run's run.json");
+    c.cpu_bf16_gemm = Bf16GemmCompute::automatic;
+    c.cpu_bf16_gemm_pin = s;
+  };
+  return k;
+}
+
 // optimizer.no_decay: a list of categories, kept in the enum's order without repeats so that the
 // printed form is canonical; an unknown category's Error names the key and the allowed values.
 ConfigKey no_decay_key(std::string key, std::string help) {
@@ -354,15 +412,23 @@ const std::vector<ConfigKey>& config_keys() {
       key_of("run.deterministic", &RunConfig::deterministic,
              "cuda: deterministic cuDNN and cuBLASLt algorithms only (no atomics in backward-filter, no split-K with "
              "a nondeterministic reduction); bitwise resume and N-rank = 1-rank rely on it"),
-      key_of("run.cudnn_workspace_mb", &RunConfig::cudnn_workspace_mb,
-             "cuda: the most scratch memory (MiB) one operator's cuDNN or cuBLASLt algorithm may use"),
+      key_of("run.cudnn_algorithms", &RunConfig::cudnn_algorithms,
+             "cuda: how the cuDNN convolution and cuBLASLt GEMM algorithms are chosen: auto (rank 0 times every "
+             "candidate run.deterministic allows at start-up and every rank runs the fastest; a resumed run keeps its "
+             "checkpoint's), heuristic (the libraries' untimed first choice), or a run's run.json (its choices, "
+             "pinned)"),
+      workspace_key("run.cudnn_workspace_mb",
+                    "cuda: the most scratch memory (MiB) one operator's cuDNN or cuBLASLt algorithm may use; auto: "
+                    "what is free after the model, its activations and the data are allocated, less a tenth of the "
+                    "device (at least 1 GiB)"),
       key_of("run.cpu_onednn_only", &RunConfig::cpu_onednn_only,
              "cpu operators: oneDNN primitives only, no sgemm inner products, direct first-layer convolutions, fused "
              "separable convolutions or direct max pooling (comparisons)"),
-      enum_key("run.cpu_bf16_gemm", &RunConfig::cpu_bf16_gemm, parse_bf16_gemm_compute, bf16_gemm_compute_name,
-               "cpu, train.precision bf16: dense and 1x1 convolution GEMMs on oneDNN's bf16 kernels (bf16), as f32 "
-               "GEMMs on widened bf16 operands (f32), or auto: rank 0 times both at the model's shapes at start-up "
-               "and every rank takes the faster (a resumed run: its checkpoint's choice)"),
+      bf16_gemm_key("run.cpu_bf16_gemm",
+                    "cpu, train.precision bf16: dense and 1x1 convolution GEMMs on oneDNN's bf16 kernels (bf16), as "
+                    "f32 GEMMs on widened bf16 operands (f32), auto: rank 0 times both at the model's shapes at "
+                    "start-up and every rank takes the faster (a resumed run: its checkpoint's choice), or a run's "
+                    "run.json (its choice, pinned)"),
       key_of("run.sim_memory_mb", &RunConfig::sim_memory_mb, "sim device memory in MiB (0: unlimited)"),
       key_of("run.watchdog_s", &RunConfig::watchdog_s,
              "a rank in one phase of one step longer than this many seconds ends the job with MPI_Abort (0: off)"),
@@ -515,7 +581,9 @@ void validate_config(const RunConfig& c) {
            c.bucket_mb.fixed_mb);
   (void)comm::resolve_comm_backend(c.comm_backend, c.device);  // throws for nccl on cpu
   ST_USER_CHECK(c.threads >= 0, "run.threads must be >= 0");
-  ST_USER_CHECK(c.cudnn_workspace_mb >= 0, "run.cudnn_workspace_mb must be >= 0, got ", c.cudnn_workspace_mb);
+  ST_USER_CHECK(c.cudnn_workspace_mb >= 0 || c.cudnn_workspace_mb == RunConfig::kAutoWorkspace,
+                "run.cudnn_workspace_mb must be auto or >= 0, got ", c.cudnn_workspace_mb);
+  ST_USER_CHECK(!c.cudnn_algorithms.empty(), "run.cudnn_algorithms is empty: auto, heuristic, or a run's run.json");
   ST_USER_CHECK(c.sim_memory_mb >= 0, "run.sim_memory_mb must be >= 0, got ", c.sim_memory_mb);
   ST_USER_CHECK(c.sim_delay_us >= 0, "testing.sim_delay_us must be >= 0, got ", c.sim_delay_us);
   ST_USER_CHECK(c.extra_host_syncs >= 0 && c.extra_launches >= 0,
@@ -576,7 +644,9 @@ BackendOptions backend_options(const RunConfig& c) {
   o.sim_ignore_events = c.sim_ignore_events;
   o.deterministic = c.deterministic;
   o.allow_tf32 = c.allow_tf32;
-  o.workspace_limit_bytes = c.cudnn_workspace_mb << 20;
+  o.workspace_auto = c.cudnn_workspace_mb == RunConfig::kAutoWorkspace;
+  o.workspace_limit_bytes = o.workspace_auto ? 0 : c.cudnn_workspace_mb << 20;
+  o.time_algorithms = false;  // the trainer times on rank 0 (train/algorithm_choice.hpp)
   return o;
 }
 

@@ -36,9 +36,10 @@ nlohmann::json config_json(const RunConfig& cfg) {
     std::replace(pointer.begin(), pointer.end(), '.', '/');
     nlohmann::json& slot = j[nlohmann::json::json_pointer(pointer)];
     const std::string v = k.get(cfg);
-    if (k.type == "string" || (k.type == "auto|float" && v.front() == '"')) slot = v.substr(1, v.size() - 2);
+    const bool auto_number = k.type == "auto|float" || k.type == "auto|int";
+    if (k.type == "string" || (auto_number && v.front() == '"')) slot = v.substr(1, v.size() - 2);
     else if (k.type == "bool") slot = v == "true";
-    else if (k.type == "int") slot = std::stoll(v);
+    else if (k.type == "int" || k.type == "auto|int") slot = std::stoll(v);
     else if (k.type == "list") slot = config_list_items(v);
     else slot = std::stod(v);
   }
@@ -220,9 +221,12 @@ void RunLog::finish(const RunInfo& info, const TrainResult& r) {
   for (const StagingSummary& st : info.staging) j["staging"].push_back(staging_json(st));
   j["operators"] = {{"deterministic", cfg_.deterministic},
                     {"allow_tf32", cfg_.allow_tf32},
-                    {"cudnn_workspace_mb", cfg_.cudnn_workspace_mb},
+                    {"cudnn_workspace_mb", cfg_.cudnn_workspace_mb == RunConfig::kAutoWorkspace
+                                               ? nlohmann::json("auto")
+                                               : nlohmann::json(cfg_.cudnn_workspace_mb)},
                     {"choices", info.operator_choices},
-                    {"cpu_bf16_gemm", info.bf16_gemm ? bf16_gemm_json(*info.bf16_gemm) : nlohmann::json(nullptr)}};
+                    {"cpu_bf16_gemm", info.bf16_gemm ? bf16_gemm_json(*info.bf16_gemm) : nlohmann::json(nullptr)},
+                    {"algorithms", info.algorithms ? algorithm_choice_json(*info.algorithms) : nlohmann::json(nullptr)}};
   for (const auto& [k, v] : build_versions()) j["versions"][k] = v;
   j["steps"] = r.steps;
   j["final_step"] = r.final_step;

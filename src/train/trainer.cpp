@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "scaletrain/backend/algorithm_tuning.hpp"
 #include "scaletrain/backend/bf16_gemm_tuning.hpp"
 #include "scaletrain/backend/launch.hpp"
 #include "scaletrain/comm/gradient_buckets.hpp"
@@ -72,6 +73,7 @@ struct Trainer::Impl {
   std::unique_ptr<nn::Model> model;
   std::unique_ptr<CommunicatorStatisticsReducer> statistics_reducer;  // model.sync_bn
   std::optional<Bf16GemmChoice> bf16_gemm;  // run.cpu_bf16_gemm where the backend has the choice
+  std::optional<AlgorithmChoice> algorithms;  // run.cudnn_algorithms where the backend has the choice
   nn::SoftmaxCrossEntropy loss;
   std::unique_ptr<optim::Optimizer> optimizer;
   std::unique_ptr<optim::LrSchedule> schedule;
@@ -116,6 +118,9 @@ struct Trainer::Impl {
   void setup_model();
   void build_model();
   void choose_bf16_gemm();
+  AlgorithmTuning* every_rank_algorithm_tuning();
+  void pin_algorithms();
+  void time_algorithms();
   void setup_optimizer();
   data::InputOptions input_options(const data::DatasetInfo& info, DType compute) const;
   void setup_input();
@@ -330,9 +335,13 @@ void Trainer::Impl::setup_model() {
     const DatasetShape shape =
         model_shape_for(cfg, DatasetShape{info.sample_shape, static_cast<int64_t>(info.classes.size())});
     model = nn::make_zoo_model(cfg.model, shape.sample_shape, shape.classes);
+  });
+  pin_algorithms();
+  collective_check(comm, [&] {
     build_model();
     loss.build(*backend, local_batch, static_cast<int64_t>(info.classes.size()));
   });
+  time_algorithms();
   choose_bf16_gemm();
   model->init_parameters(cfg.seed);
   // Identical replicas: rank 0's weights everywhere.
@@ -347,6 +356,34 @@ void Trainer::Impl::build_model() {
   use_statistics_reducer(*model, statistics_reducer.get());
 }
 
+// The backend's AlgorithmTuning where every rank's backend has one (so that no rank waits for a
+// broadcast the others skip), else null.
+AlgorithmTuning* Trainer::Impl::every_rank_algorithm_tuning() {
+  AlgorithmTuning* tuning = backend->algorithm_tuning();
+  const int32_t mine = tuning ? 1 : 0;
+  std::vector<int32_t> all(static_cast<size_t>(comm.size()));
+  comm.allgather(&mine, sizeof mine, all.data());
+  return std::find(all.begin(), all.end(), 0) == all.end() ? tuning : nullptr;
+}
+
+// run.cudnn_algorithms before the model is built (train/algorithm_choice.hpp): a resumed
+// checkpoint's or a file's book pinned, else the heuristic's choices until rank 0 has timed.
+void Trainer::Impl::pin_algorithms() {
+  AlgorithmTuning* tuning = every_rank_algorithm_tuning();
+  if (!tuning) return;
+  algorithms.emplace();
+  (void)pin_algorithms_before_build(comm, *tuning, cfg.cudnn_algorithms, [&] { return resumed_algorithms(cfg); },
+                                    *algorithms);
+}
+
+// After the model is built: rank 0's timed book on every rank, and the model built again with it.
+void Trainer::Impl::time_algorithms() {
+  if (!algorithms) return;
+  AlgorithmTuning* tuning = backend->algorithm_tuning();
+  if (time_algorithms_after_build(comm, *tuning, *algorithms)) collective_check(comm, [&] { build_model(); });
+  algorithms->book = tuning->algorithms();
+}
+
 // A bf16 model on a backend that can run its GEMM-shaped ops two ways: the choice every rank takes
 // (train/bf16_gemm_choice.hpp), and the model built again where it differs from the backend's start.
 // Only where every rank has the choice, so that no rank waits for a broadcast the others skip.
@@ -357,7 +394,7 @@ void Trainer::Impl::choose_bf16_gemm() {
   comm.allgather(&mine, sizeof mine, all.data());
   if (std::find(all.begin(), all.end(), 0) != all.end()) return;
   bf16_gemm = train::choose_bf16_gemm(
-      comm, cfg.cpu_bf16_gemm, [&] { return resumed_bf16_gemm(cfg); },
+      comm, cfg.cpu_bf16_gemm, cfg.cpu_bf16_gemm_pin, [&] { return resumed_bf16_gemm(cfg); },
       [&] { return tuning->time_bf16_gemm_shapes(kBf16GemmProbeRounds, kBf16GemmProbeBudgetS); });
   if (bf16_gemm->compute == tuning->bf16_gemm()) return;
   tuning->set_bf16_gemm(bf16_gemm->compute);
@@ -693,6 +730,7 @@ const std::string& Trainer::gpu_telemetry_line() const { return impl_->telemetry
 const std::optional<ResumeRecord>& Trainer::resumed_from() const { return impl_->resumed; }
 const BucketReport& Trainer::bucket_report() const { return impl_->bucket_tuner->report(); }
 const std::optional<Bf16GemmChoice>& Trainer::bf16_gemm_choice() const { return impl_->bf16_gemm; }
+const std::optional<AlgorithmChoice>& Trainer::algorithm_choice() const { return impl_->algorithms; }
 
 namespace {
 

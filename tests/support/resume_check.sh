@@ -21,7 +21,9 @@
 #   bf16_gemm NP STOP      bf16 with run.cpu_bf16_gemm = auto: a fresh run times both ways and says so
 #                          (start-up line, run.json); for each way, a run stopped at STOP with it set,
 #                          resumed with auto, takes the checkpoint's way and matches the uninterrupted
-#                          run with that way bitwise (skipped, exit 77, where bf16 is emulated).
+#                          run with that way bitwise, and a fresh run pinned to the uninterrupted
+#                          run's run.json (run.cpu_bf16_gemm = FILE) takes its way and matches it
+#                          bitwise (skipped, exit 77, where bf16 is emulated).
 # EXTRA="flags" (environment) adds flags to every run; LR=... sets the learning rate (0.01); PYTHON=...
 # the interpreter of compare_losses.py and compare_checkpoints.py (/usr/bin/python3). In bitwise mode the
 # final checkpoints' model.h5 (parameters and buffers: BatchNorm's running statistics, which no loss shows
@@ -249,6 +251,10 @@ print("trainer.h5 cpu_bf16_gemm:", v); sys.exit(v != sys.argv[2])' \
       run "resumed_$way" "$np" --run.resume auto "${all[@]}" --run.cpu_bf16_gemm auto
       expect_line "$out/resumed_$way.log" "bf16 GEMMs: run.cpu_bf16_gemm = auto -> $way (as the resumed checkpoint ran"
       compare "full_$way" "resumed_$way"
+      # A fresh run pinned to the full run's run.json computes as it did.
+      run "pinned_$way" "$np" "${all[@]}" --run.cpu_bf16_gemm "$out/full_$way/run.json"
+      expect_line "$out/pinned_$way.log" "bf16 GEMMs: run.cpu_bf16_gemm = $out/full_$way/run.json -> $way (as that run computed)"
+      compare "full_$way" "pinned_$way"
     done
     # The two ways round differently, so that the comparisons above could fail.
     if compare full_f32 full_bf16 > /dev/null; then echo "FAIL: the f32 and bf16 GEMM runs are identical"; exit 1; fi

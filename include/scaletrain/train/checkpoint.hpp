@@ -9,7 +9,9 @@
 //                 clean steps in a row, skipped steps), world_size, global_batch, data_mode,
 //                 git_commit, config (the resolved TOML) and config_hash, the identity keys and their values,
 //                 the parameter checksum every rank agreed on, and cpu_bf16_gemm (how the bf16 GEMM-shaped
-//                 operators computed, where there was a choice: train/bf16_gemm_choice.hpp).
+//                 operators computed, where there was a choice: train/bf16_gemm_choice.hpp) and
+//                 algorithms (the book of the cuDNN and cuBLASLt algorithms the operators ran, as JSON,
+//                 where the backend chooses: train/algorithm_choice.hpp).
 //
 // Every file carries the attr format_version. Reading checks every name and shape against the
 // model and fails naming the file and the dataset. Directory handling (temporary name, fsync,
@@ -49,6 +51,7 @@ struct CheckpointMeta {
   std::vector<std::pair<std::string, std::string>> identity;  // key, value (train/resume.hpp)
   uint64_t parameter_checksum = 0;
   std::string bf16_gemm;  // "bf16" | "f32"; "" where the run had no choice (not bf16, or one way)
+  std::string algorithms;  // the algorithm book as JSON (train/algorithm_choice.hpp); "" where no choice
 };
 
 // Host copies of the replicated state, in our flat layouts (Model::flat_parameters()).

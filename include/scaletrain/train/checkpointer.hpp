@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "scaletrain/backend/backend.hpp"
 #include "scaletrain/comm/communicator.hpp"
@@ -92,6 +93,9 @@ std::string resume_checkpoint_dir(const RunConfig& cfg);
 // Rank-local: how the checkpoint run.resume names ran its bf16 GEMM-shaped operators ("bf16", "f32", or
 // "" where there is no such checkpoint or it records no choice).
 std::string resumed_bf16_gemm(const RunConfig& cfg);
+// run.resume's checkpoint directory and its algorithm book as JSON ({"", ""} without run.resume;
+// the book "" where the checkpoint has none).
+std::pair<std::string, std::string> resumed_algorithms(const RunConfig& cfg);
 
 // Collective. The checkpoint run.resume asks for, checked against this run and restored into
 // `state`; std::nullopt when the run starts fresh (no run.resume, or auto without a checkpoint).

@@ -122,12 +122,16 @@ struct RunConfig {
   bool clear_cache = false;
   int64_t threads = 0;       // compute threads per rank; 0: the cores this rank is bound to
   DeviceKind device = DeviceKind::automatic;  // auto: cuda where the build has it and a GPU is visible
-  // cuda operator selection (BackendOptions): deterministic algorithms only (the default while the
-  // speed difference is unmeasured), and the workspace one operator's algorithm may use.
+  // cuda operator selection (BackendOptions, train/algorithm_choice.hpp): deterministic algorithms
+  // only; how they are chosen ("auto": timed on rank 0, "heuristic", or a run.json to pin to); the
+  // workspace one operator's algorithm may use (kAutoWorkspace: free memory less a margin).
   bool deterministic = true;
-  int64_t cudnn_workspace_mb = 512;
+  std::string cudnn_algorithms = "auto";
+  static constexpr int64_t kAutoWorkspace = -1;
+  int64_t cudnn_workspace_mb = kAutoWorkspace;
   bool cpu_onednn_only = false;  // oneDNN primitives for every cpu operator (no sgemm/direct paths)
   Bf16GemmCompute cpu_bf16_gemm = Bf16GemmCompute::automatic;  // cpu bf16 dense/1x1 GEMMs: auto, bf16, f32
+  std::string cpu_bf16_gemm_pin;  // run.cpu_bf16_gemm = FILE: another run's run.json to take the choice of
   int64_t sim_memory_mb = 0;     // sim device capacity (0: unlimited)
   // Hang watchdog (train/watchdog.hpp): a rank in one phase of one step longer than watchdog_s ends
   // the job with MPI_Abort; the start-up and first step, evaluations and checkpoint writes get

@@ -36,6 +36,7 @@ struct RunInfo {
   std::string device;                // backend description of rank 0
   std::vector<std::string> operator_choices;  // rank 0's (Backend::operator_choices)
   std::optional<Bf16GemmChoice> bf16_gemm;     // run.cpu_bf16_gemm where the backend had the choice
+  std::optional<AlgorithmChoice> algorithms;   // run.cudnn_algorithms where the backend had the choice
   int64_t parameters = 0;
   int64_t flops_per_sample = 0;      // forward
   int64_t training_flops_per_sample = 0;  // forward and backward (Model::training_flops_per_sample)

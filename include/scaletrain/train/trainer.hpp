@@ -16,6 +16,7 @@
 #include "scaletrain/comm/communicator.hpp"
 #include "scaletrain/core/timer.hpp"
 #include "scaletrain/nn/model.hpp"
+#include "scaletrain/train/algorithm_choice.hpp"
 #include "scaletrain/train/bf16_gemm_choice.hpp"
 #include "scaletrain/train/bucket_tuner.hpp"
 #include "scaletrain/train/checkpointer.hpp"
@@ -150,6 +151,8 @@ class Trainer {
   const BucketReport& bucket_report() const;
   // run.cpu_bf16_gemm as resolved for a bf16 model where the backend has the choice; empty elsewhere.
   const std::optional<Bf16GemmChoice>& bf16_gemm_choice() const;
+  // run.cudnn_algorithms as resolved where the backend's operators choose algorithms; empty elsewhere.
+  const std::optional<AlgorithmChoice>& algorithm_choice() const;
 
  private:
   struct Impl;
