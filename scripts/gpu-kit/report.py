@@ -243,7 +243,8 @@ def speed_rows(work, dry):
                      "pytorch_fraction_of_peak": best["images_per_s"] * flops / 1e12 / peak if best and peak else None,
                      "ratio_vs_pytorch_best": ips / best["images_per_s"] if best else None})
     return {"gpu": name, "datasheet": sheet, "datasheet_peaks_tflops": peaks, "rows": rows, "pytorch": torch_lines,
-            "networks": networks(work, torch_lines), "not_run": os.environ.get("KIT_SPEED_NOT_RUN", "")}
+            "networks": networks(work, torch_lines), "algorithms": algorithm_rows(work),
+            "not_run": os.environ.get("KIT_SPEED_NOT_RUN", "")}
 
 
 def read_json(path):
@@ -252,6 +253,77 @@ def read_json(path):
             return json.load(f)
     except (OSError, ValueError):
         return None
+
+
+def timed(v):
+    """A time of the algorithm book, None where untimed (null, or the book's -1)."""
+    return v if isinstance(v, (int, float)) and v >= 0 else None
+
+
+def algorithm_run(line, work):
+    """One run of the algorithm table: its speed from run.json, its operators.algorithms block (absent:
+    a run.json without the key) less the book, times untimed as None."""
+    if line is None:
+        return None
+    run = read_json(line["run_json"]) or {}
+    ips = run.get("samples_per_s") or None
+    ops = run.get("operators") or {}
+    algos = ops.get("algorithms") if "algorithms" in ops else "absent"
+    if isinstance(algos, dict):
+        book = algos.get("book") or {}
+        algos = {**{k: v for k, v in algos.items() if k != "book"},
+                 **{k: timed(algos.get(k)) for k in ("probe_ms", "timed_ms", "heuristic_ms")},
+                 "library": book.get("library"), "device": book.get("device"), "records": book.get("records") or []}
+    return {"images_per_s": ips, "ms_per_step": 1e3 * run.get("global_batch", line["batch"]) / ips if ips else None,
+            "run_json": os.path.relpath(line["run_json"], work),
+            "algorithms_source": algos.get("source") if isinstance(algos, dict) else None, "algorithms": algos}
+
+
+def differing(records, n=5):
+    """The records whose chosen algorithm is not the heuristic's first choice, the largest saving first."""
+    out = []
+    for r in records:
+        if r.get("heuristic_name") is None or r.get("name") == r.get("heuristic_name"):
+            continue
+        t, h = timed(r.get("time_ms")), timed(r.get("heuristic_time_ms"))
+        out.append({"op": r.get("op"), "shape": r.get("shape"), "name": r.get("name"),
+                    "heuristic_name": r.get("heuristic_name"), "time_ms": t, "heuristic_time_ms": h,
+                    "saved_ms": h - t if t is not None and h is not None else None})
+    out.sort(key=lambda d: float("inf") if d["saved_ms"] is None else -d["saved_ms"])
+    return out[:n]
+
+
+def algorithm_rows(work):
+    """The algorithm table (speed.sh's algorithm steps, algorithms.jsonl): per network, precision and
+    run.deterministic, the heuristic run's speed against the auto run's, and the auto run's choices
+    (operators.algorithms: None on a device without algorithm choices, "absent" where run.json lacks it)."""
+    runs, order = {}, []
+    for line in read_jsonl(os.path.join(work, "algorithms.jsonl")):
+        key = (line["model"], line["precision"], line["deterministic"])
+        if key not in runs:
+            runs[key] = {"batch": line["batch"]}
+            order.append(key)
+        runs[key][line["algorithms"]] = line
+    models = list(dict.fromkeys(k[0] for k in order))
+    order.sort(key=lambda k: (models.index(k[0]), k[1], k[2]))  # per network: deterministic false, then true
+    rows = []
+    for key in order:
+        model, precision, det = key
+        h, a = (algorithm_run(runs[key].get(k), work) for k in ("heuristic", "auto"))
+        algos = a["algorithms"] if a else "absent"
+        if isinstance(algos, dict):
+            status, summary = "recorded", {k: v for k, v in algos.items() if k != "records"}
+            summary["largest_differences"] = differing(algos["records"])
+        else:
+            status, summary = ("no auto run" if a is None else "not in run.json" if algos == "absent"
+                               else "no algorithm choice on this device"), None
+        hi, ai = (h or {}).get("images_per_s"), (a or {}).get("images_per_s")
+        rows.append({"model": model, "precision": precision, "deterministic": det, "batch": runs[key]["batch"],
+                     "heuristic": h and {k: v for k, v in h.items() if k != "algorithms"},
+                     "auto": a and {k: v for k, v in a.items() if k != "algorithms"},
+                     "ratio_auto_vs_heuristic": ai / hi if ai and hi else None,
+                     "algorithms_status": status, "algorithms": summary})
+    return rows
 
 
 def kernel_side(doc):
@@ -341,16 +413,62 @@ def speed_sections(s, dry):
               + (f" (setup {t['setup_s']:.0f} s)" if "setup_s" in t else "") for t in s["pytorch"]]
     lines += ["", "TFLOP/s: images/s x run.json's training_flops_per_sample (PyTorch's share uses the same count). "
               "tf32: fp32 with train.allow_tf32 (PyTorch: allow_tf32 in cuDNN and cuBLAS); bf16: scaletrain "
-              "train.precision bf16, PyTorch autocast to bfloat16. Every scaletrain run has "
-              "run.deterministic = false."]
+              "train.precision bf16, PyTorch autocast to bfloat16. Every scaletrain run of this table has "
+              "run.deterministic = false and run.cudnn_algorithms = auto (the default)."]
     if s.get("not_run"):
         lines.append(f"Not run in this call (no time left within its 4 minutes): {s['not_run']}.")
     if dry:
         lines.append("Dry run: run.device = sim and PyTorch on the CPU; tf32 is GPU-only and was not run, "
                      "resnet50 ran in fp32 on 32x32x3 at batch 2; the figures say nothing about a GPU.")
+    if s.get("algorithms"):
+        lines += algorithm_section(s["algorithms"])
     for n in s.get("networks", []):
         lines += network_section(n)
     return lines
+
+
+def algorithm_section(rows):
+    """The algorithm table: per network, precision and run.deterministic, images/s with cuDNN's and
+    cuBLASLt's untimed first choices against the timed ones, and what the timing chose."""
+    num = lambda v, spec: "n/a" if v is None else format(v, spec)
+    speed = lambda r: "n/a" if not r or r["images_per_s"] is None else \
+        f"{r['images_per_s']:,.0f} ({r['ms_per_step']:,.2f})"
+    lines = ["", "## Algorithm choice (run.cudnn_algorithms)", "",
+             "| model | precision | deterministic | batch | heuristic img/s (ms/step) | auto img/s (ms/step) | "
+             "auto / heuristic | problems | differ | chosen / first choice ms | probe ms |",
+             "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for r in rows:
+        a = r["algorithms"]
+        if a is None:
+            cells = [r["algorithms_status"]] * 4
+        else:
+            probe = num(a.get("probe_ms"), ",.0f") if a.get("source") == "timed" else f"not timed ({a.get('source')})"
+            cells = [num(a.get("problems"), ",.0f"), num(a.get("differ"), ",.0f"),
+                     f"{num(a.get('timed_ms'), ',.2f')} / {num(a.get('heuristic_ms'), ',.2f')}", probe]
+        lines.append(f"| {r['model']} | {r['precision']} | {str(r['deterministic']).lower()} | {r['batch']} | "
+                     f"{speed(r['heuristic'])} | {speed(r['auto'])} | {num(r['ratio_auto_vs_heuristic'], '.2f')} | "
+                     + " | ".join(cells) + " |")
+    lines += ["", "heuristic: run.cudnn_algorithms = heuristic, cuDNN's and cuBLASLt's untimed first choice; auto: "
+              "rank 0 times the candidates at start-up (with run.deterministic = true only the deterministic ones) "
+              "and every rank runs the fastest. Short runs, 4 per network, with fewer measured steps than the "
+              "table above. auto / heuristic: auto's images/s over heuristic's (above 1: the timed choices are "
+              "faster). From the auto run's run.json (operators.algorithms): problems, its records (convolution "
+              "directions and GEMMs); differ, those whose timed choice is not the first choice; chosen / first "
+              "choice ms, the records' own times summed (time_ms against heuristic_time_ms, one call each); "
+              "probe ms, the start-up's timing (probe_ms)."]
+    for r in rows:
+        diffs = (r["algorithms"] or {}).get("largest_differences")
+        if not diffs:
+            continue
+        lines += ["", f"{r['model']} {r['precision']} deterministic={str(r['deterministic']).lower()}: the largest "
+                  "differences (timed choice against the first choice, ms):", ""]
+        lines += [f"- {d['op']} {text(d['shape'])}: `{text(d['name'])}` {num(d['time_ms'], ',.3f')} against "
+                  f"`{text(d['heuristic_name'])}` {num(d['heuristic_time_ms'], ',.3f')}" for d in diffs]
+    return lines
+
+
+def text(v):
+    return v if isinstance(v, str) else json.dumps(v, separators=(",", ":"))
 
 
 def network_section(n):

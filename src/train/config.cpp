@@ -15,6 +15,20 @@
 namespace scaletrain::train {
 namespace {
 
+// A TOML string's value without its quotes (other values as they are).
+std::string unquoted(const std::string& v) {
+  if (v.size() >= 2 && v.front() == '"' && v.back() == '"') return v.substr(1, v.size() - 2);
+  return v;
+}
+
+// `s` in quotes, appended piecewise: GCC 12 warns falsely (-Wrestrict) on "\"" + s.
+std::string quoted(const std::string& s) {
+  std::string q(1, '"');
+  q += s;
+  q += '"';
+  return q;
+}
+
 std::string format_double(double v) {
   std::ostringstream os;
   os.precision(10);
@@ -32,12 +46,8 @@ ConfigKey key_of(std::string key, T RunConfig::*field, std::string help) {
   const std::string name = k.key;
   if constexpr (std::is_same_v<T, std::string>) {
     k.type = "string";
-    k.get = [field](const RunConfig& c) { return "\"" + c.*field + "\""; };
-    k.set = [field](RunConfig& c, const std::string& v) {
-      std::string s = v;
-      if (s.size() >= 2 && s.front() == '"' && s.back() == '"') s = s.substr(1, s.size() - 2);
-      c.*field = s;
-    };
+    k.get = [field](const RunConfig& c) { return quoted(c.*field); };
+    k.set = [field](RunConfig& c, const std::string& v) { c.*field = unquoted(v); };
   } else if constexpr (std::is_same_v<T, bool>) {
     k.type = "bool";
     k.get = [field](const RunConfig& c) { return std::string(c.*field ? "true" : "false"); };
@@ -89,17 +99,8 @@ ConfigKey enum_key(std::string key, E RunConfig::*field, E (*parse)(const std::s
   k.key = std::move(key);
   k.help = std::move(help);
   k.type = "string";
-  k.get = [field, name](const RunConfig& c) {
-    std::string quoted(1, '"');  // appended piecewise: GCC 12 warns falsely (-Wrestrict) on "\"" + s
-    quoted += name(c.*field);
-    quoted += '"';
-    return quoted;
-  };
-  k.set = [field, parse](RunConfig& c, const std::string& v) {
-    std::string s = v;
-    if (s.size() >= 2 && s.front() == '"' && s.back() == '"') s = s.substr(1, s.size() - 2);
-    c.*field = parse(s);
-  };
+  k.get = [field, name](const RunConfig& c) { return quoted(name(c.*field)); };
+  k.set = [field, parse](RunConfig& c, const std::string& v) { c.*field = parse(unquoted(v)); };
   return k;
 }
 
@@ -128,8 +129,7 @@ ConfigKey workspace_key(std::string key, std::string help) {
                                                               : std::to_string(c.cudnn_workspace_mb);
   };
   k.set = [name = k.key](RunConfig& c, const std::string& v) {
-    std::string s = v;
-    if (s.size() >= 2 && s.front() == '"' && s.back() == '"') s = s.substr(1, s.size() - 2);
+    const std::string s = unquoted(v);
     if (s == "auto") {
       c.cudnn_workspace_mb = RunConfig::kAutoWorkspace;
       return;
@@ -155,14 +155,10 @@ ConfigKey bf16_gemm_key(std::string key, std::string help) {
   k.help = std::move(help);
   k.type = "string";
   k.get = [](const RunConfig& c) {
-    std::string quoted(1, '"');  // appended piecewise, as in enum_key
-    quoted += c.cpu_bf16_gemm_pin.empty() ? bf16_gemm_compute_name(c.cpu_bf16_gemm) : c.cpu_bf16_gemm_pin;
-    quoted += '"';
-    return quoted;
+    return quoted(c.cpu_bf16_gemm_pin.empty() ? bf16_gemm_compute_name(c.cpu_bf16_gemm) : c.cpu_bf16_gemm_pin);
   };
   k.set = [](RunConfig& c, const std::string& v) {
-    std::string s = v;
-    if (s.size() >= 2 && s.front() == '"' && s.back() == '"') s = s.substr(1, s.size() - 2);
+    const std::string s = unquoted(v);
     c.cpu_bf16_gemm_pin.clear();
     if (s == "auto" || s == "bf16" || s == "f32") {
       c.cpu_bf16_gemm = parse_bf16_gemm_compute(s);
@@ -219,9 +215,7 @@ ConfigKey model_input_key(std::string key, std::string help) {
     return text;
   };
   k.set = [](RunConfig& c, const std::string& v) {
-    std::string s = v;
-    if (s.size() >= 2 && s.front() == '"' && s.back() == '"') s = s.substr(1, s.size() - 2);
-    c.model_input = parse_model_input(s);
+    c.model_input = parse_model_input(unquoted(v));
   };
   return k;
 }

@@ -52,8 +52,8 @@ struct AlgorithmBook {
   int differ_from_heuristic() const;
 };
 
-// "conv fwd <shape>: IMPLICIT_PRECOMP_GEMM (timed 0.250 ms, the heuristic's first IMPLICIT_GEMM
-// 0.300 ms; 1.5 MiB workspace, deterministic, fma math)": for the start-up log and operator_choices.
+// "conv fwd <shape>: IMPLICIT_PRECOMP_GEMM (timed T ms, the heuristic's first IMPLICIT_GEMM H ms;
+// W MiB workspace, deterministic, fma math)": for the start-up log and operator_choices.
 std::string algorithm_record_line(const AlgorithmRecord& r);
 
 // run.cudnn_workspace_mb = auto: what an operator's algorithm may use is the device memory free at

@@ -31,8 +31,8 @@ struct AlgorithmChoice {
 nlohmann::json algorithm_book_json(const AlgorithmBook& book);
 AlgorithmBook algorithm_book_of_json(const nlohmann::json& j, const std::string& where);
 nlohmann::json algorithm_choice_json(const AlgorithmChoice& c);
-// "algorithms: run.cudnn_algorithms = auto -> timed on rank 0 (53 problems, 12 not the heuristic's
-// first: 4.210 ms against 9.870 ms per step; 2.1 s)", and the like for the other sources.
+// "algorithms: run.cudnn_algorithms = auto -> timed on rank 0 (N problems, D not the heuristic's
+// first; T ms against the heuristic's H ms, once per problem; P s)", and the like for the other sources.
 std::string algorithm_choice_line(const AlgorithmChoice& c);
 
 // Collective, before the model is built. `checkpoint_book`: on rank 0, the resumed checkpoint's
