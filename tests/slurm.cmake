@@ -132,15 +132,16 @@ set_tests_properties(slurm_unbound_ranks_warn PROPERTIES FIXTURES_REQUIRED slurm
                      ENVIRONMENT_MODIFICATION "${_slurm_clean_env}" PROCESSORS 2 RUN_SERIAL TRUE TIMEOUT 150)
 
 # Jobs longer than the wall-clock limit (jobs/slurm/train_requeue.sbatch, 2 ranks of LeNet): stopped by hand
-# (scancel --batch --signal=USR1 once metrics.jsonl shows progress) and by the time limit (--time=1 with
+# (scancel --batch --signal=USR1 once metrics.jsonl shows progress; the steps of about 8 s of training, measured
+# first, so that a fast machine does not finish before the signal) and by the time limit (--time=1 with
 # --signal=B:USR1@30: Slurm checks time limits every 30 s and signals at the first check that finds at most lead + 30 s
 # left, here the first one after the start, so a run lasts at most 30 s, and the steps of about 50 s of training on
 # this machine, measured by requeue_test.sh first, need at least one requeue), and by a signal to the batch shell before
 # it starts the job step (as when that first check comes at the job's start). Each job checkpoints, exits 75, is
 # requeued (after the test cluster's cred_expire of 5 s), resumes and completes; tests/support/requeue_test.sh checks
-# the job's output and the run directory. About 20 s, and 10 s of calibration plus 65 s.
+# the job's output and the run directory. About 20 s each, the time limit's 10 s of calibration plus 65 s.
 set(_requeue_test bash ${CMAKE_CURRENT_SOURCE_DIR}/support/requeue_test.sh)
-foreach(_case "scancel|600|" "before_step|600|" "time_limit|auto:50|--time=1;--signal=B:USR1@30")
+foreach(_case "scancel|auto:8|" "before_step|600|" "time_limit|auto:50|--time=1;--signal=B:USR1@30")
   string(REPLACE "|" ";" _case "${_case}")
   list(GET _case 0 _mode)
   list(GET _case 1 _steps)
