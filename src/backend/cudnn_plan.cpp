@@ -333,7 +333,6 @@ AlgorithmRecord conv_record(const ConvShape& shape, ConvDirection direction, con
       r.heuristic_time_ms = t.time_ms;
       break;
     }
-  if (timed.empty()) r.heuristic_time_ms = -1;
   return r;
 }
 

@@ -48,6 +48,7 @@
 #include "scaletrain/train/nonfinite_guard.hpp"
 #include "scaletrain/train/phase_clock.hpp"
 #include "scaletrain/train/progress.hpp"
+#include "scaletrain/train/rank0_choice.hpp"
 #include "scaletrain/train/step_agreement.hpp"
 #include "scaletrain/train/stop_signals.hpp"
 #include "scaletrain/train/synthetic_data.hpp"
@@ -360,10 +361,7 @@ void Trainer::Impl::build_model() {
 // broadcast the others skip), else null.
 AlgorithmTuning* Trainer::Impl::every_rank_algorithm_tuning() {
   AlgorithmTuning* tuning = backend->algorithm_tuning();
-  const int32_t mine = tuning ? 1 : 0;
-  std::vector<int32_t> all(static_cast<size_t>(comm.size()));
-  comm.allgather(&mine, sizeof mine, all.data());
-  return std::find(all.begin(), all.end(), 0) == all.end() ? tuning : nullptr;
+  return on_every_rank(comm, tuning != nullptr) ? tuning : nullptr;
 }
 
 // run.cudnn_algorithms before the model is built (train/algorithm_choice.hpp): a resumed
@@ -389,10 +387,7 @@ void Trainer::Impl::time_algorithms() {
 // Only where every rank has the choice, so that no rank waits for a broadcast the others skip.
 void Trainer::Impl::choose_bf16_gemm() {
   Bf16GemmTuning* tuning = model->compute_dtype() == DType::bf16 ? backend->bf16_gemm_tuning() : nullptr;
-  const int32_t mine = tuning ? 1 : 0;
-  std::vector<int32_t> all(static_cast<size_t>(comm.size()));
-  comm.allgather(&mine, sizeof mine, all.data());
-  if (std::find(all.begin(), all.end(), 0) != all.end()) return;
+  if (!on_every_rank(comm, tuning != nullptr)) return;
   bf16_gemm = train::choose_bf16_gemm(
       comm, cfg.cpu_bf16_gemm, cfg.cpu_bf16_gemm_pin, [&] { return resumed_bf16_gemm(cfg); },
       [&] { return tuning->time_bf16_gemm_shapes(kBf16GemmProbeRounds, kBf16GemmProbeBudgetS); });

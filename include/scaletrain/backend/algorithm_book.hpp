@@ -39,7 +39,6 @@ struct AlgorithmBook {
   std::string device;   // the GPU's name
   std::vector<AlgorithmRecord> records;
 
-  bool empty() const { return records.empty(); }
   const AlgorithmRecord* find(const std::string& key) const;
   // Adds `r`, or replaces the record with its key.
   void put(AlgorithmRecord r);

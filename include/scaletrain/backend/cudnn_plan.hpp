@@ -141,7 +141,6 @@ std::string batch_norm_choice_line(const CudnnBatchNormPlan& plan);
 struct CudnnChoiceKey {
   std::string text;
   bool operator==(const CudnnChoiceKey& o) const { return text == o.text; }
-  bool operator<(const CudnnChoiceKey& o) const { return text < o.text; }
 };
 CudnnChoiceKey conv_choice_key(const ConvShape& shape, ConvDirection direction, const CudnnSelection& selection);
 

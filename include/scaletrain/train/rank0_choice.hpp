@@ -23,6 +23,10 @@ struct Rank0Choice {
   double seconds = 0;  // rank 0's time in that source (0 on the other ranks)
 };
 
+// Collective. Whether `mine` holds on every rank: a choice is made only where every rank takes part,
+// so that no rank waits for a broadcast the others skip.
+bool on_every_rank(comm::Communicator& comm, bool mine);
+
 // Collective.
 Rank0Choice choose_on_rank0(comm::Communicator& comm, const std::vector<ChoiceSource>& sources);
 
