@@ -20,6 +20,7 @@
 #include "scaletrain/kernels/conv_layout.hpp"
 #include "scaletrain/kernels/launch.hpp"
 #include "scaletrain/kernels/pool_direct.hpp"
+#include "scaletrain/kernels/reduction.hpp"
 #include "support/stored_values.hpp"
 #include "support/test_harness.hpp"
 
@@ -596,7 +597,7 @@ void check_conv_from_plan(Backend& cpu, ConvShape s) {
   else
     dx = dxp;
 
-  // backward filter: the OHWI gradient in T (cuDNN's dw type), back to OIHW f32; db by the functor.
+  // backward filter: the OHWI gradient in T (cuDNN's dw type), back to OIHW f32; db by the column sums.
   Ref dw_acc(nw, 0.0);
   for_each_tap(p,
                [&](int64_t yi, int64_t xi, int64_t wi) { dw_acc[wi] += double(to_float(dy[yi])) * to_float(xp[xi]); });
@@ -604,7 +605,11 @@ void check_conv_from_plan(Backend& cpu, ConvShape s) {
   for (int64_t i = 0; i < nw; ++i) dw_ohwi[i] = from_float<T>(static_cast<float>(dw_acc[i]));
   Vec dw(nw, 1e30f), db(s.out_c, 1e30f);
   kernels::launch_host("filter to oihw", nw, kernels::FilterOhwiToOihw<T, float>{dw_ohwi.data(), dw.data(), fg});
-  kernels::launch_host("bias grad", s.out_c, kernels::BiasGradStored<T>{dy.data(), db.data(), ny / s.out_c, s.out_c});
+  const kernels::ColumnSumsPlan db_plan =
+      kernels::plan_column_sums(ny / s.out_c, s.out_c, 1, kernels::kHostPlanSmCount);
+  std::vector<double> db_partial(static_cast<size_t>(std::max<int64_t>(1, db_plan.partial_size())));
+  kernels::column_sums_on_host(db_plan, kernels::ColumnValues<T>{dy.data(), s.out_c}, db_partial.data(),
+                               kernels::StoreFloat{db.data()});
 
   // The CPU backend on the same inputs.
   auto op = cpu.make_conv(s);

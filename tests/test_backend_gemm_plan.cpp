@@ -12,6 +12,7 @@
 #include "scaletrain/backend/backend.hpp"
 #include "scaletrain/backend/gemm_plan.hpp"
 #include "scaletrain/kernels/bias.hpp"
+#include "scaletrain/kernels/reduction.hpp"
 #include "support/test_harness.hpp"
 
 namespace scaletrain {
@@ -129,7 +130,7 @@ void check_against_cpu(const InnerProductShape& s) {
     EXPECT_EQ(g.backward_weights.bias_length, O);
     expect_close(db, bwd_w.bias_grad, "backward_weights db (BGRADB)", 1e-5);
 
-    // Without BGRADB: the same GEMM with the default epilogue, db by BiasGradStored.
+    // Without BGRADB: the same GEMM with the default epilogue, db by the column sums.
     const GemmPlan plain = gemm::without_fused_bias_grad(g.backward_weights);
     EXPECT_EQ(plain.epilogue, Epilogue::none);
     EXPECT_TRUE(plain.bias_grad_kernel);
@@ -137,10 +138,12 @@ void check_against_cpu(const InnerProductShape& s) {
     EXPECT_TRUE(r.bias_grad.empty());
     expect_close(dw, r.d, "backward_weights dw without BGRADB", 1e-5);
     Vec kernel_db(O, 1e30f);
-    const kernels::BiasGradStored<float> f{in.dy.data(), kernel_db.data(), N, O};
-    for (int64_t c = 0; c < O; ++c) f(c);
+    const kernels::ColumnSumsPlan db_plan = kernels::plan_column_sums(N, O, 1, kernels::kHostPlanSmCount);
+    std::vector<double> partial(static_cast<size_t>(std::max<int64_t>(1, db_plan.partial_size())));
+    kernels::column_sums_on_host(db_plan, kernels::ColumnValues<float>{in.dy.data(), O}, partial.data(),
+                                 kernels::StoreFloat{kernel_db.data()});
     Ref want(db.begin(), db.end());
-    expect_close(kernel_db, want, "BiasGradStored db", 1e-5);
+    expect_close(kernel_db, want, "column sums db", 1e-5);
   } else {
     EXPECT_EQ(g.forward.epilogue, Epilogue::none);
     EXPECT_EQ(g.backward_weights.epilogue, Epilogue::none);

@@ -67,30 +67,6 @@ TEST(Functors, BiasAddAndGrad) {
   for (int64_t c = 0; c < ch; ++c) EXPECT_EQ(db[static_cast<size_t>(c)], static_cast<float>(0 + 3 + 6 + 9 + 12 + 5 * c));
 }
 
-// The chunked bias gradient (the CUDA convolution's) over a row count that is not a multiple of the
-// chunk: every row counted once, in f32 and bf16 storage.
-TEST(Functors, ChunkedBiasGradSumsEveryRowOnce) {
-  const int64_t rows = 3 * bias_grad_chunk_rows + 17, ch = 5, chunks = bias_grad_chunks(rows);
-  EXPECT_EQ(chunks, 4);
-  const std::vector<float> dy = ramp(rows * ch, -1.0f, 2.0f);
-  std::vector<bf16> dy_bf16(dy.size());
-  for (size_t i = 0; i < dy.size(); ++i) dy_bf16[i] = from_float<bf16>(dy[i]);
-  std::vector<float> partial(static_cast<size_t>(chunks * ch)), db(static_cast<size_t>(ch)), db_bf16(db.size());
-  launch_host("bias_grad_chunks", chunks * ch, BiasGradChunks<float>{dy.data(), partial.data(), rows, ch});
-  launch_host("bias_grad_reduce", ch, BiasGradReduceChunks{partial.data(), db.data(), chunks, ch});
-  launch_host("bias_grad_chunks", chunks * ch, BiasGradChunks<bf16>{dy_bf16.data(), partial.data(), rows, ch});
-  launch_host("bias_grad_reduce", ch, BiasGradReduceChunks{partial.data(), db_bf16.data(), chunks, ch});
-  for (int64_t c = 0; c < ch; ++c) {
-    double want = 0, want_bf16 = 0;
-    for (int64_t r = 0; r < rows; ++r) {
-      want += dy[static_cast<size_t>(r * ch + c)];
-      want_bf16 += to_float(dy_bf16[static_cast<size_t>(r * ch + c)]);
-    }
-    EXPECT_NEAR(db[static_cast<size_t>(c)], want, 1e-5 * rows) << c;
-    EXPECT_NEAR(db_bf16[static_cast<size_t>(c)], want_bf16, 1e-5 * rows) << c;
-  }
-}
-
 TEST(Functors, DropoutKeepsTheRightFractionAndIsReproducible) {
   const int64_t n = 200000;
   std::vector<float> x(n, 1.0f), y(n), y2(n), dx(n);
@@ -126,7 +102,8 @@ TEST(Functors, SoftmaxCrossEntropyMatchesDouble) {
   std::vector<int32_t> labels{4, 0, 2, 3};
   std::vector<float> p(rows * k), loss(rows), dz(rows * k);
   std::vector<int32_t> correct(rows);
-  launch_host("sce", rows, SoftmaxCrossEntropyForward{z.data(), labels.data(), p.data(), loss.data(), correct.data(), k});
+  launch_host("sce", rows, RowsOnHost<SoftmaxCrossEntropyForward>{
+                               plan_rows(rows, k), {z.data(), labels.data(), p.data(), loss.data(), correct.data(), k}});
   launch_host("sce_bwd", rows * k, SoftmaxCrossEntropyBackward{p.data(), labels.data(), dz.data(), k, 0.25f});
   for (int64_t r = 0; r < rows; ++r) {
     double mx = -1e300, s = 0;
@@ -161,14 +138,21 @@ TEST(Functors, CastsRoundTrip) {
   EXPECT_EQ(xh[4], 65504.0f);
 }
 
-TEST(Functors, ScaleAndCountNonFinite) {
-  std::vector<float> x{1, 2, INFINITY, 4, NAN, 6, 7};
-  std::vector<int32_t> bad(3);
+TEST(Functors, ScaleAndNonFiniteFlags) {
+  std::vector<float> x{1, 2, INFINITY, 4, NAN, 6, 7}, loss{-INFINITY, 1};
   launch_host("scale", 2, Scale{x.data(), 0.5f});
-  launch_host("count", 3, CountNonFinite{x.data(), 7, 3, bad.data()});
   EXPECT_EQ(x[0], 0.5f);
   EXPECT_EQ(x[1], 1.0f);
-  EXPECT_EQ(bad, (std::vector<int32_t>{1, 1, 0}));
+  const NonFiniteFlags flags{x.data(), 7, loss.data()};
+  std::vector<float> g, l;
+  for (int64_t r = 0; r < 9; ++r) {
+    float v[2];
+    flags.load(r, 0, v);
+    g.push_back(v[0]);
+    l.push_back(v[1]);
+  }
+  EXPECT_EQ(g, (std::vector<float>{0, 0, 1, 0, 1, 0, 0, 0, 0}));
+  EXPECT_EQ(l, (std::vector<float>{0, 0, 0, 0, 0, 0, 0, 1, 0}));
 }
 
 TEST(Functors, NormalizeAndAugment) {

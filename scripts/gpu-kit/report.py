@@ -61,11 +61,13 @@ def cmd_gtest(a):
     with open(a.json, encoding="utf-8") as f:
         g = json.load(f)
     passed = failed = skipped = 0
-    failed_names, suites = [], {}
+    failed_names, suites, answers = [], {}, {}
     for suite in g.get("testsuites", []):
         counts = suites.setdefault(suite["name"], {"passed": 0, "failed": 0, "skipped": 0})
         for t in suite.get("testsuite", []):
             name = f"{suite['name']}.{t['name']}"
+            # The cuDNN bf16 batch normalization question's answers (test properties).
+            answers.update({k: v for k, v in t.items() if k.startswith(("cudnn_bf16", "bf16_batch_norm_ms"))})
             if t.get("failures"):
                 failed += 1
                 counts["failed"] += 1
@@ -77,7 +79,7 @@ def cmd_gtest(a):
                 passed += 1
                 counts["passed"] += 1
     print(json.dumps({"tests": passed + failed + skipped, "passed": passed, "failed": failed, "skipped": skipped,
-                      "failed_names": failed_names, "suites": suites}))
+                      "failed_names": failed_names, "suites": suites, "cudnn_bf16_batch_norm": answers}))
 
 
 def logged_losses(path):
@@ -199,9 +201,21 @@ def check_sections(fig):
         lines += ["", f"## cudatests: {t['passed']} passed, {t['failed']} failed, {t['skipped']} skipped", ""]
         lines += [f"- {s}: {c['passed']} passed, {c['failed']} failed, {c['skipped']} skipped"
                   for s, c in t.get("suites", {}).items()]
+    lines += bf16_batch_norm_section(t)
     tel = fig.get("telemetry")
     if tel:
         lines += ["", "## NVML telemetry", "", tel.get("summary", "")]
+    return lines
+
+
+def bf16_batch_norm_section(t):
+    """cuDNN's batch normalization in bf16 at resnet50's shapes: the check call's answer, the speed call's times."""
+    answers = (t or {}).get("cudnn_bf16_batch_norm") or {}
+    if not answers:
+        return []
+    lines = ["", "## cuDNN batch normalization in bf16 (the kernels serve bf16 until this is answered)", ""]
+    lines += [f"- {k.replace('cudnn_bf16_', '').replace('bf16_batch_norm_ms_', 'forward+backward ')}: {v}"
+              for k, v in sorted(answers.items())]
     return lines
 
 
@@ -244,6 +258,7 @@ def speed_rows(work, dry):
                      "ratio_vs_pytorch_best": ips / best["images_per_s"] if best else None})
     return {"gpu": name, "datasheet": sheet, "datasheet_peaks_tflops": peaks, "rows": rows, "pytorch": torch_lines,
             "networks": networks(work, torch_lines), "algorithms": algorithm_rows(work),
+            "cudnn_bf16_batch_norm": read_json(os.path.join(work, "figures", "cudnn_bf16_batch_norm.json")),
             "not_run": os.environ.get("KIT_SPEED_NOT_RUN", "")}
 
 
@@ -424,6 +439,7 @@ def speed_sections(s, dry):
         lines += algorithm_section(s["algorithms"])
     for n in s.get("networks", []):
         lines += network_section(n)
+    lines += bf16_batch_norm_section(s.get("cudnn_bf16_batch_norm"))
     return lines
 
 

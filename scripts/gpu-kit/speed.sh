@@ -6,6 +6,7 @@
 # (pytorch_kernel_profile.py); then fmnist_sepcnn on both sides and lenet on ours in fp32 (TF32 off),
 # tf32 and bf16 with run.deterministic = false. report.py puts the two sides next to each other:
 # images/s, time and kernels per step by category, and each one's share of the GPU's data-sheet peak.
+# Last, cuDNN's batch normalization in bf16 timed against the kernels at resnet50's shapes.
 # Beside each network, short runs of run.cudnn_algorithms heuristic against auto (cuDNN's and
 # cuBLASLt's untimed first choice against the timed fastest), run.deterministic true and false: ResNet-50
 # in bf16, fmnist_sepcnn and lenet in fp32 (algorithms.jsonl; report.py's "Algorithm choice" table).
@@ -181,6 +182,17 @@ step_pytorch_fmnist_sepcnn() {
   kit_py "$here/pytorch_anchor.py" "${args[@]}"
 }
 
+# cuDNN's batch normalization in bf16 against the kernels at resnet50's shapes, forward and backward
+# (tests/cuda/cudatest_cudnn_bf16_batch_norm.cpp's timing; without a device it skips).
+step_cudnn_bf16_batch_norm() {
+  local rc=0
+  scaletrain_cudatests --gtest_also_run_disabled_tests --gtest_filter='CudnnBatchNormBf16.DISABLED_Timing' \
+    --gtest_output="json:$KIT_WORK/cudnn_bf16_batch_norm.json" > "$KIT_WORK/cudnn_bf16_batch_norm.log" 2>&1 || rc=$?
+  kit_py "$here/report.py" gtest "$KIT_WORK/cudnn_bf16_batch_norm.json" | kit_figures cudnn_bf16_batch_norm
+  [ "$rc" = 0 ] || tail -5 "$KIT_WORK/cudnn_bf16_batch_norm.log"
+  return "$rc"
+}
+
 if [ "${1:-}" = __step ]; then
   "step_$2"
   exit $?
@@ -194,5 +206,5 @@ fi
 # steps' 4 runs each cost more in start-ups than in steps.
 kit_call "$0" speed "${1:?usage: speed.sh OUT}" \
   scaletrain_resnet50_bf16:45 pytorch_resnet50_bf16:40 algorithms_resnet50_nondet:25 algorithms_resnet50_det:20 \
-  scaletrain_fmnist_sepcnn:20 algorithms_fmnist_sepcnn:25 pytorch_fmnist_sepcnn:30 scaletrain_lenet:12 \
-  algorithms_lenet:13
+  scaletrain_fmnist_sepcnn:20 algorithms_fmnist_sepcnn:25 pytorch_fmnist_sepcnn:25 scaletrain_lenet:12 \
+  algorithms_lenet:13 cudnn_bf16_batch_norm:5

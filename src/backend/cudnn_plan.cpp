@@ -212,11 +212,11 @@ std::string pool_choice_line(const CudnnPoolPlan& p) {
   return p.shape.to_string();
 }
 
-CudnnBatchNormPlan plan_cudnn_batch_norm(const BatchNormShape& s) {
+CudnnBatchNormPlan plan_cudnn_batch_norm(const BatchNormShape& s, bool try_bf16) {
   s.validate();
   CudnnBatchNormPlan p;
   p.shape = s;
-  p.cudnn = s.dtype == DType::f32 || s.dtype == DType::f16;
+  p.cudnn = s.dtype == DType::f32 || s.dtype == DType::f16 || (try_bf16 && s.dtype == DType::bf16);
   if (!p.cudnn) return p;
   const std::string what = "cuDNN batch normalization " + s.to_string();
   p.data_type = cudnn_type(s.dtype, what);

@@ -94,7 +94,7 @@ std::string GemmPlan::to_string() const {
   if (epilogue != Epilogue::none)
     os << ", " << epilogue_name(epilogue) << " epilogue (" << dtype_name(bias_type) << ", " << bias_length << ")";
   if (bias_cast) os << ", f32 bias cast to " << dtype_name(bias_type);
-  if (bias_grad_kernel) os << ", db by BiasGradStored";
+  if (bias_grad_kernel) os << ", db by column sums";
   return os.str();
 }
 

@@ -1,5 +1,6 @@
-// BatchNorm2d on top of the kernels/batch_norm.hpp functors: chunked per-channel sums, the sums
-// over the ranks where a reducer is set, then one pass that normalizes (and applies the ReLU). Where
+// BatchNorm2d on top of the kernels/batch_norm.hpp functors: per-channel sums on the reduction
+// primitive (kernels/reduction.hpp, planned at build for the backend's SMs), the sums over the ranks
+// where a reducer is set, then one pass that normalizes (and applies the ReLU). Where
 // the backend has a BatchNormOp and no reducer is set, the op runs the layer instead. Folded into the
 // convolution before it, the evaluation forward only hands on what that convolution wrote.
 #include "scaletrain/nn/batch_norm.hpp"
@@ -9,13 +10,6 @@
 #include "scaletrain/kernels/batch_norm.hpp"
 
 namespace scaletrain::nn {
-namespace {
-
-// Enough chunks to spread the sums over many indices, each long enough to amortize its row of partial sums.
-constexpr int64_t kMaxChunks = 256;
-constexpr int64_t kMinChunkRows = 16;
-
-}  // namespace
 
 BatchNorm2d::BatchNorm2d(std::string name, Activation activation, float momentum, float eps)
     : Layer(std::move(name)), activation_(activation), momentum_(momentum), eps_(eps) {
@@ -39,18 +33,19 @@ Shape BatchNorm2d::configure(const Shape& in) {
 
 void BatchNorm2d::build(Backend& backend, int64_t batch) {
   rows_ = batch * shape_numel(in_shape_) / channels_;
-  chunk_rows_ = std::max(kMinChunkRows, (rows_ + kMaxChunks - 1) / kMaxChunks);
-  chunks_ = (rows_ + chunk_rows_ - 1) / chunk_rows_;
+  fused_residual_ = false;  // until Model::build fuses again
+  const int sms = backend.multiprocessor_count();
+  sums_plan_ = kernels::plan_column_sums(rows_, channels_, 1, sms);
+  gradient_sums_plan_ = kernels::plan_column_sums(rows_, channels_, 2, sms);
   y_ = buffer(with_batch(batch, out_shape_), "y");
   dx_ = buffer(with_batch(batch, in_shape_), "dx");
-  partial_ = buffer({chunks_, 2 * channels_}, "partial_sums", DType::f64);
-  acc_ = buffer({chunks_, 2 * channels_}, "chunk_sums", DType::f32);
+  partial_ = buffer({std::max<int64_t>(1, gradient_sums_plan_.partial_size())}, "partial_sums", DType::f64);
   sums_ = buffer({2 * channels_ + 1}, "sums", DType::f64);
   mean_ = buffer({channels_}, "mean", DType::f32);
   invstd_ = buffer({channels_}, "invstd", DType::f32);
   scale_ = buffer({channels_}, "scale", DType::f32);
   shift_ = buffer({channels_}, "shift", DType::f32);
-  count_ = buffer({1}, "count", DType::f32);
+  count_ = buffer({2}, "count", DType::f32);
   const int64_t spatial = shape_numel(in_shape_) / channels_;
   op_ = backend.make_batch_norm(
       BatchNormShape{batch, spatial, channels_, activation_, momentum_, eps_, dtype_}, &stream());
@@ -64,24 +59,20 @@ std::string BatchNorm2d::implementation() const { return op_ ? op_->implementati
 void BatchNorm2d::batch_statistics(const Tensor& x) {
   double* sums = sums_.device_data<double>();
   double* partial = partial_.device_data<double>();
-  float* acc = acc_.device_data<float>();
   visit_float_type(dtype_, [&](auto t) {
     using T = decltype(t);
-    launch(stream(), "bn_chunk_sums", chunks_,
-           kernels::BnChunkSums<T>{x.device_data<T>(), acc, partial, rows_, channels_, chunk_rows_});
+    launch_column_sums(stream(), "bn_sums", sums_plan_, kernels::ColumnValues<T>{x.device_data<T>(), channels_},
+                       partial, kernels::BnSumsAndCount{sums, channels_, static_cast<double>(rows_)});
   });
-  launch(stream(), "bn_reduce_chunks", channels_, kernels::BnReduceChunks{partial, sums, chunks_, channels_});
-  launch(stream(), "bn_set_count", 1, kernels::BnSetCount{sums, channels_, static_cast<double>(rows_)});
   if (reducer_) reducer_->sum(sums_.view(0, {channels_ + 1}), stream());
   launch(stream(), "bn_mean", channels_,
          kernels::BnMean{sums, mean_.device_data<float>(), count_.device_data<float>(), channels_});
   visit_float_type(dtype_, [&](auto t) {
     using T = decltype(t);
-    launch(stream(), "bn_chunk_squared_deviations", chunks_,
-           kernels::BnChunkSquaredDeviations<T>{x.device_data<T>(), mean_.device_data<float>(), acc, partial, rows_,
-                                                channels_, chunk_rows_});
+    launch_column_sums(stream(), "bn_squared_deviations", sums_plan_,
+                       kernels::BnSquaredDeviations<T>{x.device_data<T>(), mean_.device_data<float>(), channels_},
+                       partial, kernels::BnSquaredDeviationSums{sums});
   });
-  launch(stream(), "bn_reduce_chunks", channels_, kernels::BnReduceChunks{partial, sums, chunks_, channels_});
   if (reducer_) reducer_->sum(sums_.view(0, {channels_}), stream());
   update_running_statistics();
 }
@@ -92,8 +83,8 @@ void BatchNorm2d::update_running_statistics() {
                                   params_[0].value.device_data<float>(), params_[1].value.device_data<float>(),
                                   invstd_.device_data<float>(), scale_.device_data<float>(),
                                   shift_.device_data<float>(), buffers_[0].value.device_data<float>(),
-                                  buffers_[1].value.device_data<float>(), momentum_, eps_});
-  count_batch();
+                                  buffers_[1].value.device_data<float>(),
+                                  buffers_[2].value.device_data<int64_t>(), momentum_, eps_});
 }
 
 void BatchNorm2d::count_batch() {
@@ -130,51 +121,93 @@ const Tensor& BatchNorm2d::forward(const Tensor& x, bool training) {
   } else {
     evaluation_scale_and_shift();
   }
+  if (fused_residual_) return y_;  // the Add applies it (forward_residual_relu)
   visit_float_type(dtype_, [&](auto t) {
     using T = decltype(t);
-    launch(stream(), "bn_apply", rows_,
-           kernels::BnApply<T>{x.device_data<T>(), y_.device_data<T>(), scale_.device_data<float>(),
-                               shift_.device_data<float>(), channels_, activation_ == Activation::relu});
+    const T* xd = x.device_data<T>();
+    T* yd = y_.device_data<T>();
+    launch_channel_packs<T, kernels::BnApply>(stream(), "bn_apply", rows_, channels_,
+                                              kernels::pack_fits<T>(channels_, {xd, yd}), xd, yd,
+                                              scale_.device_data<float>(), shift_.device_data<float>(), channels_,
+                                              activation_ == Activation::relu);
   });
   return y_;
 }
 
+void BatchNorm2d::forward_residual_relu(const Tensor& residual, const Tensor& out, bool training) {
+  ST_CHECK(fused_residual_, "layer '", name_, "': forward_residual_relu without fuse_residual_relu");
+  const bool normalized = !training && folded_;  // the convolution wrote the normalized values into y_
+  if (normalized)
+    launch(stream(), "bn_identity_scale", channels_,
+           kernels::BnIdentityScale{scale_.device_data<float>(), shift_.device_data<float>()});
+  visit_float_type(dtype_, [&](auto t) {
+    using T = decltype(t);
+    const T* xd = normalized ? y_.device_data<T>() : x_.device_data<T>();
+    const T* sd = residual.device_data<T>();
+    T* yd = out.device_data<T>();
+    launch_channel_packs<T, kernels::BnApplyAddRelu>(stream(), "bn_apply_add_relu", rows_, channels_,
+                                                     kernels::pack_fits<T>(channels_, {xd, sd, yd}), xd, sd, yd,
+                                                     scale_.device_data<float>(), shift_.device_data<float>(),
+                                                     channels_);
+  });
+}
+
 // The sums of the (masked) gradient and of its product with xhat give the affine parameters'
 // gradients (this rank's rows: the gradient all-reduce sums them over the ranks), then, summed over
-// the ranks where a reducer is set, the input's gradient.
+// the ranks where a reducer is set, the input's gradient. Fused with a residual Add and ReLU, the
+// Add's backward has run this already (backward_residual_relu).
 const Tensor& BatchNorm2d::backward(const Tensor& dy, bool need_dx) {
+  if (fused_residual_) return need_dx ? dx_ : no_gradient();
   if (uses_op()) {
     op_->backward(x_.device_raw(), y_.device_raw(), dy.device_raw(), params_[0].value.device_data<float>(),
                   mean_.device_data<float>(), invstd_.device_data<float>(), params_[0].grad.device_data<float>(),
                   params_[1].grad.device_data<float>(), dx_.device_raw());
     return need_dx ? dx_ : no_gradient();
   }
-  const bool relu = activation_ == Activation::relu;
+  gradients(y_, dy, need_dx, activation_ == Activation::relu, nullptr);
+  return need_dx ? dx_ : no_gradient();
+}
+
+void BatchNorm2d::backward_residual_relu(const Tensor& y, const Tensor& dy, const Tensor* dresidual) {
+  ST_CHECK(fused_residual_, "layer '", name_, "': backward_residual_relu without fuse_residual_relu");
+  gradients(y, dy, true, true, dresidual);
+}
+
+// The gradient sums over (x, y, dy), with the ReLU's mask from y where `relu`, the parameters'
+// gradients, and (need_dx) the input's gradient, with g itself into dresidual where given.
+void BatchNorm2d::gradients(const Tensor& y, const Tensor& dy, bool need_dx, bool relu, const Tensor* dresidual) {
   double* sums = sums_.device_data<double>();
-  double* partial = partial_.device_data<double>();
-  float* acc = acc_.device_data<float>();
   visit_float_type(dtype_, [&](auto t) {
     using T = decltype(t);
-    launch(stream(), "bn_chunk_gradient_sums", chunks_,
-           kernels::BnChunkGradientSums<T>{x_.device_data<T>(), y_.device_data<T>(), dy.device_data<T>(),
-                                           mean_.device_data<float>(), invstd_.device_data<float>(), acc, partial, rows_,
-                                           channels_, chunk_rows_, relu});
+    launch_column_sums(stream(), "bn_gradient_sums", gradient_sums_plan_,
+                       kernels::BnGradientTerms<T>{x_.device_data<T>(), y.device_data<T>(), dy.device_data<T>(),
+                                                   mean_.device_data<float>(), invstd_.device_data<float>(),
+                                                   channels_, relu},
+                       partial_.device_data<double>(),
+                       kernels::BnGradientSums{sums, params_[0].grad.device_data<float>(),
+                                               params_[1].grad.device_data<float>(), channels_});
   });
-  launch(stream(), "bn_reduce_chunks", 2 * channels_, kernels::BnReduceChunks{partial, sums, chunks_, 2 * channels_});
-  launch(stream(), "bn_parameter_gradients", channels_,
-         kernels::BnParameterGradients{sums, params_[0].grad.device_data<float>(), params_[1].grad.device_data<float>(),
-                                       channels_});
-  if (!need_dx) return no_gradient();
+  if (!need_dx) return;
   if (reducer_) reducer_->sum(sums_.view(0, {2 * channels_}), stream());
   visit_float_type(dtype_, [&](auto t) {
     using T = decltype(t);
-    launch(stream(), "bn_backward_data", rows_,
-           kernels::BnBackwardData<T>{x_.device_data<T>(), y_.device_data<T>(), dy.device_data<T>(),
-                                      dx_.device_data<T>(), mean_.device_data<float>(), invstd_.device_data<float>(),
-                                      params_[0].value.device_data<float>(), sums, count_.device_data<float>(),
-                                      channels_, relu});
+    const T *xd = x_.device_data<T>(), *yd = y.device_data<T>(), *dyd = dy.device_data<T>();
+    T* dxd = dx_.device_data<T>();
+    const float *mean = mean_.device_data<float>(), *invstd = invstd_.device_data<float>();
+    const float *weight = params_[0].value.device_data<float>(), *count = count_.device_data<float>();
+    const double* sd = sums;
+    if (dresidual) {
+      T* drd = dresidual->device_data<T>();
+      launch_channel_packs<T, kernels::BnBackwardDataResidual>(
+          stream(), "bn_backward_data_residual", rows_, channels_,
+          kernels::pack_fits<T>(channels_, {xd, yd, dyd, dxd, drd}), xd, yd, dyd, dxd, drd, mean, invstd, weight, sd,
+          count, channels_);
+    } else {
+      launch_channel_packs<T, kernels::BnBackwardData>(stream(), "bn_backward_data", rows_, channels_,
+                                                       kernels::pack_fits<T>(channels_, {xd, yd, dyd, dxd}), xd, yd,
+                                                       dyd, dxd, mean, invstd, weight, sd, count, channels_, relu);
+    }
   });
-  return dx_;
 }
 
 int64_t BatchNorm2d::flops_per_sample() const { return 2 * shape_numel(in_shape_); }

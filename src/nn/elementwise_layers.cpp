@@ -15,16 +15,19 @@ Shape ActivationLayer::configure(const Shape& in) {
 }
 
 void ActivationLayer::build(Backend& backend, int64_t batch) {
+  absorbed_ = false;  // until Model::build fuses again
   act_.build(backend, with_batch(batch, in_shape_), name_, dtype_);
 }
 
 const Tensor& ActivationLayer::forward(const Tensor& x, bool training) {
+  if (absorbed_) return x;
   backend_->copy_async(stream(), act_.pre(), x);
   return act_.forward();
 }
 
 const Tensor& ActivationLayer::backward(const Tensor& dy, bool need_dx) {
   if (!need_dx) return no_gradient();
+  if (absorbed_) return dy;
   return act_.backward(dy);
 }
 

@@ -27,9 +27,16 @@ Shape Add::configure_inputs(const std::vector<Shape>& in) {
   return out_shape_;
 }
 
-void Add::build(Backend& backend, int64_t batch) { y_ = buffer(with_batch(batch, out_shape_), "y"); }
+void Add::build(Backend& backend, int64_t batch) {
+  y_ = buffer(with_batch(batch, out_shape_), "y");
+  fused_bn_ = nullptr;  // until Model::build fuses again
+}
 
 const Tensor& Add::forward_inputs(const std::vector<const Tensor*>& x, bool training) {
+  if (fused_bn_) {
+    fused_bn_->forward_residual_relu(*x[1 - fused_input_], y_, training);
+    return y_;
+  }
   visit_float_type(dtype_, [&](auto t) {
     using T = decltype(t);
     for (size_t k = 1; k < x.size(); ++k) {
@@ -41,8 +48,23 @@ const Tensor& Add::forward_inputs(const std::vector<const Tensor*>& x, bool trai
 }
 
 void Add::backward_inputs(const Tensor& dy, const std::vector<bool>& need_dx, std::vector<const Tensor*>& dx) {
+  if (fused_bn_) {
+    const size_t other = 1 - fused_input_;
+    fused_bn_->backward_residual_relu(y_, dy, need_dx[other] ? &dresidual_ : nullptr);
+    if (need_dx[fused_input_]) dx[fused_input_] = &dy;  // the BatchNorm's backward hands its dx on
+    if (need_dx[other]) dx[other] = &dresidual_;
+    return;
+  }
   for (size_t k = 0; k < need_dx.size(); ++k)
     if (need_dx[k]) dx[k] = &dy;
+}
+
+void Add::fuse_batch_norm_relu(BatchNorm2d& bn, size_t bn_input) {
+  ST_CHECK(inputs_ == 2 && bn_input < 2, "layer '", name_, "': only a two-input Add fuses with a BatchNorm");
+  fused_bn_ = &bn;
+  fused_input_ = bn_input;
+  dresidual_ = buffer(y_.shape(), "residual gradient");
+  bn.fuse_residual_relu();
 }
 
 int64_t Add::flops_per_sample() const { return static_cast<int64_t>(inputs_ - 1) * shape_numel(out_shape_); }

@@ -11,6 +11,8 @@
 #include "scaletrain/kernels/random.hpp"
 #include "scaletrain/nn/batch_norm.hpp"
 #include "scaletrain/nn/conv2d.hpp"
+#include "scaletrain/nn/elementwise_layers.hpp"
+#include "scaletrain/nn/merge_layers.hpp"
 #include "scaletrain/nn/pooling.hpp"
 #include "scaletrain/nn/separable_conv2d.hpp"
 
@@ -225,6 +227,7 @@ void Model::build(Backend& backend, int64_t batch, DType compute) {
   }
   absorb_poolings();
   fold_batch_norms();
+  fuse_residual_tails();
   build_gradient_sums();
 }
 
@@ -251,6 +254,32 @@ void Model::fold_batch_norms() {
     const int p = graph_.producers[i].front();
     if (p == kModelInput || graph_.consumers[static_cast<size_t>(p)].size() != 1) continue;
     if (auto* conv = dynamic_cast<Conv2D*>(layers_[static_cast<size_t>(p)].get())) conv->fold_batch_norm(*bn);
+  }
+}
+
+// A residual block's tail, BatchNorm2d (no activation of its own) -> a two-input Add -> ReLU, each
+// the sole consumer of the one before, becomes one pass forward and one backward: the Add takes over
+// the BatchNorm's normalization and the ReLU (Add::fuse_batch_norm_relu).
+void Model::fuse_residual_tails() {
+  if (!fuse_residual_tails_) return;
+  const auto sole_consumer = [&](size_t i) -> int {
+    return graph_.consumers[i].size() == 1 ? static_cast<int>(graph_.consumers[i].front()) : -1;
+  };
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    auto* bn = dynamic_cast<BatchNorm2d*>(layers_[i].get());
+    if (!bn || bn->activation() != Activation::none) continue;
+    const int a = sole_consumer(i);
+    auto* add = a < 0 ? nullptr : dynamic_cast<Add*>(layers_[static_cast<size_t>(a)].get());
+    if (!add || graph_.producers[static_cast<size_t>(a)].size() != 2) continue;
+    const int r = sole_consumer(static_cast<size_t>(a));
+    auto* relu = r < 0 ? nullptr : dynamic_cast<ActivationLayer*>(layers_[static_cast<size_t>(r)].get());
+    if (!relu || relu->type() != "ReLU" || relu->absorbed()) continue;
+    const auto& in = graph_.producers[static_cast<size_t>(a)];
+    if (in[0] == in[1]) continue;
+    const bool trains = runs_backward_[i];
+    if (runs_backward_[static_cast<size_t>(a)] != trains || runs_backward_[static_cast<size_t>(r)] != trains) continue;
+    add->fuse_batch_norm_relu(*bn, in[0] == static_cast<int>(i) ? 0 : 1);
+    relu->absorb_into_producer();
   }
 }
 

@@ -1,4 +1,5 @@
-// Softmax cross-entropy loss through the kernels/ functors, with device-side loss/accuracy sums.
+// Softmax cross-entropy loss through the kernels/ functors, with device-side loss/accuracy sums (the
+// reduction primitive's column sums of [loss, correct, 1]).
 #include "scaletrain/nn/softmax_cross_entropy.hpp"
 
 #include <algorithm>
@@ -19,6 +20,9 @@ void SoftmaxCrossEntropy::build(Backend& backend, int64_t batch, int64_t classes
   loss_ = backend.empty({batch}, DType::f32, "loss.rows");
   correct_ = backend.empty({batch}, DType::i32, "loss.correct");
   scratch_sums_ = backend.empty({kLossSumsSize}, DType::f64, "loss.sums");
+  // A plan over fewer rows has no more row blocks: this holds the partial sums of every accumulate.
+  const int64_t partial = kernels::plan_column_sums(batch, 1, 3, backend.multiprocessor_count()).partial_size();
+  sums_partial_ = backend.empty({std::max<int64_t>(1, partial)}, DType::f64, "loss.partial_sums");
 }
 
 void SoftmaxCrossEntropy::forward(const Tensor& logits, const Tensor& labels) {
@@ -31,7 +35,7 @@ void SoftmaxCrossEntropy::forward(const Tensor& logits, const Tensor& labels) {
       ST_CHECK(lab[i] >= 0 && lab[i] < classes_, "label ", lab[i], " in row ", i, " is outside [0, ", classes_, ")");
   }
   labels_ref_ = labels;
-  launch(backend_->compute_stream(), "softmax_xent_forward", batch_,
+  launch_row_reductions(backend_->compute_stream(), "softmax_xent_forward", kernels::plan_rows(batch_, classes_),
          kernels::SoftmaxCrossEntropyForward{logits.device_data<float>(), labels.device_data<int32_t>(),
                                              probs_.device_data<float>(), loss_.device_data<float>(),
                                              correct_.device_data<int32_t>(), classes_});
@@ -41,9 +45,12 @@ void SoftmaxCrossEntropy::accumulate(const Tensor& sums, int64_t counted_rows) {
   ST_CHECK(sums.numel() == kLossSumsSize && sums.dtype() == DType::f64, "loss sums '", sums.name(),
            "' must be f64 [", kLossSumsSize, "]");
   const int64_t rows = counted_rows < 0 ? batch_ : std::min(counted_rows, batch_);
-  launch(backend_->compute_stream(), "loss_sums", 1,
-         kernels::AccumulateLossSums{loss_.device_data<float>(), correct_.device_data<int32_t>(), rows,
-                                     sums.device_data<double>()});
+  if (rows == 0) return;
+  const kernels::ColumnSumsPlan plan = kernels::plan_column_sums(rows, 1, 3, backend_->multiprocessor_count());
+  launch_column_sums(backend_->compute_stream(), "loss_sums", plan,
+                     kernels::LossTerms{loss_.device_data<float>(), correct_.device_data<int32_t>()},
+                     sums_partial_.device_data<double>(),
+                     kernels::AddDouble{sums.device_data<double>()});
 }
 
 const Tensor& SoftmaxCrossEntropy::backward(float scale) {

@@ -47,24 +47,19 @@ bool LossScaler::update(bool found_nonfinite) {
 
 NonFiniteCounts unscale_and_count_nonfinite(Backend& backend, const Tensor& grads, float scale, const Tensor* losses,
                                             Tensor& scratch) {
-  constexpr int64_t kPerBlock = 1 << 16;
   const int64_t n = grads.numel(), n_loss = losses ? losses->numel() : 0;
-  const int64_t blocks = (n + kPerBlock - 1) / kPerBlock, loss_blocks = (n_loss + kPerBlock - 1) / kPerBlock;
-  if (blocks + loss_blocks == 0) return {};
-  if (scratch.numel() != blocks + loss_blocks)
-    scratch = backend.empty({blocks + loss_blocks}, DType::i32, "non-finite counts");
+  if (n + n_loss == 0) return {};
+  const kernels::ColumnSumsPlan plan = kernels::plan_column_sums(n + n_loss, 1, 2, backend.multiprocessor_count());
+  if (scratch.numel() != 2 + plan.partial_size()) scratch = backend.empty({2 + plan.partial_size()}, DType::f64, "non-finite counts");
   Stream& s = backend.compute_stream();
-  int32_t* counts = scratch.device_data<int32_t>();
+  double* counts = scratch.device_data<double>();
   float* g = grads.device_data<float>();
   if (scale != 1.0f && n > 0) launch(s, "unscale_gradients", n, kernels::Scale{g, 1.0f / scale});
-  if (blocks > 0) launch(s, "count_nonfinite", blocks, kernels::CountNonFinite{g, n, kPerBlock, counts});
-  if (loss_blocks > 0)
-    launch(s, "count_nonfinite_loss", loss_blocks,
-           kernels::CountNonFinite{losses->device_data<float>(), n_loss, kPerBlock, counts + blocks});
-  const Tensor host = backend.download(scratch);
-  NonFiniteCounts c;
-  for (int64_t b = 0; b < blocks + loss_blocks; ++b) (b < blocks ? c.gradients : c.losses) += host.data<int32_t>()[b];
-  return c;
+  launch_column_sums(s, "count_nonfinite", plan,
+                     kernels::NonFiniteFlags{g, n, losses ? losses->device_data<float>() : nullptr}, counts + 2,
+                     kernels::StoreDouble{counts});
+  const Tensor host = backend.download(scratch.view(0, {2}));
+  return {static_cast<int64_t>(host.data<double>()[0]), static_cast<int64_t>(host.data<double>()[1])};
 }
 
 }  // namespace scaletrain::optim

@@ -1,11 +1,12 @@
 // GPU test (issue 40): BatchNorm2d, the option-A shortcut SubsamplePad and the zoo's resnet20 on the CUDA
 // backend against the CPU backend, from the same inputs and the same initialized weights.
 //  - BatchNorm2d, with and without its fused ReLU, in f32, bf16 and f16, on three shapes (a [C] input of
-//    one short chunk; 252 rows in 16 chunks, the last one short; 8192 rows in the 256 chunks of the cap):
+//    6 rows; 252 rows in one row block; 8192 rows in 64 row blocks, channels in packs of 8):
 //    the training forward's output, the running statistics and num_batches_tracked after it, backward's
 //    dx and the weight and bias gradients, then the evaluation forward (running statistics).
 //    In f32 and f16 the CUDA backend runs cuDNN's spatial batch normalization (the layer names it as its
-//    implementation); in bf16 it runs the same kernels/batch_norm.hpp functors as the CPU backend.
+//    implementation); in bf16 it runs the same kernels/batch_norm.hpp functors as the CPU backend (its
+//    sums on the device's own reduction plan).
 //    cuDNN sums in its own order and may take the variance in one pass, so f32 holds to a few f32 ulps
 //    of the statistics (rtol 1e-4); in bf16 and f16 the same f32 values are rounded to the storage type,
 //    where such an ulp can land on the neighbouring value: one ulp of bf16 (<= 2^-7 relative) or a few of
@@ -137,9 +138,9 @@ struct BnShape {
 
 const std::vector<BnShape>& bn_shapes() {
   static const std::vector<BnShape> all = {
-      {"flat_6x5", {5}, 6},                  // 6 rows: one chunk shorter than kMinChunkRows
-      {"image_4x7x9x12", {7, 9, 12}, 4},     // 252 rows: 16 chunks of 16, the last of 12
-      {"image_8x32x32x16", {32, 32, 16}, 8}, // 8192 rows: kMaxChunks (256) chunks of 32
+      {"flat_6x5", {5}, 6},                  // 6 rows: one block, a pass, 5 channels (no packs)
+      {"image_4x7x9x12", {7, 9, 12}, 4},     // 252 rows: one block of 16 lanes, 12 channels (no packs)
+      {"image_8x32x32x16", {32, 32, 16}, 8}, // 8192 rows: 64 row blocks and a second pass, packs of 8
   };
   return all;
 }

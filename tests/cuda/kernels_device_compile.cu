@@ -1,9 +1,11 @@
 // Device-compile check of every kernels/ functor: each one is launched from a CUDA kernel in a
-// grid-stride loop through kernels/launch_device.cuh, as the CUDA backend launches them. Built by nvcc for sm_80 and sm_90
+// grid-stride loop through kernels/launch_device.cuh, as the CUDA backend launches them, and every
+// reduction source through kernels/reduction_device.cuh. Built by nvcc for sm_80 and sm_90
 // in CI (tests/cuda_compile.cmake); it needs no GPU because it is only compiled, never run here.
 #include <cstdint>
 
 #include "scaletrain/kernels/activation.hpp"
+#include "scaletrain/kernels/batch_norm.hpp"
 #include "scaletrain/kernels/bias.hpp"
 #include "scaletrain/kernels/cast.hpp"
 #include "scaletrain/kernels/conv_layout.hpp"
@@ -15,6 +17,7 @@
 #include "scaletrain/kernels/softmax_cross_entropy.hpp"
 
 #include "scaletrain/kernels/launch_device.cuh"
+#include "scaletrain/kernels/reduction_device.cuh"
 
 namespace {
 
@@ -42,7 +45,7 @@ void scaletrain_compile_every_functor(float* a, float* b, float* c, float* d, ui
   launch(1, DropoutForward<float>{a, b, u, 0.5f, 1, 2, idx, 4});
   launch(1, DropoutBackward<float>{a, u, b, 2.0f});
   launch(1, DropoutForward<bf16>{h, h, u, 0.5f, 1, 2, idx, 4});
-  launch(1, SoftmaxCrossEntropyForward{a, l, b, c, l, 10});
+  (void)launch_device_row_reductions(RowsPlan{4, 10, 16, 16}, SoftmaxCrossEntropyForward{a, l, b, c, l, 10}, nullptr);
   launch(1, SoftmaxCrossEntropyBackward{a, l, b, 10, 0.5f});
   launch(1, SgdUpdate{a, b, c, 0.1f, 0.9f, 0.0f, 0.0f, true, false});
   launch(1, AdamWUpdate{a, b, c, d, 0.1f, 0.9f, 0.999f, 1e-8f, 0.01f, 0.1f, 0.001f});
@@ -51,7 +54,6 @@ void scaletrain_compile_every_functor(float* a, float* b, float* c, float* d, ui
   launch(1, Cast<float, f16>{a, g, 2.0f});
   launch(1, Cast<f16, float>{g, a, 1.0f});
   launch(1, Scale{a, 0.5f});
-  launch(1, CountNonFinite{a, 8, 4, l});
   launch(1, Normalize<uint8_t, float>{u, a, b, c, 3});
   launch(1, Normalize<uint8_t, f16>{u, g, b, c, 3});
   launch(1, Normalize<float, bf16>{a, h, b, c, 3});
@@ -59,7 +61,17 @@ void scaletrain_compile_every_functor(float* a, float* b, float* c, float* d, ui
   launch(1, AugmentCropFlip<uint8_t>{u, u, 28, 28, 1, 2, true, 1, 2, idx});
   launch(1, AugmentCropFlip<float>{a, b, 28, 28, 1, 2, true, 1, 2, idx});
   launch(1, DivideBy{a, 3.0f});
-  launch(1, AccumulateLossSums{a, l, 4, sums});
+  (void)launch_device_rows(1, 1, BnApply<bf16, kChannelPack>{h, h, a, b, 8, true});
+  (void)launch_device_rows(1, 1, BnApplyAddRelu<f16, 1>{g, g, g, a, b, 3});
+  (void)launch_device_rows(1, 1, BnBackwardData<float, kChannelPack>{a, b, c, d, a, b, c, sums, d, 8, true});
+  (void)launch_device_rows(1, 1, BnBackwardDataResidual<bf16, kChannelPack>{h, h, h, h, h, a, b, c, sums, d, 8});
+  const ColumnSumsPlan plan = {};
+  (void)launch_device_column_sums(plan, NonFiniteFlags{a, 8, b}, sums, StoreDouble{sums}, nullptr);
+  (void)launch_device_column_sums(plan, LossTerms{a, l}, sums, AddDouble{sums}, nullptr);
+  (void)launch_device_column_sums(plan, ColumnValues<bf16>{h, 4}, sums, StoreFloat{a}, nullptr);
+  (void)launch_device_column_sums(plan, BnSquaredDeviations<f16>{g, a, 4}, sums, BnSquaredDeviationSums{sums}, nullptr);
+  (void)launch_device_column_sums(plan, BnGradientTerms<bf16>{h, h, h, a, b, 4, true}, sums,
+                                  BnGradientSums{sums, a, b, 4}, nullptr);
   const NhwcPadGeometry pad{2, 2, 3, 3, 3, 0, 0};
   launch(1, PadNhwc<bf16>{h, h, pad, 0.0f});
   launch(1, CropNhwc<f16>{g, g, pad});

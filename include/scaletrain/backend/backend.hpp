@@ -18,6 +18,7 @@
 #include "scaletrain/backend/ops.hpp"
 #include "scaletrain/backend/stream.hpp"
 #include "scaletrain/core/tensor.hpp"
+#include "scaletrain/kernels/reduction.hpp"
 
 namespace scaletrain {
 
@@ -100,6 +101,9 @@ class Backend {
   virtual std::string device_id() const { return {}; }
   // The accelerator this rank computes on ("NVIDIA H200"); empty on CPUs and the simulated device.
   virtual std::string accelerator_name() const { return {}; }
+  // The streaming multiprocessors that reduction plans spread their blocks over (kernels/reduction.hpp):
+  // the device's count on cuda; cpu and sim plan as for an H100/H200, so that they run one order.
+  virtual int multiprocessor_count() const { return kernels::kHostPlanSmCount; }
 
   // Memory. `name` appears in errors (out of memory, host access).
   virtual Tensor empty(Shape shape, DType dtype, std::string name) = 0;

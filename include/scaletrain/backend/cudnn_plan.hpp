@@ -129,8 +129,9 @@ struct CudnnBatchNormPlan {
   bool cudnn = false;
   CudnnType data_type = CudnnType::f32;
 };
-// Throws Error naming the shape when it is invalid or does not fit cuDNN's int dimensions.
-CudnnBatchNormPlan plan_cudnn_batch_norm(const BatchNormShape& shape);
+// Throws Error naming the shape when it is invalid or does not fit cuDNN's int dimensions. try_bf16:
+// a bf16 shape goes to cuDNN too (the GPU kit's probe of whether it takes bf16).
+CudnnBatchNormPlan plan_cudnn_batch_norm(const BatchNormShape& shape, bool try_bf16 = false);
 // "batch_norm{...}: cuDNN SPATIAL, ReLU kernels after" or "...: scaletrain kernels (bf16)".
 std::string batch_norm_choice_line(const CudnnBatchNormPlan& plan);
 

@@ -65,7 +65,7 @@ struct GemmPlan {
   // forward, bf16/f16 with a bias: the op's f32 bias is cast to bias_type (= the storage type) before
   // the GEMM, because cuBLASLt's BIAS epilogue reads a bias of D's type (see the .cpp of the op).
   bool bias_cast = false;
-  // backward_weights with a bias but no BGRADB: db is computed by kernels::BiasGradStored.
+  // backward_weights with a bias but no BGRADB: db is computed by the reduction primitive's column sums.
   bool bias_grad_kernel = false;
 
   int64_t lda() const { return a.ld; }
@@ -86,7 +86,7 @@ struct InnerProductGemms {
 InnerProductGemms plan_inner_product(const InnerProductShape& shape, bool allow_tf32);
 // The compute type of a GEMM on `dtype` inputs.
 ComputeType compute_type(DType dtype, bool allow_tf32);
-// backward_weights without the BGRADB epilogue: db by kernels::BiasGradStored instead.
+// backward_weights without the BGRADB epilogue: db by the reduction primitive's column sums instead.
 GemmPlan without_fused_bias_grad(GemmPlan plan);
 
 // Heuristic preferences.

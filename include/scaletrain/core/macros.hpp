@@ -13,3 +13,13 @@
 #endif
 
 #define SCALETRAIN_RESTRICT __restrict__
+
+// Before a loop of a compile-time count (a pack's values): unrolled completely, so that the host
+// compiler sees the element pass's loop around it as one simple loop and vectorizes it.
+#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
+#define SCALETRAIN_UNROLL _Pragma("unroll")
+#elif defined(__CUDACC__) || defined(__HIPCC__)
+#define SCALETRAIN_UNROLL  // nvcc's host pass knows no GCC pragmas, and runs no pack loops
+#else
+#define SCALETRAIN_UNROLL _Pragma("GCC unroll 16")
+#endif

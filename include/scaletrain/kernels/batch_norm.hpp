@@ -1,66 +1,31 @@
 // Batch normalization functors over channels-last data [rows, C] stored in T (float, bf16, f16),
-// with f32 statistics. Per-channel sums are taken in two stages so that the work spreads over many
-// indices and the result does not depend on the launch: each chunk of `chunk_rows` rows sums into
-// its row of `partial` [chunks, C] (rows in order, in f32, the values' sum shifted by the chunk's
-// first row so that a large offset costs no precision), and a second functor adds the chunks' rows
-// in order; partial and reduced sums are f64. Element passes run row by row with the channels innermost, which keeps the
-// per-channel vectors in registers on the host.
+// with f32 statistics. The per-channel sums run on the reduction primitive (kernels/reduction.hpp):
+// the sources here give its values (x, the squared deviations, the gradient terms) and the sinks
+// where its f64 sums go. The element passes take a pack of channels per index (kernels/packs.hpp):
+// consecutive device threads on consecutive packs, the channels innermost on the host.
 #pragma once
 #include <cmath>
 #include <cstdint>
 
 #include "scaletrain/core/half.hpp"
 #include "scaletrain/core/macros.hpp"
+#include "scaletrain/kernels/packs.hpp"
+#include "scaletrain/kernels/reduction.hpp"
 
 namespace scaletrain::kernels {
 
-SCALETRAIN_HOST_DEVICE inline int64_t chunk_end(int64_t chunk, int64_t chunk_rows, int64_t rows) {
-  const int64_t end = (chunk + 1) * chunk_rows;
-  return end < rows ? end : rows;
-}
+// The values of x [rows, C] for the per-channel sums: the primitive's ColumnValues<T>.
 
-// i over chunks: partial[i, c] = sum over the chunk's rows of x[r, c].
-// The f32 sums accumulate in `acc`, a [chunks, C] scratch of their own.
+// (x[r, c] - mean[c])^2, for the sums of squared deviations.
 template <class T>
-struct BnChunkSums {
-  const T* x;
-  float* acc;
-  double* partial;
-  int64_t rows, channels, chunk_rows;
-  SCALETRAIN_HOST_DEVICE void operator()(int64_t i) const {
-    float* a = acc + i * channels;
-    const int64_t first = i * chunk_rows, end = chunk_end(i, chunk_rows, rows);
-    const T* x0 = x + first * channels;
-    for (int64_t c = 0; c < channels; ++c) a[c] = 0.0f;
-    for (int64_t r = first; r < end; ++r) {
-      const T* xr = x + r * channels;
-      for (int64_t c = 0; c < channels; ++c) a[c] += to_float(xr[c]) - to_float(x0[c]);
-    }
-    double* p = partial + i * channels;
-    for (int64_t c = 0; c < channels; ++c) p[c] = a[c] + static_cast<double>(end - first) * to_float(x0[c]);
-  }
-};
-
-// i over chunks: partial[i, c] = sum over the chunk's rows of (x[r, c] - mean[c])^2.
-template <class T>
-struct BnChunkSquaredDeviations {
+struct BnSquaredDeviations {
+  static constexpr int kWidth = 1;
   const T* x;
   const float* mean;
-  float* acc;
-  double* partial;
-  int64_t rows, channels, chunk_rows;
-  SCALETRAIN_HOST_DEVICE void operator()(int64_t i) const {
-    float* a = acc + i * channels;
-    for (int64_t c = 0; c < channels; ++c) a[c] = 0.0f;
-    for (int64_t r = i * chunk_rows; r < chunk_end(i, chunk_rows, rows); ++r) {
-      const T* xr = x + r * channels;
-      for (int64_t c = 0; c < channels; ++c) {
-        const float d = to_float(xr[c]) - mean[c];
-        a[c] += d * d;
-      }
-    }
-    double* p = partial + i * channels;
-    for (int64_t c = 0; c < channels; ++c) p[c] = a[c];
+  int64_t channels;
+  SCALETRAIN_HOST_DEVICE void load(int64_t r, int64_t c, float* v) const {
+    const float d = to_float(x[r * channels + c]) - mean[c];
+    v[0] = d * d;
   }
 };
 
@@ -71,71 +36,64 @@ SCALETRAIN_HOST_DEVICE inline float bn_output_gradient(const T* y, const T* dy, 
   return relu && !(to_float(y[i]) > 0.0f) ? 0.0f : to_float(dy[i]);
 }
 
-// One row's terms of BnChunkGradientSums: pg[c] += g, pgx[c] += g * xhat. The sums are written through
-// pointers that alias no input, so that the host compiler vectorizes over the channels.
+// [g, g * xhat] at (r, c), where g is bn_output_gradient and xhat = (x - mean) * invstd: the
+// backward pass's per-channel sums.
 template <class T>
-SCALETRAIN_HOST_DEVICE inline void bn_add_gradient_sums_row(const T* SCALETRAIN_RESTRICT x,
-                                                            const T* SCALETRAIN_RESTRICT y,
-                                                            const T* SCALETRAIN_RESTRICT dy,
-                                                            const float* SCALETRAIN_RESTRICT mean,
-                                                            const float* SCALETRAIN_RESTRICT invstd,
-                                                            float* SCALETRAIN_RESTRICT pg,
-                                                            float* SCALETRAIN_RESTRICT pgx, int64_t channels,
-                                                            bool relu) {
-  for (int64_t c = 0; c < channels; ++c) {
-    const float g = bn_output_gradient(y, dy, c, relu);
-    pg[c] += g;
-    pgx[c] += g * (to_float(x[c]) - mean[c]) * invstd[c];
-  }
-}
-
-// i over chunks: partial[i, c] = sum of g and partial[i, C + c] = sum of g * xhat over the chunk's
-// rows, where g is bn_output_gradient and xhat = (x - mean) * invstd.
-template <class T>
-struct BnChunkGradientSums {
+struct BnGradientTerms {
+  static constexpr int kWidth = 2;
   const T* x;
   const T* y;
   const T* dy;
   const float* mean;
   const float* invstd;
-  float* acc;
-  double* partial;
-  int64_t rows, channels, chunk_rows;
+  int64_t channels;
   bool relu;
-  SCALETRAIN_HOST_DEVICE void operator()(int64_t i) const {
-    float* pg = acc + i * 2 * channels;
-    float* pgx = pg + channels;
-    for (int64_t c = 0; c < channels; ++c) pg[c] = pgx[c] = 0.0f;
-    for (int64_t r = i * chunk_rows; r < chunk_end(i, chunk_rows, rows); ++r) {
-      const int64_t o = r * channels;
-      bn_add_gradient_sums_row(x + o, y + o, dy + o, mean, invstd, pg, pgx, channels, relu);
-    }
-    double* p = partial + i * 2 * channels;
-    for (int64_t c = 0; c < 2 * channels; ++c) p[c] = pg[c];
+  SCALETRAIN_HOST_DEVICE void load(int64_t r, int64_t c, float* v) const {
+    const int64_t i = r * channels + c;
+    const float g = bn_output_gradient(y, dy, i, relu);
+    v[0] = g;
+    v[1] = g * (to_float(x[i]) - mean[c]) * invstd[c];
   }
 };
 
-// c over `width` columns: out[c] = sum over chunks of partial[k, c] (partial is [chunks, width]).
-struct BnReduceChunks {
-  const double* partial;
-  double* out;
-  int64_t chunks, width;
-  SCALETRAIN_HOST_DEVICE void operator()(int64_t c) const {
-    double s = 0.0;
-    for (int64_t k = 0; k < chunks; ++k) s += partial[k * width + c];
-    out[c] = s;
-  }
-};
-
-// One index: sums[channels] = rows (the count that a sum over ranks turns into the global one).
-struct BnSetCount {
+// The sink of the per-channel sums of x: sums[k] = v, and sums[C] = rows (the count that a sum over
+// the ranks turns into the global one) with the first channel.
+struct BnSumsAndCount {
   double* sums;
   int64_t channels;
   double rows;
-  SCALETRAIN_HOST_DEVICE void operator()(int64_t) const { sums[channels] = rows; }
+  SCALETRAIN_HOST_DEVICE void store(int64_t k, double v) const {
+    sums[k] = v;
+    if (k == 0) sums[channels] = rows;
+  }
 };
 
-// c over channels: mean[c] = sums[c] / sums[C]; count[0] = sums[C].
+// The sink of the squared deviations' sums (StoreDouble under a name of its own, so that a device's
+// kernel names say BatchNorm).
+struct BnSquaredDeviationSums {
+  double* sums;
+  SCALETRAIN_HOST_DEVICE void store(int64_t k, double v) const { sums[k] = v; }
+};
+
+// The sink of the gradient sums [sum g (C), sum g * xhat (C)]: kept in sums for the input's gradient,
+// and the affine parameters' gradients (dbias = sum g, dweight = sum g * xhat; this rank's rows).
+struct BnGradientSums {
+  double* sums;
+  float* dweight;
+  float* dbias;
+  int64_t channels;
+  SCALETRAIN_HOST_DEVICE void store(int64_t k, double v) const {
+    sums[k] = v;
+    if (k < channels) {
+      dbias[k] = static_cast<float>(v);
+    } else {
+      dweight[k - channels] = static_cast<float>(v);
+    }
+  }
+};
+
+// c over channels: mean[c] = sums[c] / sums[C]; count = [sums[C], 1 / sums[C]] (the inverse for the
+// element passes, which multiply by it).
 struct BnMean {
   const double* sums;
   float* mean;
@@ -143,12 +101,16 @@ struct BnMean {
   int64_t channels;
   SCALETRAIN_HOST_DEVICE void operator()(int64_t c) const {
     mean[c] = static_cast<float>(sums[c] / sums[channels]);
-    if (c == 0) count[0] = static_cast<float>(sums[channels]);
+    if (c == 0) {
+      count[0] = static_cast<float>(sums[channels]);
+      count[1] = 1.0f / count[0];
+    }
   }
 };
 
 // c over channels, training: the batch variance from the squared deviations, the normalization's
-// scale and shift, and the running statistics (momentum; the unbiased variance, as PyTorch).
+// scale and shift, the running statistics (momentum; the unbiased variance, as PyTorch), and
+// num_batches_tracked.
 struct BnTrainingScale {
   const double* squared_deviations;
   const float* count;
@@ -160,8 +122,10 @@ struct BnTrainingScale {
   float* shift;
   float* running_mean;
   float* running_var;
+  int64_t* batches;  // num_batches_tracked, += 1 (with the first channel)
   float momentum, eps;
   SCALETRAIN_HOST_DEVICE void operator()(int64_t c) const {
+    if (c == 0) batches[0] += 1;
     const float n = count[0];
     const float var = static_cast<float>(squared_deviations[c] / n);
     const float is = 1.0f / sqrtf(var + eps);
@@ -196,6 +160,17 @@ struct BnEvalScale {
   }
 };
 
+// c over channels: scale 1 and shift 0 (the fused residual pass over values the convolution before
+// has already normalized: evaluation folded into it).
+struct BnIdentityScale {
+  float* scale;
+  float* shift;
+  SCALETRAIN_HOST_DEVICE void operator()(int64_t c) const {
+    scale[c] = 1.0f;
+    shift[c] = 0.0f;
+  }
+};
+
 // i over a convolution's weights [OC, ...] (filters of `filter_size` values): an evaluation-mode
 // BatchNorm after the convolution, y = z * scale + shift per output channel, folded into the filters.
 template <class T>
@@ -220,8 +195,8 @@ struct BnFoldIntoBias {
   }
 };
 
-// r over rows: y[r, c] = x[r, c] * scale[c] + shift[c], then max(0, .) with a fused ReLU.
-template <class T>
+// (r, p) over rows x packs of N channels: y = x * scale + shift, then max(0, .) with a fused ReLU.
+template <class T, int N>
 struct BnApply {
   const T* x;
   T* y;
@@ -229,31 +204,55 @@ struct BnApply {
   const float* shift;
   int64_t channels;
   bool relu;
-  SCALETRAIN_HOST_DEVICE void operator()(int64_t r) const {
-    const int64_t o = r * channels;
-    for (int64_t c = 0; c < channels; ++c) {
-      float v = to_float(x[o + c]) * scale[c] + shift[c];
-      if (relu) v = v > 0.0f ? v : 0.0f;
-      y[o + c] = from_float<T>(v);
-    }
+  SCALETRAIN_HOST_DEVICE void operator()(int64_t r, int64_t p) const {
+    const int64_t c0 = p * N, o = r * channels + c0;
+    float v[N];
+    load_pack<T, N>(x + o, v);
+    each_in_pack<N>([&](int k) {
+      v[k] = v[k] * scale[c0 + k] + shift[c0 + k];
+      if (relu) v[k] = v[k] > 0.0f ? v[k] : 0.0f;
+    });
+    store_pack<T, N>(y + o, v);
   }
 };
 
-// c over channels: the affine parameters' gradients from the reduced sums [sum g, sum g * xhat].
-struct BnParameterGradients {
-  const double* sums;
-  float* dweight;
-  float* dbias;
+// (r, p) over rows x packs of N channels: BatchNorm, the residual Add and the ReLU in one pass,
+// y = max(0, x * scale + shift + residual).
+template <class T, int N>
+struct BnApplyAddRelu {
+  const T* x;
+  const T* residual;
+  T* y;
+  const float* scale;
+  const float* shift;
   int64_t channels;
-  SCALETRAIN_HOST_DEVICE void operator()(int64_t c) const {
-    dbias[c] = static_cast<float>(sums[c]);
-    dweight[c] = static_cast<float>(sums[channels + c]);
+  SCALETRAIN_HOST_DEVICE void operator()(int64_t r, int64_t p) const {
+    const int64_t c0 = p * N, o = r * channels + c0;
+    float v[N], s[N];
+    load_pack<T, N>(x + o, v);
+    load_pack<T, N>(residual + o, s);
+    each_in_pack<N>([&](int k) {
+      const float z = v[k] * scale[c0 + k] + shift[c0 + k] + s[k];
+      v[k] = z > 0.0f ? z : 0.0f;
+    });
+    store_pack<T, N>(y + o, v);
   }
 };
 
-// r over rows: dx = weight * invstd * (g - sum_g / n - xhat * sum_gx / n), with g and xhat as in
-// BnChunkGradientSums and the sums [sum g, sum g * xhat] over the n rows of the (global) batch.
-template <class T>
+// BatchNorm's input gradient at channel c from g, the gradient reaching its normalized output:
+// weight * invstd * (g - sum_g / n - xhat * sum_gx / n), with the sums [sum g (C), sum g * xhat (C)]
+// over the n rows of the (global) batch and inv_n = 1 / n.
+SCALETRAIN_HOST_DEVICE inline float bn_input_gradient(float g, float x, int64_t c, const float* mean,
+                                                      const float* invstd, const float* weight, const double* sums,
+                                                      int64_t channels, float inv_n) {
+  const float xhat = (x - mean[c]) * invstd[c];
+  const float mean_g = static_cast<float>(sums[c]) * inv_n, mean_gx = static_cast<float>(sums[channels + c]) * inv_n;
+  return weight[c] * invstd[c] * (g - mean_g - xhat * mean_gx);
+}
+
+// (r, p) over rows x packs of N channels: dx = bn_input_gradient of g = dy, masked by y > 0 with a
+// fused ReLU (as BnGradientTerms).
+template <class T, int N>
 struct BnBackwardData {
   const T* x;
   const T* y;
@@ -263,19 +262,48 @@ struct BnBackwardData {
   const float* invstd;
   const float* weight;
   const double* sums;
-  const float* count;
+  const float* count;  // [n, 1 / n]
   int64_t channels;
   bool relu;
-  SCALETRAIN_HOST_DEVICE void operator()(int64_t r) const {
-    const float inv_n = 1.0f / count[0];
-    const int64_t o = r * channels;
-    for (int64_t c = 0; c < channels; ++c) {
-      const float g = bn_output_gradient(y, dy, o + c, relu);
-      const float xhat = (to_float(x[o + c]) - mean[c]) * invstd[c];
-      const float mean_g = static_cast<float>(sums[c]) * inv_n, mean_gx = static_cast<float>(sums[channels + c]) * inv_n;
-      const float v = weight[c] * invstd[c] * (g - mean_g - xhat * mean_gx);
-      dx[o + c] = from_float<T>(v);
-    }
+  SCALETRAIN_HOST_DEVICE void operator()(int64_t r, int64_t p) const {
+    const int64_t c0 = p * N, o = r * channels + c0;
+    float xv[N], d[N];
+    load_pack<T, N>(x + o, xv);
+    each_in_pack<N>([&](int k) {
+      d[k] = bn_input_gradient(bn_output_gradient(y, dy, o + k, relu), xv[k], c0 + k, mean, invstd, weight, sums,
+                               channels, count[1]);
+    });
+    store_pack<T, N>(dx + o, d);
+  }
+};
+
+// The same behind a fused residual Add and ReLU (BnApplyAddRelu's y): g = dy where y > 0, else 0,
+// and the Add's other input gets g itself.
+template <class T, int N>
+struct BnBackwardDataResidual {
+  const T* x;
+  const T* y;
+  const T* dy;
+  T* dx;
+  T* dresidual;
+  const float* mean;
+  const float* invstd;
+  const float* weight;
+  const double* sums;
+  const float* count;  // [n, 1 / n]
+  int64_t channels;
+  SCALETRAIN_HOST_DEVICE void operator()(int64_t r, int64_t p) const {
+    const int64_t c0 = p * N, o = r * channels + c0;
+    float xv[N], yv[N], g[N], d[N];
+    load_pack<T, N>(x + o, xv);
+    load_pack<T, N>(y + o, yv);
+    load_pack<T, N>(dy + o, g);
+    each_in_pack<N>([&](int k) {
+      g[k] = yv[k] > 0.0f ? g[k] : 0.0f;
+      d[k] = bn_input_gradient(g[k], xv[k], c0 + k, mean, invstd, weight, sums, channels, count[1]);
+    });
+    store_pack<T, N>(dx + o, d);
+    store_pack<T, N>(dresidual + o, g);
   }
 };
 

@@ -1,4 +1,4 @@
-// Launching a kernels/ functor over an index range. On the host the functor runs through
+// Launching a kernels/ functor over an index range (or rows x packs). On the host the functor runs through
 // Kokkos::parallel_for on the default host execution space (Serial in Debian's Kokkos, OpenMP on a
 // cluster build); the CUDA backend launches the very same functor in a grid-stride loop.
 #pragma once
@@ -13,6 +13,17 @@ void launch_host(const char* label, int64_t n, const F& f) {
   if (n <= 0) return;
   Kokkos::parallel_for(label, Kokkos::RangePolicy<Kokkos::DefaultHostExecutionSpace, Kokkos::IndexType<int64_t>>(0, n),
                        f);
+}
+
+// Runs f(r, p) for r in [0, rows) and p in [0, packs) on the host, a row's packs innermost: the
+// element passes over [rows, C] data whose functors take a pack of channels each.
+template <class F>
+void launch_host_rows(const char* label, int64_t rows, int64_t packs, const F& f) {
+  if (rows <= 0 || packs <= 0) return;
+  Kokkos::parallel_for(label, Kokkos::RangePolicy<Kokkos::DefaultHostExecutionSpace, Kokkos::IndexType<int64_t>>(0, rows),
+                       [f, packs](int64_t r) {
+                         for (int64_t p = 0; p < packs; ++p) f(r, p);
+                       });
 }
 
 // Kokkos must be initialized once per process; RAII guard used by apps and tests.

@@ -1,5 +1,5 @@
-// Scaling and finiteness checks: x *= factor (loss-scale unscaling), x /= N (gradient averaging), and a
-// per-block count of inf/NaN values (the dynamic loss scaler's overflow check).
+// Scaling and finiteness checks: x *= factor (loss-scale unscaling), x /= N (gradient averaging), and
+// the count of inf/NaN values (the dynamic loss scaler's overflow check) on the reduction primitive.
 #pragma once
 #include <cstdint>
 
@@ -21,18 +21,20 @@ struct DivideBy {
   SCALETRAIN_HOST_DEVICE void operator()(int64_t i) const { x[i] /= divisor; }
 };
 
-// i over blocks of n_per_block elements (the last block may be shorter: total elements n).
-struct CountNonFinite {
-  const float* x;
-  int64_t n;
-  int64_t n_per_block;
-  int32_t* nonfinite_per_block;
-  SCALETRAIN_HOST_DEVICE void operator()(int64_t b) const {
-    int32_t bad = 0;
-    const int64_t end = (b + 1) * n_per_block < n ? (b + 1) * n_per_block : n;
-    for (int64_t i = b * n_per_block; i < end; ++i)
-      if ((float_bits(x[i]) & 0x7f800000u) == 0x7f800000u) ++bad;
-    nonfinite_per_block[b] = bad;
+// The reduction primitive's source for the count of inf/NaN values of two flat tensors at once (the
+// gradients and the losses, one after the other as rows of one column): [gradient, loss] flags.
+struct NonFiniteFlags {
+  static constexpr int kWidth = 2;
+  const float* gradients;
+  int64_t n_gradients;
+  const float* losses;
+  SCALETRAIN_HOST_DEVICE static float nonfinite(float v) {
+    return (float_bits(v) & 0x7f800000u) == 0x7f800000u ? 1.0f : 0.0f;
+  }
+  SCALETRAIN_HOST_DEVICE void load(int64_t r, int64_t, float* v) const {
+    const bool gradient = r < n_gradients;
+    v[0] = gradient ? nonfinite(gradients[r]) : 0.0f;
+    v[1] = gradient ? 0.0f : nonfinite(losses[r - n_gradients]);
   }
 };
 

@@ -1,14 +1,16 @@
-// Softmax cross-entropy: a numerically stable forward per row (probabilities, loss, correctness)
-// and the gradient of the logits, (p - onehot) * scale.
+// Softmax cross-entropy: a numerically stable forward per row (probabilities, loss, correctness) on
+// the per-row reductions, the gradient of the logits, (p - onehot) * scale, and the loss sums' source.
 #pragma once
 #include <cmath>
 #include <cstdint>
 
 #include "scaletrain/core/macros.hpp"
+#include "scaletrain/kernels/reduction.hpp"
 
 namespace scaletrain::kernels {
 
-// i over rows.
+// A per-row reduction (kernels/reduction.hpp) over rows of `classes` logits: the maximum and its
+// class, the sum of exp(z - max), then the probabilities, and the leader's loss and correctness.
 struct SoftmaxCrossEntropyForward {
   const float* logits;
   const int32_t* labels;
@@ -16,26 +18,20 @@ struct SoftmaxCrossEntropyForward {
   float* loss;
   int32_t* correct;
   int64_t classes;
-  SCALETRAIN_HOST_DEVICE void operator()(int64_t i) const {
+  template <class Row>
+  SCALETRAIN_HOST_DEVICE void operator()(const Row& row) const {
+    const int64_t i = row.r;
     const float* z = logits + i * classes;
     float* p = probs + i * classes;
-    float mx = z[0];
-    int64_t arg = 0;
-    for (int64_t k = 1; k < classes; ++k)
-      if (z[k] > mx) {
-        mx = z[k];
-        arg = k;
-      }
-    float sum = 0.0f;
-    for (int64_t k = 0; k < classes; ++k) {
-      p[k] = expf(z[k] - mx);
-      sum += p[k];
-    }
+    const MaxArg m = row.max_arg(classes, [&](int64_t k) { return z[k]; });
+    const float sum = row.sum(classes, [&](int64_t k) { return expf(z[k] - m.value); });
     const float inv = 1.0f / sum;
-    for (int64_t k = 0; k < classes; ++k) p[k] *= inv;
-    const int32_t y = labels[i];
-    loss[i] = logf(sum) - (z[y] - mx);
-    correct[i] = arg == y ? 1 : 0;
+    row.for_each(classes, [&](int64_t k) { p[k] = expf(z[k] - m.value) * inv; });
+    if (row.leader()) {
+      const int32_t y = labels[i];
+      loss[i] = logf(sum) - (z[y] - m.value);
+      correct[i] = m.index == y ? 1 : 0;
+    }
   }
 };
 
@@ -53,23 +49,16 @@ struct SoftmaxCrossEntropyBackward {
   }
 };
 
-// One launch of n = 1: adds a batch's first `rows` losses and correct flags to the running device
-// sums (sums[0] += loss, sums[1] += correct, sums[2] += rows), in double, in row order.
-struct AccumulateLossSums {
+// The reduction primitive's source for the loss sums: [loss, correct, 1] per row, which an AddDouble
+// sink adds to the running device sums (sums[0] += loss, sums[1] += correct, sums[2] += rows).
+struct LossTerms {
+  static constexpr int kWidth = 3;
   const float* loss;
   const int32_t* correct;
-  int64_t rows;
-  double* sums;
-  SCALETRAIN_HOST_DEVICE void operator()(int64_t) const {
-    double l = 0;
-    int64_t c = 0;
-    for (int64_t r = 0; r < rows; ++r) {
-      l += loss[r];
-      c += correct[r];
-    }
-    sums[0] += l;
-    sums[1] += static_cast<double>(c);
-    sums[2] += static_cast<double>(rows);
+  SCALETRAIN_HOST_DEVICE void load(int64_t r, int64_t, float* v) const {
+    v[0] = loss[r];
+    v[1] = static_cast<float>(correct[r]);
+    v[2] = 1.0f;
   }
 };
 

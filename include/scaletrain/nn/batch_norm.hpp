@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "scaletrain/backend/ops.hpp"
+#include "scaletrain/kernels/reduction.hpp"
 #include "scaletrain/nn/activation.hpp"
 #include "scaletrain/nn/batch_statistics.hpp"
 #include "scaletrain/nn/layer.hpp"
@@ -43,23 +44,35 @@ class BatchNorm2d : public Layer {
   std::pair<const float*, const float*> evaluation_scale_and_shift();
   // The output buffer (the folded convolution writes it).
   const Tensor& output() const { return y_; }
+  // Fused with the residual Add and the ReLU after it (Model::fuse_residual_tails): this layer's
+  // forward computes the statistics (or the evaluation's scale and shift) only, and the Add calls
+  // forward_residual_relu, out = max(0, bn(x) + residual), in one pass on the kernels; the Add's
+  // backward calls backward_residual_relu (the mask from out, the sums, then one pass writing this
+  // layer's dx and the residual's gradient, null: not needed), and this layer's backward hands dx on.
+  void fuse_residual_relu() { fused_residual_ = true; }
+  bool fused_residual() const { return fused_residual_; }
+  void forward_residual_relu(const Tensor& residual, const Tensor& out, bool training);
+  void backward_residual_relu(const Tensor& out, const Tensor& dout, const Tensor* dresidual);
 
  private:
   void batch_statistics(const Tensor& x);
   void update_running_statistics();
   void count_batch();
-  bool uses_op() const { return op_ != nullptr && reducer_ == nullptr; }
+  void gradients(const Tensor& y, const Tensor& dy, bool need_dx, bool relu, const Tensor* dresidual);
+  bool uses_op() const { return op_ != nullptr && reducer_ == nullptr && !fused_residual_; }
   Activation activation_;
   float momentum_, eps_;
   BatchStatisticsReducer* reducer_ = nullptr;
   bool folded_ = false;
-  int64_t channels_ = 0, rows_ = 0, chunk_rows_ = 0, chunks_ = 0;
+  bool fused_residual_ = false;
+  int64_t channels_ = 0, rows_ = 0;
+  kernels::ColumnSumsPlan sums_plan_, gradient_sums_plan_;  // of [rows, C] x 1 and x 2 values
   Tensor x_, y_, dx_;
-  Tensor partial_, acc_;   // f64 and f32 [chunks, 2C]: per-chunk sums, and their f32 accumulators
+  Tensor partial_;         // f64: the first pass's partial sums (the larger plan's)
   Tensor sums_;            // f64 [2C + 1]: the reduced sums (sum, count; squared deviations; dy and dy*xhat)
   Tensor mean_, invstd_;   // f32 [C]: the statistics forward normalized with
   Tensor scale_, shift_;   // f32 [C]: y = x * scale + shift
-  Tensor count_;           // f32 [1]: the rows the statistics cover (summed over the ranks when synchronized)
+  Tensor count_;           // f32 [2]: the rows the statistics cover (summed over the ranks when synchronized), 1 / rows
   std::unique_ptr<BatchNormOp> op_;  // the backend's, for the plain layer; null: the kernels alone
 };
 

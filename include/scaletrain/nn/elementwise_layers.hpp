@@ -13,9 +13,14 @@ class ActivationLayer : public Layer {
   void build(Backend& backend, int64_t batch) override;
   const Tensor& forward(const Tensor& x, bool training) override;
   const Tensor& backward(const Tensor& dy, bool need_dx) override;
+  // The layer before applies this ReLU (Model::fuse_residual_tails): forward hands its input on, and
+  // backward the gradient, which that layer masks.
+  void absorb_into_producer() { absorbed_ = true; }
+  bool absorbed() const { return absorbed_; }
 
  private:
   FusedActivation act_;
+  bool absorbed_ = false;
 };
 
 class Dropout : public Layer {

@@ -2,6 +2,7 @@
 // a residual connection) and Concat (along the channels, the last dimension, as Keras'
 // Concatenate and torch.cat(dim=1) of NCHW). Neither has parameters.
 #pragma once
+#include "scaletrain/nn/batch_norm.hpp"
 #include "scaletrain/nn/layer.hpp"
 
 namespace scaletrain::nn {
@@ -26,10 +27,17 @@ class Add : public MergeLayer {
   // Every input's gradient is dy itself.
   void backward_inputs(const Tensor& dy, const std::vector<bool>& need_dx, std::vector<const Tensor*>& dx) override;
   int64_t flops_per_sample() const override;
+  // Takes over the BatchNorm2d of input `bn_input` (of two) and the ReLU after this layer
+  // (Model::fuse_residual_tails): forward writes max(0, bn(x) + other), backward takes the gradient
+  // of that and runs the BatchNorm's backward (BatchNorm2d::fuse_residual_relu).
+  void fuse_batch_norm_relu(BatchNorm2d& bn, size_t bn_input);
 
  private:
   size_t inputs_ = 0;
   Tensor y_;
+  BatchNorm2d* fused_bn_ = nullptr;
+  size_t fused_input_ = 0;
+  Tensor dresidual_;  // fused: the other input's gradient
 };
 
 class Concat : public MergeLayer {

@@ -93,6 +93,9 @@ class Model {
   // Before build(): whether evaluation folds BatchNorm into the convolutions (default true; false
   // runs every layer as declared, for comparisons).
   void set_batch_norm_folding(bool on) { fold_batch_norms_ = on; }
+  // Whether build fuses the residual blocks' BatchNorm -> Add -> ReLU tails into one pass each way
+  // (the default; off: the three layers run apart).
+  void set_residual_fusion(bool on) { fuse_residual_tails_ = on; }
   DType compute_dtype() const { return compute_; }
   // Queues the rounding of the f32 master weights into the compute-type copy (nothing in f32).
   void refresh_compute_parameters();
@@ -177,6 +180,7 @@ class Model {
   void init_buffers();
   void absorb_poolings();
   void fold_batch_norms();
+  void fuse_residual_tails();
   void build_gradient_sums();
   const Tensor& input_of(const Tensor& x, int producer) const;
   void add_gradient(int producer, const Tensor& dx);
@@ -195,6 +199,7 @@ class Model {
   int64_t batch_ = 0;
   bool configured_ = false;
   bool fold_batch_norms_ = true;
+  bool fuse_residual_tails_ = true;
 };
 
 }  // namespace scaletrain::nn

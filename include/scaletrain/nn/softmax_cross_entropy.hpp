@@ -45,6 +45,7 @@ class SoftmaxCrossEntropy {
   Backend* backend_ = nullptr;
   int64_t batch_ = 0, classes_ = 0;
   Tensor probs_, loss_, correct_, dlogits_, scratch_sums_;
+  Tensor sums_partial_;  // f64: the loss sums' partial sums (two-pass plans)
   Tensor labels_ref_;
 };
 

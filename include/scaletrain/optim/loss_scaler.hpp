@@ -50,8 +50,8 @@ struct NonFiniteCounts {
 };
 // Queues grads *= 1 / scale (f32, on the compute stream; skipped for scale 1) and counts the inf/NaN
 // values of the result and of `losses` (f32 per-row losses; may be null), read back with one
-// synchronization of the compute stream. `scratch` holds per-block counts between calls (allocated
-// on first use).
+// synchronization of the compute stream. `scratch` (f64) holds the two counts and the reduction's
+// partial sums between calls (allocated on first use).
 NonFiniteCounts unscale_and_count_nonfinite(Backend& backend, const Tensor& grads, float scale, const Tensor* losses,
                                             Tensor& scratch);
 

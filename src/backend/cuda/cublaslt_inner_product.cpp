@@ -22,8 +22,8 @@
 //   "the same type as the output elements (Ctype)", here f32 (dw), which is the type db must have.
 //   Which (type, transpose) combinations accept BGRADB is not listed, so support is asked of
 //   cuBLASLt itself: when its heuristic returns no algorithm with BGRADB (for either alignment
-//   variant below), the op uses CUBLASLT_EPILOGUE_DEFAULT and kernels::BiasGradStored<T> (rows
-//   summed in order, f32), and says so in its log line.
+//   variant below), the op uses CUBLASLT_EPILOGUE_DEFAULT and the reduction primitive's column
+//   sums of dy (kernels/reduction.hpp), and says so in its log line.
 // - Determinism (settings().deterministic, the default). CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK
 //   = CUBLASLT_REDUCTION_SCHEME_NONE: "No reduction scheme, dot-product shall be performed in one
 //   sequence", i.e. no split-K; the choice policy also rejects any result with SPLITK_NUM > 1. The
@@ -476,6 +476,11 @@ class CublasLtInnerProduct final : public InnerProductOp {
     staging_offset_ = gemm::round_up_workspace(algo_ws);
     ctx.reserve_workspace(stream_, staging_offset_ + staging_bytes_, who_);
     for (const LtGemm* gm : gemms()) ctx.log_choice(describe(*gm, set));
+    if (s.bias && backward_weights_->plan().bias_grad_kernel) {
+      bias_grad_plan_ = kernels::plan_column_sums(s.batch, s.out_features, 1, ctx.multiprocessor_count());
+      bias_partial_ = ctx.buffer({std::max<int64_t>(1, bias_grad_plan_.partial_size())}, DType::f64,
+                                 who_ + ": bias gradient partial sums");
+    }
   }
 
   void forward(const void* x, const void* w, const float* b, void* y) override {
@@ -508,8 +513,9 @@ class CublasLtInnerProduct final : public InnerProductOp {
     if (s_.bias && p.bias_grad_kernel) {
       visit_float_type(s_.dtype, [&](auto t) {
         using T = decltype(t);
-        ctx_.launch(stream_, "dense bias grad", s_.out_features,
-                             kernels::BiasGradStored<T>{static_cast<const T*>(dy), db, s_.batch, s_.out_features});
+        ctx_.launch_column_sums(stream_, "dense bias grad", bias_grad_plan_,
+                                kernels::ColumnValues<T>{static_cast<const T*>(dy), s_.out_features},
+                                bias_partial_.device_data<double>(), kernels::StoreFloat{db});
       });
     }
   }
@@ -564,7 +570,7 @@ class CublasLtInnerProduct final : public InnerProductOp {
       os << ", bias epilogue"
          << (p.bias_cast ? " (f32 bias cast to " + std::string(dtype_name(p.bias_type)) + ")" : "");
     if (p.epilogue == gemm::Epilogue::bias_grad_b) os << ", db by the BGRADB epilogue";
-    if (p.bias_grad_kernel) os << ", db by BiasGradStored (no BGRADB algorithm)";
+    if (p.bias_grad_kernel) os << ", db by column sums (no BGRADB algorithm)";
     os << (set.deterministic ? ", deterministic (no split-K)" : ", split-K allowed (not deterministic)");
     if (!vec.found)
       os << "; no 16-byte-aligned algorithm";
@@ -582,6 +588,8 @@ class CublasLtInnerProduct final : public InnerProductOp {
   int64_t staging_bytes_ = 0;   // the forward's bias cast to bf16/f16
   int64_t staging_offset_ = 0;  // where it sits in the workspace: behind the algorithms' workspace
   std::optional<LtGemm> forward_, backward_data_, backward_weights_;
+  kernels::ColumnSumsPlan bias_grad_plan_;  // db without BGRADB: column sums of dy [batch, out]
+  Tensor bias_partial_;                     // and their partial sums, f64
 };
 
 }  // namespace

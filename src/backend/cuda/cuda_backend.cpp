@@ -67,6 +67,7 @@ class CudaBackend final : public Backend, public AlgorithmTuning {
   int num_threads() const override { return 1; }  // the host thread that drives the device
   std::string device_id() const override { return pci_bus_id_; }
   std::string accelerator_name() const override { return name_; }
+  int multiprocessor_count() const override { return ops_->multiprocessor_count(); }
 
   Tensor empty(Shape shape, DType dtype, std::string name) override {
     counters().allocation();
@@ -77,6 +78,9 @@ class CudaBackend final : public Backend, public AlgorithmTuning {
   }
   int64_t memory_in_use() const override { return memory_->stats().bytes_in_use; }
   AllocatorStats allocator_stats() const { return memory_->stats(); }
+  std::unique_ptr<BatchNormOp> cudnn_bf16_batch_norm_probe(const BatchNormShape& shape) {
+    return cuda::make_cudnn_bf16_batch_norm_probe(*ops_, shape, compute_.handle());
+  }
 
   Stream& compute_stream() override { return compute_; }
   Stream& copy_stream() override { return copy_; }
@@ -202,6 +206,13 @@ AllocatorStats cuda::allocator_stats(Backend& backend) {
   auto* b = dynamic_cast<CudaBackend*>(&backend);
   ST_CHECK(b != nullptr, "allocator statistics: backend '", backend.description(), "' is not a CUDA backend");
   return b->allocator_stats();
+}
+
+std::unique_ptr<BatchNormOp> cuda::cudnn_bf16_batch_norm_probe(Backend& backend, const BatchNormShape& shape) {
+  auto* b = dynamic_cast<CudaBackend*>(&backend);
+  ST_CHECK(b != nullptr, "cuDNN bf16 batch normalization probe: backend '", backend.description(),
+           "' is not a CUDA backend");
+  return b->cudnn_bf16_batch_norm_probe(shape);
 }
 
 }  // namespace scaletrain

@@ -60,6 +60,12 @@ std::string device_name(int device) {
   return prop.name;
 }
 
+int multiprocessor_count(int device) {
+  int sms = 0;
+  ST_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  return sms;
+}
+
 std::string describe_device(int device) {
   cudaDeviceProp prop{};
   ST_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));

@@ -13,6 +13,7 @@ namespace scaletrain::cuda {
 CudaOpContext::CudaOpContext(int device, std::shared_ptr<CudaMemory> memory, CudaOpSettings settings)
     : device_(device), memory_(std::move(memory)), settings_(settings) {
   ST_CUDA_CHECK(cudaSetDevice(device_));
+  multiprocessor_count_ = cuda::multiprocessor_count(device_);
   ST_CUDNN_CHECK(cudnnCreate(&cudnn_));
   ST_CUBLAS_CHECK(cublasLtCreate(&cublaslt_));
 }

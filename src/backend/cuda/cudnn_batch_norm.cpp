@@ -12,7 +12,8 @@
 //   pass anyway, and no GPU here can tell which shapes it takes. The ReLU runs in place on y after
 //   cuDNN, and backward masks dy by y > 0 into the op's scratch tensor before cuDNN's backward.
 // - bf16: whether the legacy calls take it cannot be checked here, so the plan leaves it on the layer's
-//   kernels (make_cudnn_batch_norm returns null), as it does SyncBatchNorm, whose sums are reduced
+//   kernels (make_cudnn_batch_norm returns null) until the GPU kit's probe has answered
+//   (make_cudnn_bf16_batch_norm_probe), as it does SyncBatchNorm, whose sums are reduced
 //   across ranks between passes that cuDNN runs as one call.
 #include <algorithm>
 #include <memory>
@@ -111,6 +112,13 @@ std::unique_ptr<BatchNormOp> make_cudnn_batch_norm(CudaOpContext& ctx, const Bat
   if (!plan.cudnn) return nullptr;
   if (shape.dtype == DType::f16) return std::make_unique<CudnnBatchNorm<f16>>(ctx, plan, stream);
   return std::make_unique<CudnnBatchNorm<float>>(ctx, plan, stream);
+}
+
+std::unique_ptr<BatchNormOp> make_cudnn_bf16_batch_norm_probe(CudaOpContext& ctx, const BatchNormShape& shape,
+                                                              cudaStream_t stream) {
+  ST_CHECK(shape.dtype == DType::bf16, "the cuDNN bf16 batch normalization probe takes bf16, not ",
+           dtype_name(shape.dtype));
+  return std::make_unique<CudnnBatchNorm<bf16>>(ctx, plan_cudnn_batch_norm(shape, true), stream);
 }
 
 }  // namespace scaletrain::cuda

@@ -23,9 +23,8 @@
 //   would cost activation-sized f32 buffers and the tensor cores. An f16 dw can overflow where an
 //   f32 one would not: that is an inf the dynamic loss scaler sees and backs off from.
 // - Bias outside cuDNN: kernels::BiasAddStored after the forward (y is rounded to the storage type
-//   twice), kernels::BiasGradChunks and BiasGradReduceChunks for db (f32 sums over chunks of rows,
-//   then over the chunks, in an order fixed by the shape: deterministic), into a per-op buffer of
-//   per-chunk sums.
+//   twice), db by the reduction primitive's column sums of dy (kernels/reduction.hpp: an order fixed
+//   by the shape and the SM count, deterministic), with a per-op buffer of partial sums.
 // - Asymmetric padding (TensorFlow 'same' with stride 2): cuDNN's descriptor pads symmetrically, so
 //   it gets min(top, bottom) / min(left, right) and the rest is padded explicitly (zeros) into a
 //   per-op buffer; backward-data computes the padded input's gradient there and crops it; backward-
@@ -201,9 +200,11 @@ class CudnnConv final : public ConvOp {
     filter_ = ctx_.buffer({plan_.filter_elements()}, shape.dtype, "conv filter (OHWI) " + shape.to_string());
     if (plan_.explicit_pad.any())
       padded_ = ctx_.buffer({plan_.x_conv.elements()}, shape.dtype, "conv padded input " + shape.to_string());
-    if (shape.bias)
-      bias_partial_ = ctx_.buffer({kernels::bias_grad_chunks(output_rows()) * shape.out_c}, DType::f32,
-                                  "conv bias gradient chunks " + shape.to_string());
+    if (shape.bias) {
+      bias_grad_plan_ = kernels::plan_column_sums(output_rows(), shape.out_c, 1, ctx_.multiprocessor_count());
+      bias_partial_ = ctx_.buffer({std::max<int64_t>(1, bias_grad_plan_.partial_size())}, DType::f64,
+                                  "conv bias gradient partial sums " + shape.to_string());
+    }
 
     fwd_ = choose(ConvDirection::forward, search_desc);
     bwd_data_ = choose(ConvDirection::backward_data, search_desc);
@@ -270,12 +271,9 @@ class CudnnConv final : public ConvOp {
     ctx_.launch(stream_, "conv dw to oihw f32", plan_.filter_elements(),
                          kernels::FilterOhwiToOihw<T, float>{filter_.device_data<T>(), dw, plan_.filter_geometry()});
     if (plan_.shape.bias) {
-      const int64_t rows = output_rows(), chunks = kernels::bias_grad_chunks(rows);
-      float* partial = bias_partial_.device_data<float>();
-      ctx_.launch(stream_, "conv bias grad chunks", chunks * plan_.shape.out_c,
-                           kernels::BiasGradChunks<T>{static_cast<const T*>(dy), partial, rows, plan_.shape.out_c});
-      ctx_.launch(stream_, "conv bias grad", plan_.shape.out_c,
-                           kernels::BiasGradReduceChunks{partial, db, chunks, plan_.shape.out_c});
+      ctx_.launch_column_sums(stream_, "conv bias grad", bias_grad_plan_,
+                              kernels::ColumnValues<T>{static_cast<const T*>(dy), plan_.shape.out_c},
+                              bias_partial_.device_data<double>(), kernels::StoreFloat{db});
     }
   }
 
@@ -471,7 +469,8 @@ class CudnnConv final : public ConvOp {
   FilterDescriptor w_desc_;
   Tensor filter_;  // OHWI weights; backward-weights' OHWI gradient in the storage type
   Tensor padded_;  // explicit padding only: the padded input, or the padded input's gradient
-  Tensor bias_partial_;  // with a bias: the bias gradient's per-chunk sums [chunks, out_c], f32
+  kernels::ColumnSumsPlan bias_grad_plan_;  // with a bias: db's column sums over dy [rows, out_c]
+  Tensor bias_partial_;                     // and their partial sums, f64
   std::unique_ptr<SearchBuffers> search_;
   CudnnAlgoResult fwd_, bwd_data_, bwd_filter_;
   std::unique_ptr<ConvolutionDescriptor> fwd_desc_, bwd_data_desc_, bwd_filter_desc_;

@@ -1,5 +1,6 @@
 // The kernels/ functors as CUDA kernels: kernels::launch_cuda (declared in kernels/launch_cuda.hpp)
-// launches the grid-stride kernel of kernels/launch_device.cuh on a stream, and is instantiated here
+// launches the grid-stride kernel of kernels/launch_device.cuh on a stream, launch_cuda_column_sums
+// the reduction primitive's kernels (kernels/reduction_device.cuh); both are instantiated here
 // for every functor scaletrain launches, in every storage type (f32, bf16, f16), for the configured
 // architectures (sm_80, sm_90). backend/launch.hpp calls it for a stream with a CUDA handle.
 #include <string>
@@ -17,6 +18,7 @@
 #include "scaletrain/kernels/normalize.hpp"
 #include "scaletrain/kernels/optimizer_update.hpp"
 #include "scaletrain/kernels/pool_direct.hpp"
+#include "scaletrain/kernels/reduction_device.cuh"
 #include "scaletrain/kernels/scale.hpp"
 #include "scaletrain/kernels/softmax_cross_entropy.hpp"
 #include "scaletrain/kernels/subsample_pad.hpp"
@@ -32,6 +34,34 @@ void launch_cuda(void* stream, const char* label, int64_t n, const F& f) {
                     " elements failed: " + cudaGetErrorString(rc));
 }
 
+template <class F>
+void launch_cuda_rows(void* stream, const char* label, int64_t rows, int64_t packs, const F& f) {
+  const cudaError_t rc = launch_device_rows(rows, packs, f, static_cast<cudaStream_t>(stream));
+  if (rc != cudaSuccess)
+    throw_error(__FILE__, __LINE__, "CUDA",
+                std::string("launch of kernel '") + label + "' over " + std::to_string(rows) + " rows of " +
+                    std::to_string(packs) + " packs failed: " + cudaGetErrorString(rc));
+}
+
+template <class F>
+void launch_cuda_row_reductions(void* stream, const char* label, const RowsPlan& plan, const F& f) {
+  const cudaError_t rc = launch_device_row_reductions(plan, f, static_cast<cudaStream_t>(stream));
+  if (rc != cudaSuccess)
+    throw_error(__FILE__, __LINE__, "CUDA",
+                std::string("launch of row reduction '") + label + "' over " + std::to_string(plan.rows) +
+                    " rows failed: " + cudaGetErrorString(rc));
+}
+
+template <class Source, class Sink>
+void launch_cuda_column_sums(void* stream, const char* label, const ColumnSumsPlan& plan, const Source& src,
+                             double* partial, const Sink& sink) {
+  const cudaError_t rc = launch_device_column_sums(plan, src, partial, sink, static_cast<cudaStream_t>(stream));
+  if (rc != cudaSuccess)
+    throw_error(__FILE__, __LINE__, "CUDA",
+                std::string("launch of reduction '") + label + "' over [" + std::to_string(plan.rows) + ", " +
+                    std::to_string(plan.cols) + "] failed: " + cudaGetErrorString(rc));
+}
+
 #define ST_INSTANTIATE(...) template void launch_cuda<__VA_ARGS__>(void*, const char*, int64_t, const __VA_ARGS__&);
 #define ST_INSTANTIATE_STORAGE(F) ST_INSTANTIATE(F<float>) ST_INSTANTIATE(F<bf16>) ST_INSTANTIATE(F<f16>)
 ST_INSTANTIATE_STORAGE(ReluForward)
@@ -43,18 +73,11 @@ ST_INSTANTIATE_STORAGE(SeluBackwardFromOutput)
 ST_INSTANTIATE_STORAGE(DropoutForward)
 ST_INSTANTIATE_STORAGE(DropoutBackward)
 ST_INSTANTIATE_STORAGE(AddTensors)
-ST_INSTANTIATE_STORAGE(BnChunkSums)
-ST_INSTANTIATE_STORAGE(BnChunkSquaredDeviations)
-ST_INSTANTIATE_STORAGE(BnChunkGradientSums)
-ST_INSTANTIATE_STORAGE(BnApply)
-ST_INSTANTIATE_STORAGE(BnBackwardData)
-ST_INSTANTIATE(BnReduceChunks)
-ST_INSTANTIATE(BnSetCount)
 ST_INSTANTIATE(BnMean)
 ST_INSTANTIATE(BnTrainingScale)
 ST_INSTANTIATE(BnCountBatch)
 ST_INSTANTIATE(BnEvalScale)
-ST_INSTANTIATE(BnParameterGradients)
+ST_INSTANTIATE(BnIdentityScale)
 ST_INSTANTIATE_STORAGE(BnFoldIntoFilters)
 ST_INSTANTIATE(BnFoldIntoBias)
 ST_INSTANTIATE_STORAGE(CopyIntoChannels)
@@ -78,9 +101,6 @@ ST_INSTANTIATE(Cast<f16, float>)
 ST_INSTANTIATE(BiasAdd)
 ST_INSTANTIATE(BiasGrad)
 ST_INSTANTIATE_STORAGE(BiasAddStored)
-ST_INSTANTIATE_STORAGE(BiasGradStored)
-ST_INSTANTIATE_STORAGE(BiasGradChunks)
-ST_INSTANTIATE(BiasGradReduceChunks)
 ST_INSTANTIATE_STORAGE(PadNhwc)
 ST_INSTANTIATE_STORAGE(CropNhwc)
 ST_INSTANTIATE(FilterOihwToOhwi<float, float>)
@@ -91,17 +111,44 @@ ST_INSTANTIATE(FilterOhwiToOihw<bf16, float>)
 ST_INSTANTIATE(FilterOhwiToOihw<f16, float>)
 ST_INSTANTIATE_STORAGE(PoolForwardDirect)
 ST_INSTANTIATE_STORAGE(PoolBackwardDirect)
-ST_INSTANTIATE(SoftmaxCrossEntropyForward)
 ST_INSTANTIATE(SoftmaxCrossEntropyBackward)
-ST_INSTANTIATE(AccumulateLossSums)
 ST_INSTANTIATE(SgdUpdate)
 ST_INSTANTIATE(AdamWUpdate)
 ST_INSTANTIATE(Scale)
 ST_INSTANTIATE(DivideBy)
-ST_INSTANTIATE(CountNonFinite)
 ST_INSTANTIATE(AugmentCropFlip<uint8_t>)
 ST_INSTANTIATE(AugmentCropFlip<f16>)
 ST_INSTANTIATE(AugmentCropFlip<float>)
+// The element passes over rows x packs of channels: every storage type, packs of 1 and kChannelPack.
+#define ST_INSTANTIATE_ROWS(...) \
+  template void launch_cuda_rows<__VA_ARGS__>(void*, const char*, int64_t, int64_t, const __VA_ARGS__&);
+#define ST_INSTANTIATE_ROWS_PACKS(F)                                                                   \
+  ST_INSTANTIATE_ROWS(F<float, 1>) ST_INSTANTIATE_ROWS(F<bf16, 1>) ST_INSTANTIATE_ROWS(F<f16, 1>)      \
+  ST_INSTANTIATE_ROWS(F<float, kChannelPack>) ST_INSTANTIATE_ROWS(F<bf16, kChannelPack>)               \
+  ST_INSTANTIATE_ROWS(F<f16, kChannelPack>)
+ST_INSTANTIATE_ROWS_PACKS(BnApply)
+ST_INSTANTIATE_ROWS_PACKS(BnApplyAddRelu)
+ST_INSTANTIATE_ROWS_PACKS(BnBackwardData)
+ST_INSTANTIATE_ROWS_PACKS(BnBackwardDataResidual)
+#undef ST_INSTANTIATE_ROWS_PACKS
+#undef ST_INSTANTIATE_ROWS
+// The per-row reductions.
+template void launch_cuda_row_reductions<SoftmaxCrossEntropyForward>(void*, const char*, const RowsPlan&,
+                                                                     const SoftmaxCrossEntropyForward&);
+// The reduction primitive's (source, sink) pairs.
+#define ST_INSTANTIATE_SUMS(S, K) \
+  template void launch_cuda_column_sums<S, K>(void*, const char*, const ColumnSumsPlan&, const S&, double*, const K&);
+#define ST_INSTANTIATE_SUMS_STORAGE(S, K) \
+  ST_INSTANTIATE_SUMS(S<float>, K) ST_INSTANTIATE_SUMS(S<bf16>, K) ST_INSTANTIATE_SUMS(S<f16>, K)
+ST_INSTANTIATE_SUMS_STORAGE(ColumnValues, BnSumsAndCount)
+ST_INSTANTIATE_SUMS_STORAGE(ColumnValues, StoreFloat)
+ST_INSTANTIATE_SUMS_STORAGE(ColumnValues, StoreDouble)
+ST_INSTANTIATE_SUMS_STORAGE(BnSquaredDeviations, BnSquaredDeviationSums)
+ST_INSTANTIATE_SUMS_STORAGE(BnGradientTerms, BnGradientSums)
+ST_INSTANTIATE_SUMS(NonFiniteFlags, StoreDouble)
+ST_INSTANTIATE_SUMS(LossTerms, AddDouble)
+#undef ST_INSTANTIATE_SUMS_STORAGE
+#undef ST_INSTANTIATE_SUMS
 #undef ST_INSTANTIATE_STORAGE
 #undef ST_INSTANTIATE
 

@@ -18,6 +18,8 @@ std::string pci_bus_id(int device);
 
 // "NVIDIA H100 80GB HBM3"
 std::string device_name(int device);
+// Its streaming multiprocessors (cudaDevAttrMultiProcessorCount).
+int multiprocessor_count(int device);
 
 // "CUDA runtime 13.0 / driver 13.0, cuDNN 9.19.0, NCCL 2.28.9, cuBLAS 13.1.0" (driver "none" without one); none of
 // these calls needs a device.

@@ -44,6 +44,8 @@ class CudaOpContext {
   CudaOpContext& operator=(const CudaOpContext&) = delete;
 
   int device() const { return device_; }
+  // The device's SMs, which reduction plans spread over (kernels/reduction.hpp).
+  int multiprocessor_count() const { return multiprocessor_count_; }
   const CudaOpSettings& settings() const { return settings_; }
   // The most workspace an algorithm chosen now for `stream` may use: the fixed limit, or the auto
   // rule on the device's memory now (the stream's workspace counted as available).
@@ -91,6 +93,13 @@ class CudaOpContext {
     counters_->call();
     kernels::launch_cuda(stream, label, n, f);
   }
+  // The column sums of `src` by `plan` (backend/launch.hpp's launch_column_sums), a call per pass.
+  template <class Source, class Sink>
+  void launch_column_sums(cudaStream_t stream, const char* label, const kernels::ColumnSumsPlan& plan,
+                          const Source& src, double* partial, const Sink& sink) {
+    for (int pass = 0; pass < plan.passes(); ++pass) counters_->call();
+    kernels::launch_cuda_column_sums(stream, label, plan, src, partial, sink);
+  }
 
   // At operator creation: the workspace of `stream` grows to at least `bytes` (at most
   // workspace_limit; more is an Error naming `who`). The old buffer is released in stream order.
@@ -108,6 +117,7 @@ class CudaOpContext {
 
  private:
   int device_;
+  int multiprocessor_count_ = 0;
   DeviceCounters* counters_ = &DeviceCounters::unattached();
   std::shared_ptr<CudaMemory> memory_;
   CudaOpSettings settings_;
@@ -129,6 +139,10 @@ std::unique_ptr<PoolOp> make_cudnn_pool(CudaOpContext& ctx, const PoolShape& sha
 // Null where the plan keeps the shape on the layer's kernels (bf16).
 std::unique_ptr<BatchNormOp> make_cudnn_batch_norm(CudaOpContext& ctx, const BatchNormShape& shape,
                                                    cudaStream_t stream);
+// cuDNN's batch normalization in bf16, which make_cudnn_batch_norm leaves to the kernels until a GPU
+// has said whether it runs and agrees (the GPU kit's question, tests/cuda/cudatest_cudnn_bf16_batch_norm.cpp).
+std::unique_ptr<BatchNormOp> make_cudnn_bf16_batch_norm_probe(CudaOpContext& ctx, const BatchNormShape& shape,
+                                                              cudaStream_t stream);
 std::unique_ptr<InnerProductOp> make_cublaslt_inner_product(CudaOpContext& ctx, const InnerProductShape& shape,
                                                             cudaStream_t stream);
 
