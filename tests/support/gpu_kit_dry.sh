@@ -33,7 +33,7 @@ expect = {"check": ["device", "cudatests", "cuda_vs_cpu", "resume", "hdf5_input"
                     "telemetry", "memcheck"],
           "speed": ["scaletrain_resnet50_bf16", "pytorch_resnet50_bf16", "algorithms_resnet50_nondet",
                     "algorithms_resnet50_det", "scaletrain_fmnist_sepcnn", "algorithms_fmnist_sepcnn",
-                    "pytorch_fmnist_sepcnn", "scaletrain_lenet", "algorithms_lenet"]}
+                    "pytorch_fmnist_sepcnn", "scaletrain_lenet", "algorithms_lenet", "cudnn_bf16_batch_norm"]}
 for call, steps in expect.items():
     doc = json.load(open(os.path.join(out, f"{call}.json")))
     got = [s["step"] for s in doc["steps"]]
