@@ -18,9 +18,9 @@
 #include "support/layer_harness.hpp"
 
 using namespace scaletrain;
-using scaletrain::testing::on_device;
 using scaletrain::testing::tensors_close;
 using scaletrain::testing::to_host;
+using scaletrain::testing::values_on_device;
 
 namespace {
 
@@ -37,12 +37,6 @@ std::vector<float> random_values(int64_t n, float offset, float spread, uint32_t
   std::vector<float> v(static_cast<size_t>(n));
   for (float& x : v) x = offset + spread * d(rng);
   return v;
-}
-
-Tensor values_on_device(Backend& backend, const Shape& shape, const std::vector<float>& values, DType dtype) {
-  Tensor host(shape, DType::f32, "x");
-  std::copy(values.begin(), values.end(), host.data<float>());
-  return on_device(backend, host, dtype);
 }
 
 int fused_tails(const nn::Model& m) {

@@ -27,6 +27,13 @@ inline Tensor on_device(Backend& backend, const Tensor& host, DType dtype) {
 
 inline Tensor on_device(Backend& backend, const Tensor& host) { return on_device(backend, host, host.dtype()); }
 
+// A device tensor of `shape` in `dtype` holding f32 `values` (rounded to it).
+inline Tensor values_on_device(Backend& backend, const Shape& shape, const std::vector<float>& values, DType dtype) {
+  Tensor host(shape, DType::f32, "x");
+  std::memcpy(host.raw(), values.data(), values.size() * sizeof(float));
+  return on_device(backend, host, dtype);
+}
+
 // The values of a device tensor of T's type (float: f32; int64_t: i64).
 template <class T = float>
 std::vector<T> to_host(Backend& backend, const Tensor& t) {
