@@ -3,9 +3,8 @@
 // as device code), so what is checked here is the arithmetic of both paths.
 #include <gtest/gtest.h>
 
-#include <cstring>
-
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "scaletrain/kernels/activation.hpp"
@@ -14,8 +13,10 @@
 #include "scaletrain/kernels/conv_layout.hpp"
 #include "scaletrain/kernels/dropout.hpp"
 #include "scaletrain/kernels/launch.hpp"
+#include "scaletrain/kernels/merge.hpp"
 #include "scaletrain/kernels/normalize.hpp"
 #include "scaletrain/kernels/optimizer_update.hpp"
+#include "scaletrain/kernels/packs.hpp"
 #include "scaletrain/kernels/pool_direct.hpp"
 #include "scaletrain/kernels/scale.hpp"
 #include "scaletrain/kernels/softmax_cross_entropy.hpp"
@@ -145,14 +146,13 @@ TEST(Functors, ScaleAndNonFiniteFlags) {
   EXPECT_EQ(x[1], 1.0f);
   const NonFiniteFlags flags{x.data(), 7, loss.data()};
   std::vector<float> g, l;
-  for (int64_t r = 0; r < 9; ++r) {
-    float v[2];
-    flags.load(r, 0, v);
-    g.push_back(v[0]);
-    l.push_back(v[1]);
+  for (int64_t i = 0; i < 9; ++i) {
+    float v[1];
+    flags.load(i, i < 7 ? 0 : 1, v);  // segment 0: the 7 gradients; 1: the losses after them
+    (i < 7 ? g : l).push_back(v[0]);
   }
-  EXPECT_EQ(g, (std::vector<float>{0, 0, 1, 0, 1, 0, 0, 0, 0}));
-  EXPECT_EQ(l, (std::vector<float>{0, 0, 0, 0, 0, 0, 0, 1, 0}));
+  EXPECT_EQ(g, (std::vector<float>{0, 0, 1, 0, 1, 0, 0}));
+  EXPECT_EQ(l, (std::vector<float>{1, 0}));
 }
 
 TEST(Functors, NormalizeAndAugment) {
@@ -302,6 +302,137 @@ TEST(Functors, DirectMaxPropagatesNaN) {
     launch_host("max", 1, PoolForwardDirect<float>{x.data(), y.data(), g, true});
     EXPECT_TRUE(std::isnan(y[0])) << at;
   }
+}
+
+// The contiguous element-wise functors in packs of kChannelPack (as a CUDA thread runs them,
+// kernels/packs.hpp) against one element per index (as the host runs them): bitwise.
+template <class T>
+struct PackedValues {
+  std::vector<Pack<T, kChannelPack>> packs;
+  PackedValues(int64_t n, uint32_t seed, float lo = -3.0f, float hi = 3.0f)
+      : packs(static_cast<size_t>(n / kChannelPack)) {
+    uint32_t s = seed;
+    for (int64_t i = 0; i < n; ++i) {
+      s = s * 1664525u + 1013904223u;
+      data()[i] = from_float<T>(lo + (hi - lo) * static_cast<float>(s >> 8) / 16777216.0f);
+    }
+  }
+  T* data() { return &packs[0].v[0]; }
+  std::vector<uint8_t> bytes() const {
+    std::vector<uint8_t> b(packs.size() * sizeof(packs[0]));
+    std::memcpy(b.data(), packs.data(), b.size());
+    return b;
+  }
+};
+
+constexpr int64_t kPackedN = kChannelPack * 37;
+
+template <class F>
+void run_elements(const F& f, bool packed) {
+  ASSERT_TRUE(f.packs_fit());
+  if (packed) {
+    launch_host("packs", kPackedN / kChannelPack, ElementPacks<F, kChannelPack>{f});
+  } else {
+    launch_host("elements", kPackedN, f);
+  }
+}
+
+// run(packed) launches a functor on fresh inputs one way and returns its outputs' bytes.
+template <class Run>
+void expect_packs_match_elements(const char* what, const Run& run) {
+  const std::vector<std::vector<uint8_t>> elements = run(false), packs = run(true);
+  EXPECT_EQ(elements, packs) << what;
+}
+
+template <class T>
+class ElementPacksOf : public ::testing::Test {};
+using StorageTypes = ::testing::Types<float, bf16, f16>;
+TYPED_TEST_SUITE(ElementPacksOf, StorageTypes);
+
+TYPED_TEST(ElementPacksOf, ActivationsSumsAndCastsMatchOneElementPerIndex) {
+  using T = TypeParam;
+  const auto unary = [](auto make) {
+    return [make](bool packed) {
+      PackedValues<T> x(kPackedN, 1), y(kPackedN, 2);
+      run_elements(make(x.data(), y.data()), packed);
+      return std::vector<std::vector<uint8_t>>{y.bytes()};
+    };
+  };
+  const auto binary = [](auto make) {
+    return [make](bool packed) {
+      PackedValues<T> a(kPackedN, 3), b(kPackedN, 4), out(kPackedN, 5);
+      run_elements(make(a.data(), b.data(), out.data()), packed);
+      return std::vector<std::vector<uint8_t>>{out.bytes()};
+    };
+  };
+  expect_packs_match_elements("relu", unary([](T* x, T* y) { return ReluForward<T>{x, y}; }));
+  expect_packs_match_elements("selu", unary([](T* x, T* y) { return SeluForward<T>{x, y}; }));
+  expect_packs_match_elements("relu backward", binary([](T* a, T* d, T* o) { return ReluBackward<T>{a, d, o}; }));
+  expect_packs_match_elements("selu backward", binary([](T* a, T* d, T* o) { return SeluBackward<T>{a, d, o}; }));
+  expect_packs_match_elements("selu backward from y", binary([](T* a, T* d, T* o) {
+                                return SeluBackwardFromOutput<T>{a, d, o};
+                              }));
+  expect_packs_match_elements("add", binary([](T* a, T* b, T* o) { return AddTensors<T>{a, b, o}; }));
+  expect_packs_match_elements("add in place", [](bool packed) {
+    PackedValues<T> a(kPackedN, 6), b(kPackedN, 7);
+    run_elements(AddTensors<T>{a.data(), b.data(), a.data()}, packed);
+    return std::vector<std::vector<uint8_t>>{a.bytes()};
+  });
+  expect_packs_match_elements("cast to T", [](bool packed) {
+    PackedValues<float> x(kPackedN, 8, -1e4f, 1e4f);
+    PackedValues<T> y(kPackedN, 9);
+    run_elements(Cast<float, T>{x.data(), y.data(), 3.0f}, packed);
+    return std::vector<std::vector<uint8_t>>{y.bytes()};
+  });
+  expect_packs_match_elements("cast from T", [](bool packed) {
+    PackedValues<T> x(kPackedN, 10);
+    PackedValues<float> y(kPackedN, 11);
+    run_elements(Cast<T, float>{x.data(), y.data(), 2.0f}, packed);
+    return std::vector<std::vector<uint8_t>>{y.bytes()};
+  });
+}
+
+TEST(ElementPacks, ScalingAndOptimizerUpdatesMatchOneElementPerIndex) {
+  using Out = std::vector<std::vector<uint8_t>>;
+  expect_packs_match_elements("scale", [](bool packed) {
+    PackedValues<float> x(kPackedN, 12);
+    run_elements(Scale{x.data(), 0.37f}, packed);
+    return Out{x.bytes()};
+  });
+  expect_packs_match_elements("divide", [](bool packed) {
+    PackedValues<float> x(kPackedN, 13);
+    run_elements(DivideBy{x.data(), 3.0f}, packed);
+    return Out{x.bytes()};
+  });
+  for (const bool first : {true, false})
+    for (const bool nesterov : {true, false})
+      expect_packs_match_elements("sgd", [first, nesterov](bool packed) {
+        PackedValues<float> p(kPackedN, 14), g(kPackedN, 15), b(kPackedN, 16);
+        run_elements(SgdUpdate{p.data(), g.data(), b.data(), 0.1f, 0.9f, 0.1f, 1e-2f, nesterov, first}, packed);
+        return Out{p.bytes(), b.bytes()};
+      });
+  expect_packs_match_elements("sgd without momentum", [](bool packed) {
+    PackedValues<float> p(kPackedN, 17), g(kPackedN, 18);
+    run_elements(SgdUpdate{p.data(), g.data(), nullptr, 0.1f, 0.0f, 0.0f, 1e-2f, false, false}, packed);
+    return Out{p.bytes()};
+  });
+  expect_packs_match_elements("adamw", [](bool packed) {
+    PackedValues<float> p(kPackedN, 19), g(kPackedN, 20), m(kPackedN, 21), v(kPackedN, 22, 0.0f, 2.0f);
+    run_elements(AdamWUpdate{p.data(), g.data(), m.data(), v.data(), 1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, 0.19f, 0.002f},
+                 packed);
+    return Out{p.bytes(), m.bytes(), v.bytes()};
+  });
+}
+
+TEST(ElementPacks, FitOnlyWherePointersAreAlignedForAPack) {
+  PackedValues<bf16> x(kPackedN, 23), y(kPackedN, 24);
+  PackedValues<float> f(kPackedN, 25);
+  EXPECT_TRUE((ReluForward<bf16>{x.data(), y.data()}.packs_fit()));
+  EXPECT_FALSE((ReluForward<bf16>{x.data() + 1, y.data()}.packs_fit()));
+  EXPECT_FALSE((Cast<float, bf16>{f.data() + 4, y.data()}.packs_fit())) << "8 floats are 32 bytes";
+  EXPECT_TRUE((Cast<float, bf16>{f.data() + 8, y.data() + 8}.packs_fit()));
+  EXPECT_TRUE((SgdUpdate{f.data(), f.data(), nullptr, 0.1f, 0.0f, 0.0f, 0.0f, false, false}.packs_fit()))
+      << "no momentum buffer";
 }
 
 }  // namespace

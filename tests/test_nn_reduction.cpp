@@ -1,7 +1,8 @@
 // The reduction primitive (kernels/reduction.hpp): its plans spread resnet50's BatchNorm sums over
 // every SM, and no reduction over more than a million elements runs on fewer blocks than SMs; its
 // column sums match float64 references from one row to resnet50's largest BatchNorm shape (at batch
-// 256), with one and two passes and a large offset; cpu and the simulated device agree bitwise.
+// 256), with one and two passes and a large offset; cpu and the simulated device agree bitwise. The
+// per-segment sums (kernels/segment_sums.hpp) likewise, over segments from empty to 100,000 elements.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -13,10 +14,12 @@
 #include "scaletrain/kernels/batch_norm.hpp"
 #include "scaletrain/kernels/reduction.hpp"
 #include "scaletrain/kernels/scale.hpp"
+#include "scaletrain/kernels/segment_sums.hpp"
 #include "scaletrain/nn/zoo.hpp"
 #include "support/device_tensors.hpp"
 
 using namespace scaletrain;
+using scaletrain::testing::on_device;
 using scaletrain::testing::to_host;
 
 namespace {
@@ -195,8 +198,8 @@ TEST(ColumnSums, BatchNormGradientSumsMatchFloat64OnCpuAndSim) {
   EXPECT_EQ(std::memcmp(results[0].data(), results[1].data(), results[0].size() * sizeof(double)), 0);
 }
 
-// The whole-tensor sums over one column: the non-finite count of gradients and losses, exact.
-TEST(ColumnSums, CountNonFiniteValuesOfTwoTensorsExactly) {
+// The non-finite count of gradients and losses, two segments of one per-segment sum: exact.
+TEST(SegmentSums, CountNonFiniteValuesOfTwoTensorsExactly) {
   auto b = make_cpu_backend();
   constexpr int64_t kN = 3'000'001, kLoss = 7;
   std::vector<float> g(kN, 1.0f), l(kLoss, 0.5f);
@@ -206,11 +209,14 @@ TEST(ColumnSums, CountNonFiniteValuesOfTwoTensorsExactly) {
   Tensor gd = b->empty({kN}, DType::f32, "g"), ld = b->empty({kLoss}, DType::f32, "l");
   b->upload(gd, g);
   b->upload(ld, l);
-  const kernels::ColumnSumsPlan plan = kernels::plan_column_sums(kN + kLoss, 1, 2, b->multiprocessor_count());
+  const std::vector<int64_t> offsets{0, kN, kN + kLoss};
+  const kernels::SegmentSumsPlan plan = kernels::plan_segment_sums(offsets, 1, b->multiprocessor_count());
+  const std::vector<int64_t> first = kernels::segment_first_blocks(plan, offsets);
   Tensor partial = b->empty({plan.partial_size()}, DType::f64, "partial"), out = b->empty({2}, DType::f64, "out");
-  launch_column_sums(b->compute_stream(), "count_nonfinite", plan,
-                     kernels::NonFiniteFlags{gd.device_data<float>(), kN, ld.device_data<float>()},
-                     partial.device_data<double>(), kernels::StoreDouble{out.device_data<double>()});
+  launch_segment_sums(b->compute_stream(), "count_nonfinite", plan,
+                      kernels::SegmentTables{offsets.data(), first.data()},
+                      kernels::NonFiniteFlags{gd.device_data<float>(), kN, ld.device_data<float>()},
+                      partial.device_data<double>(), kernels::StoreDouble{out.device_data<double>()});
   EXPECT_EQ(out.data<double>()[0], static_cast<double>(bad));
   EXPECT_EQ(out.data<double>()[1], 1.0);
 }
@@ -227,6 +233,100 @@ TEST(ColumnSums, CountsACallPerPass) {
                        partial.device_data<double>(), kernels::StoreDouble{out.device_data<double>()});
     EXPECT_EQ(sim->counters().read().calls - before, plan.passes()) << sms << " SMs";
     sim->compute_stream().synchronize();
+  }
+}
+
+TEST(SegmentSumsPlan, SpreadsLargeBuffersOverEverySmAndCoversEachSegment) {
+  for (const int64_t total : {int64_t{1} << 20, int64_t{25'557'032}, int64_t{1} << 31})
+    for (const int64_t pieces : {int64_t{1}, int64_t{161}, int64_t{4096}}) {
+      std::vector<int64_t> offsets{0};
+      for (int64_t s = 1; s <= pieces; ++s) offsets.push_back(total * s * s / (pieces * pieces));  // uneven sizes
+      for (const int sms : {1, 108, 132}) {
+        const kernels::SegmentSumsPlan plan = kernels::plan_segment_sums(offsets, 1, sms);
+        ASSERT_EQ(plan.chunk % kernels::kReductionThreads, 0);
+        if (total > 1'000'000) {
+          EXPECT_GE(plan.blocks, sms) << total << " elements in " << pieces << " segments";
+        }
+        EXPECT_LE(plan.blocks, kernels::kReductionBlocksPerSm * sms + pieces) << total << " in " << pieces;
+        const std::vector<int64_t> first = kernels::segment_first_blocks(plan, offsets);
+        ASSERT_EQ(first.back(), plan.blocks);
+        // Each segment's blocks tile it in order (checked where the segments are few).
+        const kernels::SegmentTables tables{offsets.data(), first.data()};
+        for (int64_t seg = 0; seg < plan.segments && pieces < 200; ++seg) {
+          int64_t at = offsets[seg];
+          for (int64_t b = first[seg]; b < first[seg + 1]; ++b) {
+            int64_t begin = 0, end = 0;
+            tables.range(b, plan.segments, plan.chunk, &begin, &end);
+            ASSERT_EQ(tables.segment_of(b, plan.segments), seg) << "block " << b;
+            ASSERT_TRUE(begin == at && end > begin) << "block " << b << " of segment " << seg;
+            at = end;
+          }
+          ASSERT_EQ(at, offsets[seg + 1]) << "segment " << seg;
+        }
+      }
+    }
+}
+
+TEST(SegmentSumsPlan, RejectsOffsetsThatGoBackward) {
+  EXPECT_THROW(kernels::plan_segment_sums(std::vector<int64_t>{0, 8, 4}, 1, 132), Error);
+  EXPECT_THROW(kernels::plan_segment_sums(std::vector<int64_t>{}, 1, 132), Error);
+}
+
+// Sums and sums of squares (per-tensor norms) of segments from empty to 100,000 elements in f32 and
+// bf16, at an offset of 100: cpu and sim bitwise, against float64, two calls per launch.
+TEST(SegmentSums, MatchFloat64AndSimAgreesBitwise) {
+  const std::vector<int64_t> sizes{0, 1, 7, 256, 2049, 100000, 0, 3, 40000};
+  std::vector<int64_t> offsets{0};
+  for (const int64_t n : sizes) offsets.push_back(offsets.back() + n);
+  const int64_t total = offsets.back(), segments = static_cast<int64_t>(sizes.size());
+  Tensor x(Shape{total}, DType::f32, "x");
+  for (int64_t i = 0; i < total; ++i) x.data<float>()[i] = value_at(i, 0, 100.0f);
+  Tensor tables_host(Shape{2 * (segments + 1)}, DType::i64, "tables");
+  for (const DType dtype : {DType::f32, DType::bf16}) {
+    std::vector<double> results[2];
+    for (int k = 0; k < 2; ++k) {
+      const std::unique_ptr<Backend> backend = k == 0 ? make_cpu_backend() : sim_backend();
+      Backend& b = *backend;
+      const kernels::SegmentSumsPlan plan = kernels::plan_segment_sums(offsets, 1, b.multiprocessor_count());
+      const std::vector<int64_t> first = kernels::segment_first_blocks(plan, offsets);
+      std::memcpy(tables_host.data<int64_t>(), offsets.data(), offsets.size() * sizeof(int64_t));
+      std::memcpy(tables_host.data<int64_t>() + segments + 1, first.data(), first.size() * sizeof(int64_t));
+      const Tensor tables = on_device(b, tables_host), xd = on_device(b, x, dtype);
+      const kernels::SegmentTables t{tables.device_data<int64_t>(), tables.device_data<int64_t>() + segments + 1};
+      Tensor partial = b.empty({plan.partial_size()}, DType::f64, "partial");
+      Tensor sums = b.empty({2 * segments}, DType::f64, "sums");
+      double* out = sums.device_data<double>();
+      const int64_t calls = b.counters().read().calls;
+      const auto launch_both = [&](auto v) {
+        using T = decltype(v);
+        launch_segment_sums(b.compute_stream(), "sums", plan, t, kernels::Values<T>{xd.device_data<T>()},
+                            partial.device_data<double>(), kernels::StoreDouble{out});
+        launch_segment_sums(b.compute_stream(), "squares", plan, t, kernels::SquaredValues<T>{xd.device_data<T>()},
+                            partial.device_data<double>(), kernels::StoreDouble{out + segments});
+      };
+      if (dtype == DType::f32) {
+        launch_both(float{});
+      } else {
+        launch_both(bf16{});
+      }
+      EXPECT_EQ(b.counters().read().calls - calls, 4);
+      results[k] = to_host<double>(b, sums);
+    }
+    ASSERT_EQ(std::memcmp(results[0].data(), results[1].data(), results[0].size() * sizeof(double)), 0)
+        << "cpu and sim differ in " << dtype_name(dtype);
+    for (int64_t s = 0; s < segments; ++s) {
+      double sum = 0.0, squares = 0.0;
+      for (int64_t i = offsets[s]; i < offsets[s + 1]; ++i) {
+        const double v = dtype == DType::f32 ? x.data<float>()[i] : to_float(from_float<bf16>(x.data<float>()[i]));
+        sum += v;
+        squares += v * v;
+      }
+      const double n = static_cast<double>(sizes[static_cast<size_t>(s)]);
+      // f32 lanes over values shifted by a block's first: their spread is 2 (squares: 400).
+      EXPECT_NEAR(results[0][static_cast<size_t>(s)], sum, 4e-7 * 2.0 * n + 1e-9 * std::fabs(sum)) << "segment " << s;
+      EXPECT_NEAR(results[0][static_cast<size_t>(segments + s)], squares, 4e-7 * 400.0 * n + 1e-9 * squares)
+          << "squares of segment " << s;
+    }
   }
 }
 

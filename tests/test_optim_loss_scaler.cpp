@@ -108,7 +108,7 @@ class UnscaleAndCheck : public ::testing::TestWithParam<DeviceKind> {
     o.threads = 1;
     return make_backend(o);
   }();
-  Tensor scratch;
+  NonFiniteScratch scratch;
 
   // n gradients of value 3 * scale (two blocks of counts and a partial third), one of them `bad`.
   bool check(float scale, float bad, int64_t at, Tensor* unscaled = nullptr) {

@@ -24,9 +24,9 @@ void launch_activation_forward(Stream& stream, Activation act, DType dtype, cons
     const T* x = static_cast<const T*>(pre);
     T* y = static_cast<T*>(post);
     if (act == Activation::relu)
-      launch(stream, "relu_forward", n, kernels::ReluForward<T>{x, y});
+      launch_elements(stream, "relu_forward", n, kernels::ReluForward<T>{x, y});
     else
-      launch(stream, "selu_forward", n, kernels::SeluForward<T>{x, y});
+      launch_elements(stream, "selu_forward", n, kernels::SeluForward<T>{x, y});
   });
 }
 
@@ -45,9 +45,9 @@ void launch_gradient(Stream& stream, Activation act, DType dtype, const void* fr
     const T* dy = static_cast<const T*>(dpost);
     T* dx = static_cast<T*>(dpre);
     if (act == Activation::relu)
-      launch(stream, relu_label, n, Relu<T>{a, dy, dx});
+      launch_elements(stream, relu_label, n, Relu<T>{a, dy, dx});
     else
-      launch(stream, selu_label, n, Selu<T>{a, dy, dx});
+      launch_elements(stream, selu_label, n, Selu<T>{a, dy, dx});
   });
 }
 

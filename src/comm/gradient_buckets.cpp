@@ -221,9 +221,9 @@ void GradientBuckets::round_to_wire(size_t b) {
   const float divisor = pre_divide ? static_cast<float>(comm_.size()) : 1.0f;
   visit_float_type(wire_dtype_, [&](auto t) {
     using T = decltype(t);
-    scaletrain::launch(backend_.compute_stream(), "gradients_to_wire", k.count,
-                       kernels::Cast<float, T>{grads_.device_data<float>() + k.offset,
-                                               wire_.device_data<T>() + k.offset, divisor});
+    scaletrain::launch_elements(
+        backend_.compute_stream(), "gradients_to_wire", k.count,
+        kernels::Cast<float, T>{grads_.device_data<float>() + k.offset, wire_.device_data<T>() + k.offset, divisor});
   });
 }
 
@@ -237,15 +237,16 @@ void GradientBuckets::widen_and_average() {
   Stream& s = backend_.compute_stream();
   if (!rounds_to_wire()) {
     // The mean: one division over the bucketed span, in order before the optimizer.
-    scaletrain::launch(s, "gradient_mean", span, kernels::DivideBy{grads_.device_data<float>() + first, world});
+    scaletrain::launch_elements(s, "gradient_mean", span,
+                                kernels::DivideBy{grads_.device_data<float>() + first, world});
     return;
   }
   const float divisor = wire_dtype_ == DType::bf16 && divides_by_world() ? world : 1.0f;
   visit_float_type(wire_dtype_, [&](auto t) {
     using T = decltype(t);
-    scaletrain::launch(s, "gradients_from_wire", span,
-                       kernels::Cast<T, float>{wire_.device_data<T>() + first, grads_.device_data<float>() + first,
-                                               divisor});
+    scaletrain::launch_elements(
+        s, "gradients_from_wire", span,
+        kernels::Cast<T, float>{wire_.device_data<T>() + first, grads_.device_data<float>() + first, divisor});
   });
 }
 

@@ -1,5 +1,6 @@
-// plan_column_sums: the tiles and row blocks of a column-sum reduction (kernels/reduction.hpp), and
-// plan_rows: the lanes per row of a per-row reduction.
+// plan_column_sums: the tiles and row blocks of a column-sum reduction (kernels/reduction.hpp),
+// plan_rows: the lanes per row of a per-row reduction, and plan_segment_sums: the blocks of the
+// per-segment sums (kernels/segment_sums.hpp).
 // Enough row blocks that every SM holds kReductionBlocksPerSm blocks with the column tiles, but no
 // block shorter than kReductionMinRowsPerLane rows per lane; the plan depends only on the shape and
 // the SM count.
@@ -7,6 +8,7 @@
 
 #include "scaletrain/core/error.hpp"
 #include "scaletrain/kernels/reduction.hpp"
+#include "scaletrain/kernels/segment_sums.hpp"
 
 namespace scaletrain::kernels {
 namespace {
@@ -47,6 +49,33 @@ RowsPlan plan_rows(int64_t rows, int64_t cols) {
   p.lanes = pow2_at_least(cols);
   p.rows_per_block = kReductionThreads / p.lanes;
   return p;
+}
+
+SegmentSumsPlan plan_segment_sums(std::span<const int64_t> offsets, int width, int sm_count) {
+  ST_CHECK(!offsets.empty() && offsets[0] >= 0, "segment sums: the offsets must start at an element (>= 0)");
+  ST_CHECK(width >= 1 && sm_count >= 1, "segment sums: width ", width, " and SM count ", sm_count, " must be positive");
+  for (size_t s = 1; s < offsets.size(); ++s)
+    ST_CHECK(offsets[s] >= offsets[s - 1], "segment sums: segment ", s - 1, " ends at ", offsets[s],
+             ", before its start ", offsets[s - 1]);
+  SegmentSumsPlan p;
+  p.segments = static_cast<int64_t>(offsets.size()) - 1;
+  p.width = width;
+  const int64_t total = offsets.back() - offsets.front();
+  const int64_t wanted = kReductionBlocksPerSm * sm_count;
+  const int64_t even = (total + wanted - 1) / wanted;
+  p.chunk = std::max<int64_t>(kReductionThreads * kReductionMinRowsPerLane,
+                              (even + kReductionThreads - 1) / kReductionThreads * kReductionThreads);
+  for (int64_t s = 0; s < p.segments; ++s) p.blocks += (offsets[s + 1] - offsets[s] + p.chunk - 1) / p.chunk;
+  return p;
+}
+
+std::vector<int64_t> segment_first_blocks(const SegmentSumsPlan& plan, std::span<const int64_t> offsets) {
+  ST_CHECK(static_cast<int64_t>(offsets.size()) == plan.segments + 1, "segment sums: a plan of ", plan.segments,
+           " segments given ", offsets.size(), " offsets");
+  std::vector<int64_t> first(offsets.size(), 0);
+  for (int64_t s = 0; s < plan.segments; ++s)
+    first[s + 1] = first[s] + (offsets[s + 1] - offsets[s] + plan.chunk - 1) / plan.chunk;
+  return first;
 }
 
 }  // namespace scaletrain::kernels

@@ -41,7 +41,8 @@ const Tensor& Add::forward_inputs(const std::vector<const Tensor*>& x, bool trai
     using T = decltype(t);
     for (size_t k = 1; k < x.size(); ++k) {
       const T* a = k == 1 ? x[0]->device_data<T>() : y_.device_data<T>();
-      launch(stream(), "add_forward", y_.numel(), kernels::AddTensors<T>{a, x[k]->device_data<T>(), y_.device_data<T>()});
+      launch_elements(stream(), "add_forward", y_.numel(),
+                      kernels::AddTensors<T>{a, x[k]->device_data<T>(), y_.device_data<T>()});
     }
   });
   return y_;

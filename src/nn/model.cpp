@@ -183,8 +183,8 @@ void Model::refresh_compute_parameters() {
   if (!backend_ || compute_ == DType::f32) return;
   visit_float_type(compute_, [&](auto t) {
     using T = decltype(t);
-    launch(backend_->compute_stream(), "round_parameters", flat_params_.numel(),
-           kernels::Cast<float, T>{flat_params_.device_data<float>(), flat_compute_.device_data<T>()});
+    launch_elements(backend_->compute_stream(), "round_parameters", flat_params_.numel(),
+                    kernels::Cast<float, T>{flat_params_.device_data<float>(), flat_compute_.device_data<T>()});
   });
 }
 
@@ -315,8 +315,8 @@ const Tensor& Model::forward(const Tensor& x, bool training) {
   if (compute_ == DType::f32) return *cur;
   visit_float_type(compute_, [&](auto t) {
     using T = decltype(t);
-    launch(backend_->compute_stream(), "logits_to_f32", cur->numel(),
-           kernels::Cast<T, float>{cur->device_data<T>(), logits_f32_.device_data<float>()});
+    launch_elements(backend_->compute_stream(), "logits_to_f32", cur->numel(),
+                    kernels::Cast<T, float>{cur->device_data<T>(), logits_f32_.device_data<float>()});
   });
   return logits_f32_;
 }
@@ -333,8 +333,8 @@ void Model::add_gradient(int producer, const Tensor& dx) {
   const Tensor& before = *output_grads_[p];
   visit_float_type(compute_, [&](auto t) {
     using T = decltype(t);
-    launch(backend_->compute_stream(), "sum_gradients", sum.numel(),
-           kernels::AddTensors<T>{before.device_data<T>(), dx.device_data<T>(), sum.device_data<T>()});
+    launch_elements(backend_->compute_stream(), "sum_gradients", sum.numel(),
+                    kernels::AddTensors<T>{before.device_data<T>(), dx.device_data<T>(), sum.device_data<T>()});
   });
   output_grads_[p] = &sum;
 }
@@ -347,8 +347,8 @@ void Model::backward(const Tensor& dlogits, const std::function<void(size_t)>& o
   if (compute_ != DType::f32) {
     visit_float_type(compute_, [&](auto t) {
       using T = decltype(t);
-      launch(backend_->compute_stream(), "dlogits_to_compute_type", dlogits.numel(),
-             kernels::Cast<float, T>{dlogits.device_data<float>(), dlogits_low_.device_data<T>()});
+      launch_elements(backend_->compute_stream(), "dlogits_to_compute_type", dlogits.numel(),
+                      kernels::Cast<float, T>{dlogits.device_data<float>(), dlogits_low_.device_data<T>()});
     });
     output_grads_.back() = &dlogits_low_;
   }

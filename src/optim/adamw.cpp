@@ -39,9 +39,10 @@ class AdamW final : public Optimizer {
     float* m = m_.device_data<float>();
     float* v = v_.device_data<float>();
     for (const UpdateRange& r : ranges)
-      launch(backend_.compute_stream(), "adamw_update", r.count,
-             kernels::AdamWUpdate{param + r.offset, grad + r.offset, m + r.offset, v + r.offset, lr, o_.beta1, o_.beta2,
-                                  o_.eps, r.options.weight_decay ? o_.weight_decay : 0.0f, bc1, bc2});
+      launch_elements(
+          backend_.compute_stream(), "adamw_update", r.count,
+          kernels::AdamWUpdate{param + r.offset, grad + r.offset, m + r.offset, v + r.offset, lr, o_.beta1, o_.beta2,
+                               o_.eps, r.options.weight_decay ? o_.weight_decay : 0.0f, bc1, bc2});
   }
   std::string name() const override { return "adamw"; }
   std::vector<const Tensor*> state() const override {

@@ -2,7 +2,9 @@
 // check of the reduced gradients.
 #include "scaletrain/optim/loss_scaler.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "scaletrain/backend/launch.hpp"
 #include "scaletrain/core/error.hpp"
@@ -45,20 +47,42 @@ bool LossScaler::update(bool found_nonfinite) {
   return true;
 }
 
+namespace {
+
+// The segment tables of [gradients | losses] under `plan`, queued to the device where the sizes changed.
+void refresh_tables(Backend& backend, const kernels::SegmentSumsPlan& plan, const std::vector<int64_t>& offsets,
+                    NonFiniteScratch& scratch) {
+  if (scratch.gradients == offsets[1] && scratch.losses == offsets[2] - offsets[1]) return;
+  const std::vector<int64_t> first = kernels::segment_first_blocks(plan, offsets);
+  const int64_t k = static_cast<int64_t>(offsets.size());
+  scratch.tables_host = Tensor({2 * k}, DType::i64, "non-finite segment tables (host)");
+  std::copy(offsets.begin(), offsets.end(), scratch.tables_host.data<int64_t>());
+  std::copy(first.begin(), first.end(), scratch.tables_host.data<int64_t>() + k);
+  scratch.tables = backend.empty({2 * k}, DType::i64, "non-finite segment tables");
+  backend.copy_async(backend.compute_stream(), scratch.tables, scratch.tables_host);
+  scratch.sums = backend.empty({2 + plan.partial_size()}, DType::f64, "non-finite counts");
+  scratch.gradients = offsets[1];
+  scratch.losses = offsets[2] - offsets[1];
+}
+
+}  // namespace
+
 NonFiniteCounts unscale_and_count_nonfinite(Backend& backend, const Tensor& grads, float scale, const Tensor* losses,
-                                            Tensor& scratch) {
+                                            NonFiniteScratch& scratch) {
   const int64_t n = grads.numel(), n_loss = losses ? losses->numel() : 0;
   if (n + n_loss == 0) return {};
-  const kernels::ColumnSumsPlan plan = kernels::plan_column_sums(n + n_loss, 1, 2, backend.multiprocessor_count());
-  if (scratch.numel() != 2 + plan.partial_size()) scratch = backend.empty({2 + plan.partial_size()}, DType::f64, "non-finite counts");
+  const std::vector<int64_t> offsets{0, n, n + n_loss};
+  const kernels::SegmentSumsPlan plan = kernels::plan_segment_sums(offsets, 1, backend.multiprocessor_count());
+  refresh_tables(backend, plan, offsets, scratch);
   Stream& s = backend.compute_stream();
-  double* counts = scratch.device_data<double>();
+  double* counts = scratch.sums.device_data<double>();
+  const int64_t* tables = scratch.tables.device_data<int64_t>();
   float* g = grads.device_data<float>();
-  if (scale != 1.0f && n > 0) launch(s, "unscale_gradients", n, kernels::Scale{g, 1.0f / scale});
-  launch_column_sums(s, "count_nonfinite", plan,
-                     kernels::NonFiniteFlags{g, n, losses ? losses->device_data<float>() : nullptr}, counts + 2,
-                     kernels::StoreDouble{counts});
-  const Tensor host = backend.download(scratch.view(0, {2}));
+  if (scale != 1.0f && n > 0) launch_elements(s, "unscale_gradients", n, kernels::Scale{g, 1.0f / scale});
+  launch_segment_sums(s, "count_nonfinite", plan, kernels::SegmentTables{tables, tables + offsets.size()},
+                      kernels::NonFiniteFlags{g, n, losses ? losses->device_data<float>() : nullptr}, counts + 2,
+                      kernels::StoreDouble{counts});
+  const Tensor host = backend.download(scratch.sums.view(0, {2}));
   return {static_cast<int64_t>(host.data<double>()[0]), static_cast<int64_t>(host.data<double>()[1])};
 }
 

@@ -32,10 +32,10 @@ class Sgd final : public Optimizer {
     const float* grad = grads.device_data<float>();
     float* momentum = o_.momentum != 0.0f ? buffer_.device_data<float>() : nullptr;
     for (const UpdateRange& r : ranges)
-      launch(backend_.compute_stream(), "sgd_update", r.count,
-             kernels::SgdUpdate{param + r.offset, grad + r.offset, momentum ? momentum + r.offset : nullptr, lr,
-                                o_.momentum, o_.dampening, r.options.weight_decay ? o_.weight_decay : 0.0f,
-                                o_.nesterov, steps_ == 0});
+      launch_elements(backend_.compute_stream(), "sgd_update", r.count,
+                      kernels::SgdUpdate{param + r.offset, grad + r.offset, momentum ? momentum + r.offset : nullptr,
+                                         lr, o_.momentum, o_.dampening, r.options.weight_decay ? o_.weight_decay : 0.0f,
+                                         o_.nesterov, steps_ == 0});
     ++steps_;
   }
   std::string name() const override { return "sgd"; }

@@ -82,7 +82,7 @@ struct Trainer::Impl {
   std::unique_ptr<BucketTuner> bucket_tuner;  // comm.bucket_mb (auto: probe, timed backward, choice)
   double retired_allreduce_seconds = 0;       // of buckets replaced by the choice, not yet reported
   std::unique_ptr<optim::LossScaler> scaler;
-  Tensor nonfinite_counts;  // per-block inf/NaN counts of the gradients and losses
+  optim::NonFiniteScratch nonfinite_counts;  // the inf/NaN count's sums and segment tables
   int64_t local_batch = 0;
   std::unique_ptr<data::InputPipeline> input;  // the loader's batch to the model's input
   Tensor interval_sums, eval_sums;  // f64 [3] on the device: loss, correct, rows

@@ -19,6 +19,7 @@
 #include "scaletrain/kernels/cast.hpp"
 #include "scaletrain/kernels/dropout.hpp"
 #include "scaletrain/kernels/launch.hpp"
+#include "scaletrain/kernels/merge.hpp"
 #include "scaletrain/kernels/normalize.hpp"
 #include "scaletrain/kernels/optimizer_update.hpp"
 #include "scaletrain/kernels/scale.hpp"
@@ -124,6 +125,34 @@ TYPED_TEST(CudaStorageFunctors, SeluForwardAndBackward) {
   expect_matches(b, y, ulp_tolerance<T>(), "SeluForward");
   expect_matches(b, dx, ulp_tolerance<T>(), "SeluBackward");
   expect_matches(b, dx_from_y, ulp_tolerance<T>(), "SeluBackwardFromOutput");
+}
+
+// launch_elements over a multiple of 8 elements at aligned pointers: a device thread per pack of 8
+// (kernels/packs.hpp), against the host's one element per index; an element count that is not a
+// multiple of 8 runs one element per thread.
+TYPED_TEST(CudaStorageFunctors, ElementPacksMatchTheHost) {
+  using T = TypeParam;
+  Backend& b = *this->backend;
+  for (const size_t n : {size_t{100000}, size_t{100003}}) {
+    Twin<T> x(b, stored<T>(uniform(n, -3, 3, 11)), "x"), dy(b, stored<T>(uniform(n, -1, 1, 12)), "dy");
+    Twin<T> y(b, std::vector<T>(n), "y"), dx(b, std::vector<T>(n), "dx"), sum(b, std::vector<T>(n), "sum");
+    Twin<float> wide(b, uniform(n, -100, 100, 13), "wide");
+    Twin<T> narrow(b, std::vector<T>(n), "narrow");
+    ASSERT_EQ(x.n() % kChannelPack == 0, n == 100000);
+    launch_host("relu", x.n(), ReluForward<T>{x.h(), y.h()});
+    launch_elements(b.compute_stream(), "relu", x.n(), ReluForward<T>{x.d(), y.d()});
+    launch_host("selu_bwd", x.n(), SeluBackward<T>{x.h(), dy.h(), dx.h()});
+    launch_elements(b.compute_stream(), "selu_bwd", x.n(), SeluBackward<T>{x.d(), dy.d(), dx.d()});
+    launch_host("add", x.n(), AddTensors<T>{x.h(), dy.h(), sum.h()});
+    launch_elements(b.compute_stream(), "add", x.n(), AddTensors<T>{x.d(), dy.d(), sum.d()});
+    launch_host("cast", x.n(), Cast<float, T>{wide.h(), narrow.h(), 4.0f});
+    launch_elements(b.compute_stream(), "cast", x.n(), Cast<float, T>{wide.d(), narrow.d(), 4.0f});
+    const std::string at = " over " + std::to_string(n);
+    expect_matches(b, y, 0, "ReluForward" + at);
+    expect_matches(b, dx, ulp_tolerance<T>(), "SeluBackward" + at);
+    expect_matches(b, sum, 0, "AddTensors" + at);
+    expect_matches(b, narrow, 0, "Cast" + at);
+  }
 }
 
 TYPED_TEST(CudaStorageFunctors, DropoutForwardAndBackward) {

@@ -1,10 +1,12 @@
 // The reduction primitive (kernels/reduction.hpp) on the CUDA backend against the host's loops for
 // the same plan (the device's SM count): column sums of f32 and bf16 from one row to resnet50's
-// first BatchNorm at batch 64, BatchNorm's gradient terms, and the non-finite count (exact). The
+// first BatchNorm at batch 64, BatchNorm's gradient terms, the non-finite count (exact), and the
+// per-segment sums and sums of squares of resnet50-like segments (kernels/segment_sums.hpp). The
 // block reductions add in the host's order; nvcc may contract a source's multiply into the shift's
 // subtraction, so sums agree to rounding (1e-6 of the sum of magnitudes), counts exactly.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -15,6 +17,7 @@
 #include "scaletrain/kernels/batch_norm.hpp"
 #include "scaletrain/kernels/reduction.hpp"
 #include "scaletrain/kernels/scale.hpp"
+#include "scaletrain/kernels/segment_sums.hpp"
 
 using namespace scaletrain;
 using namespace scaletrain::kernels;
@@ -102,11 +105,55 @@ TEST_F(CudaReduction, CountsNonFiniteValuesExactly) {
   for (int64_t i = 0; i < n; i += 7919, ++bad) g[static_cast<size_t>(i)] = (i / 7919) % 2 ? INFINITY : NAN;
   l[17] = NAN;
   const Tensor gd = to_device(b, g, "g"), ld = to_device(b, l, "l");
-  const ColumnSumsPlan plan = plan_column_sums(n + n_loss, 1, 2, b.multiprocessor_count());
+  const std::vector<int64_t> offsets{0, n, n + n_loss};
+  const SegmentSumsPlan plan = plan_segment_sums(offsets, 1, b.multiprocessor_count());
+  std::vector<int64_t> tables = offsets;
+  const std::vector<int64_t> first = segment_first_blocks(plan, offsets);
+  tables.insert(tables.end(), first.begin(), first.end());
+  const Tensor td = to_device(b, tables, "tables");
   Tensor partial = b.empty({plan.partial_size()}, DType::f64, "partial"), out = b.empty({2}, DType::f64, "out");
-  launch_column_sums(b.compute_stream(), "count_nonfinite", plan, NonFiniteFlags{dptr<float>(gd), n, dptr<float>(ld)},
-                     dptr<double>(partial), StoreDouble{dptr<double>(out)});
+  launch_segment_sums(
+      b.compute_stream(), "count_nonfinite", plan, SegmentTables{dptr<int64_t>(td), dptr<int64_t>(td) + 3},
+      NonFiniteFlags{dptr<float>(gd), n, dptr<float>(ld)}, dptr<double>(partial), StoreDouble{dptr<double>(out)});
   EXPECT_EQ(to_host<double>(b, out), (std::vector<double>{static_cast<double>(bad), 1.0}));
+}
+
+// Segments from empty to millions of elements (a large model's tensors), sums of bf16 values and sums
+// of squares of f32 values, against the host's loops for the device's plan.
+TEST_F(CudaReduction, SegmentSumsMatchTheHostOrder) {
+  Backend& b = *backend;
+  const std::vector<int64_t> sizes{64, 0, 9408, 1, 2'359'296, 256, 7, 4'194'304, 1000};
+  std::vector<int64_t> offsets{0};
+  for (const int64_t n : sizes) offsets.push_back(offsets.back() + n);
+  const int64_t segments = static_cast<int64_t>(sizes.size()), total = offsets.back();
+  const SegmentSumsPlan plan = plan_segment_sums(offsets, 1, b.multiprocessor_count());
+  const std::vector<int64_t> first = segment_first_blocks(plan, offsets);
+  std::vector<int64_t> tables = offsets;
+  tables.insert(tables.end(), first.begin(), first.end());
+  const Tensor td = to_device(b, tables, "tables");
+  const SegmentTables t{dptr<int64_t>(td), dptr<int64_t>(td) + segments + 1};
+  const std::vector<bf16> xb = random_stored<bf16>(total, 0.5f, 5);
+  const std::vector<float> xf = random_stored<float>(total, 0.0f, 6);
+  const Tensor xbd = to_device(b, xb, "xb"), xfd = to_device(b, xf, "xf");
+  Tensor partial = b.empty({std::max<int64_t>(1, plan.partial_size())}, DType::f64, "partial");
+  Tensor out = b.empty({2 * segments}, DType::f64, "out");
+  launch_segment_sums(b.compute_stream(), "sums", plan, t, Values<bf16>{dptr<bf16>(xbd)}, dptr<double>(partial),
+                      StoreDouble{dptr<double>(out)});
+  launch_segment_sums(b.compute_stream(), "squares", plan, t, SquaredValues<float>{dptr<float>(xfd)},
+                      dptr<double>(partial), StoreDouble{dptr<double>(out) + segments});
+  std::vector<double> host_partial(static_cast<size_t>(std::max<int64_t>(1, plan.partial_size())));
+  std::vector<double> want(static_cast<size_t>(2 * segments));
+  const SegmentTables ht{offsets.data(), first.data()};
+  const auto on_host = [&](auto src, double* sink) {
+    const SegmentSumsBlock<decltype(src)> blocks{plan, ht, src, host_partial.data()};
+    for (int64_t k = 0; k < plan.blocks; ++k) blocks(k);
+    const SegmentSumsFinish<StoreDouble> finish{host_partial.data(), first.data(), segments, 1, StoreDouble{sink}};
+    for (int64_t k = 0; k < segments; ++k) finish(k);
+  };
+  on_host(Values<bf16>{xb.data()}, want.data());
+  on_host(SquaredValues<float>{xf.data()}, want.data() + segments);
+  expect_close(to_host<double>(b, out), want, 1.5 * static_cast<double>(*std::max_element(sizes.begin(), sizes.end())),
+               "segment sums");
 }
 
 }  // namespace

@@ -10,14 +10,14 @@
 #include "scaletrain/kernels/cast.hpp"
 #include "scaletrain/kernels/conv_layout.hpp"
 #include "scaletrain/kernels/dropout.hpp"
+#include "scaletrain/kernels/launch_device.cuh"
+#include "scaletrain/kernels/merge.hpp"
 #include "scaletrain/kernels/normalize.hpp"
 #include "scaletrain/kernels/optimizer_update.hpp"
 #include "scaletrain/kernels/pool_direct.hpp"
+#include "scaletrain/kernels/reduction_device.cuh"
 #include "scaletrain/kernels/scale.hpp"
 #include "scaletrain/kernels/softmax_cross_entropy.hpp"
-
-#include "scaletrain/kernels/launch_device.cuh"
-#include "scaletrain/kernels/reduction_device.cuh"
 
 namespace {
 
@@ -61,17 +61,27 @@ void scaletrain_compile_every_functor(float* a, float* b, float* c, float* d, ui
   launch(1, AugmentCropFlip<uint8_t>{u, u, 28, 28, 1, 2, true, 1, 2, idx});
   launch(1, AugmentCropFlip<float>{a, b, 28, 28, 1, 2, true, 1, 2, idx});
   launch(1, DivideBy{a, 3.0f});
+  launch(1, ElementPacks<ReluForward<bf16>, kChannelPack>{{h, h}});
+  launch(1, ElementPacks<SeluBackwardFromOutput<f16>, kChannelPack>{{g, g, g}});
+  launch(1, ElementPacks<AddTensors<bf16>, kChannelPack>{{h, h, h}});
+  launch(1, ElementPacks<Cast<float, bf16>, kChannelPack>{{a, h, 2.0f}});
+  launch(1, ElementPacks<SgdUpdate, kChannelPack>{{a, b, c, 0.1f, 0.9f, 0.0f, 0.0f, true, false}});
+  launch(1, ElementPacks<AdamWUpdate, kChannelPack>{{a, b, c, d, 0.1f, 0.9f, 0.999f, 1e-8f, 0.01f, 0.1f, 0.001f}});
+  launch(1, ElementPacks<DivideBy, kChannelPack>{{a, 3.0f}});
   (void)launch_device_rows(1, 1, BnApply<bf16, kChannelPack>{h, h, a, b, 8, true});
   (void)launch_device_rows(1, 1, BnApplyAddRelu<f16, 1>{g, g, g, a, b, 3});
   (void)launch_device_rows(1, 1, BnBackwardData<float, kChannelPack>{a, b, c, d, a, b, c, sums, d, 8, true});
   (void)launch_device_rows(1, 1, BnBackwardDataResidual<bf16, kChannelPack>{h, h, h, h, h, a, b, c, sums, d, 8});
   const ColumnSumsPlan plan = {};
-  (void)launch_device_column_sums(plan, NonFiniteFlags{a, 8, b}, sums, StoreDouble{sums}, nullptr);
   (void)launch_device_column_sums(plan, LossTerms{a, l}, sums, AddDouble{sums}, nullptr);
   (void)launch_device_column_sums(plan, ColumnValues<bf16>{h, 4}, sums, StoreFloat{a}, nullptr);
   (void)launch_device_column_sums(plan, BnSquaredDeviations<f16>{g, a, 4}, sums, BnSquaredDeviationSums{sums}, nullptr);
   (void)launch_device_column_sums(plan, BnGradientTerms<bf16>{h, h, h, a, b, 4, true}, sums,
                                   BnGradientSums{sums, a, b, 4}, nullptr);
+  (void)launch_device_segment_sums(SegmentSumsPlan{}, SegmentTables{idx, idx}, SquaredValues<bf16>{h}, sums,
+                                   StoreDouble{sums}, nullptr);
+  (void)launch_device_segment_sums(SegmentSumsPlan{}, SegmentTables{idx, idx}, NonFiniteFlags{a, 8, b}, sums,
+                                   StoreDouble{sums}, nullptr);
   const NhwcPadGeometry pad{2, 2, 3, 3, 3, 0, 0};
   launch(1, PadNhwc<bf16>{h, h, pad, 0.0f});
   launch(1, CropNhwc<f16>{g, g, pad});

@@ -6,6 +6,7 @@
 
 #include "scaletrain/core/half.hpp"
 #include "scaletrain/core/macros.hpp"
+#include "scaletrain/kernels/packs.hpp"
 
 namespace scaletrain::kernels {
 
@@ -31,75 +32,88 @@ SCALETRAIN_INLINE float exp_nonpositive(float x) {
   return x <= -87.0f ? 0.0f : p * bits_float(scale_bits);
 }
 
-// T is the storage type (float, bf16, f16); the arithmetic is float.
+// T is the storage type (float, bf16, f16); the arithmetic is float. Each functor runs on packs of
+// elements (kernels/packs.hpp): pack<N>(i) over elements [i, i + N), operator()(i) one element.
+// A forward functor maps x to y; a gradient functor maps (a, dy) to dx, `a` being the activation's
+// input or (the FromOutput forms) its output.
 template <class T>
 struct ReluForward {
   const T* x;
   T* y;
-  SCALETRAIN_HOST_DEVICE void operator()(int64_t i) const {
-    const float v = to_float(x[i]);
-    y[i] = from_float<T>(v > 0.0f ? v : 0.0f);
+  template <int N>
+  SCALETRAIN_INLINE void pack(int64_t i) const {
+    float v[N];
+    load_pack<T, N>(x + i, v);
+    each_in_pack<N>([&](int k) { v[k] = v[k] > 0.0f ? v[k] : 0.0f; });
+    store_pack<T, N>(y + i, v);
   }
-};
-
-template <class T>
-struct ReluBackward {
-  const T* x;
-  const T* dy;
-  T* dx;
-  SCALETRAIN_HOST_DEVICE void operator()(int64_t i) const {
-    dx[i] = from_float<T>(to_float(x[i]) > 0.0f ? to_float(dy[i]) : 0.0f);
-  }
+  SCALETRAIN_HOST_DEVICE void operator()(int64_t i) const { pack<1>(i); }
+  bool packs_fit() const { return pack_aligned(x) && pack_aligned(y); }
 };
 
 template <class T>
 struct SeluForward {
   const T* x;
   T* y;
-  SCALETRAIN_HOST_DEVICE void operator()(int64_t i) const {
-    const float v = to_float(x[i]);
-    const float neg = kSeluScale * kSeluAlpha * (exp_nonpositive(v) - 1.0f);
-    y[i] = from_float<T>(v > 0.0f ? kSeluScale * v : neg);
+  template <int N>
+  SCALETRAIN_INLINE void pack(int64_t i) const {
+    float v[N];
+    load_pack<T, N>(x + i, v);
+    each_in_pack<N>([&](int k) {
+      const float neg = kSeluScale * kSeluAlpha * (exp_nonpositive(v[k]) - 1.0f);
+      v[k] = v[k] > 0.0f ? kSeluScale * v[k] : neg;
+    });
+    store_pack<T, N>(y + i, v);
+  }
+  SCALETRAIN_HOST_DEVICE void operator()(int64_t i) const { pack<1>(i); }
+  bool packs_fit() const { return pack_aligned(x) && pack_aligned(y); }
+};
+
+// dx = slope(a) * dy over packs, Slope::of(a) the activation's derivative from `a`.
+template <class T, class Slope>
+struct ActivationGradient {
+  const T* a;
+  const T* dy;
+  T* dx;
+  template <int N>
+  SCALETRAIN_INLINE void pack(int64_t i) const {
+    float av[N], g[N];
+    load_pack<T, N>(a + i, av);
+    load_pack<T, N>(dy + i, g);
+    each_in_pack<N>([&](int k) { g[k] = Slope::apply(av[k], g[k]); });
+    store_pack<T, N>(dx + i, g);
+  }
+  SCALETRAIN_HOST_DEVICE void operator()(int64_t i) const { pack<1>(i); }
+  bool packs_fit() const { return pack_aligned(a) && pack_aligned(dy) && pack_aligned(dx); }
+};
+
+struct ReluSlope {  // from the input or the output alike: exact
+  SCALETRAIN_INLINE static float apply(float a, float g) { return a > 0.0f ? g : 0.0f; }
+};
+struct SeluSlopeFromInput {
+  SCALETRAIN_INLINE static float apply(float x, float g) {
+    const float slope = x > 0.0f ? kSeluScale : kSeluScale * kSeluAlpha * exp_nonpositive(x);
+    return slope * g;
+  }
+};
+// SELU's slope from its output y: for y <= 0 it is y + scale * alpha (= scale * alpha * e^x), whose
+// error is y's rounding error, at most half an ulp of |y| < 1.76 (6e-8 in f32), where the input's
+// form has e^x's relative error (PyTorch's elu_backward takes the same form with is_result = true).
+// The FromOutput forms serve ops that keep only y (the cpu fused separable convolution).
+struct SeluSlopeFromOutput {
+  SCALETRAIN_INLINE static float apply(float y, float g) {
+    const float slope = y > 0.0f ? kSeluScale : y + kSeluScale * kSeluAlpha;
+    return slope * g;
   }
 };
 
 template <class T>
-struct SeluBackward {
-  const T* x;
-  const T* dy;
-  T* dx;
-  SCALETRAIN_HOST_DEVICE void operator()(int64_t i) const {
-    const float v = to_float(x[i]);
-    const float slope = v > 0.0f ? kSeluScale : kSeluScale * kSeluAlpha * exp_nonpositive(v);
-    dx[i] = from_float<T>(slope * to_float(dy[i]));
-  }
-};
-
-// The same gradients from the activation's output y instead of its input, for ops that keep only y
-// (the cpu fused separable convolution). ReLU's is exact. SELU's slope for y <= 0 is
-// y + scale * alpha (= scale * alpha * e^x): its error is y's rounding error, at most half an ulp of
-// |y| < 1.76 (6e-8 in f32), where the input's form has e^x's relative error (PyTorch's elu_backward
-// takes the same form with is_result = true).
+using ReluBackward = ActivationGradient<T, ReluSlope>;
 template <class T>
-struct ReluBackwardFromOutput {
-  const T* y;
-  const T* dy;
-  T* dx;
-  SCALETRAIN_HOST_DEVICE void operator()(int64_t i) const {
-    dx[i] = from_float<T>(to_float(y[i]) > 0.0f ? to_float(dy[i]) : 0.0f);
-  }
-};
-
+using SeluBackward = ActivationGradient<T, SeluSlopeFromInput>;
 template <class T>
-struct SeluBackwardFromOutput {
-  const T* y;
-  const T* dy;
-  T* dx;
-  SCALETRAIN_HOST_DEVICE void operator()(int64_t i) const {
-    const float v = to_float(y[i]);
-    const float slope = v > 0.0f ? kSeluScale : v + kSeluScale * kSeluAlpha;
-    dx[i] = from_float<T>(slope * to_float(dy[i]));
-  }
-};
+using ReluBackwardFromOutput = ActivationGradient<T, ReluSlope>;
+template <class T>
+using SeluBackwardFromOutput = ActivationGradient<T, SeluSlopeFromOutput>;
 
 }  // namespace scaletrain::kernels

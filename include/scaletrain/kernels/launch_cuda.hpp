@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "scaletrain/kernels/reduction.hpp"
+#include "scaletrain/kernels/segment_sums.hpp"
 
 namespace scaletrain::kernels {
 
@@ -23,6 +24,11 @@ void launch_cuda_rows(void* stream, const char* label, int64_t rows, int64_t pac
 template <class Source, class Sink>
 void launch_cuda_column_sums(void* stream, const char* label, const ColumnSumsPlan& plan, const Source& src,
                              double* partial, const Sink& sink);
+
+// Queues the per-segment sums of `src` by `plan` (two kernels) on `stream`; throws as launch_cuda.
+template <class Source, class Sink>
+void launch_cuda_segment_sums(void* stream, const char* label, const SegmentSumsPlan& plan, const SegmentTables& tables,
+                              const Source& src, double* partial, const Sink& sink);
 
 // Queues the per-row reduction functor f over plan.rows rows (kernels/reduction_device.cuh).
 template <class F>

@@ -6,16 +6,26 @@
 #include <cstdint>
 
 #include "scaletrain/core/half.hpp"
+#include "scaletrain/kernels/packs.hpp"
 
 namespace scaletrain::kernels {
 
-// out[i] = a[i] + b[i]; out may be a.
+// out[i] = a[i] + b[i]; out may be a. In packs (kernels/packs.hpp).
 template <class T>
 struct AddTensors {
   const T* a;
   const T* b;
   T* out;
-  SCALETRAIN_HOST_DEVICE void operator()(int64_t i) const { out[i] = from_float<T>(to_float(a[i]) + to_float(b[i])); }
+  template <int N>
+  SCALETRAIN_INLINE void pack(int64_t i) const {
+    float u[N], v[N];
+    load_pack<T, N>(a + i, u);
+    load_pack<T, N>(b + i, v);
+    each_in_pack<N>([&](int k) { u[k] += v[k]; });
+    store_pack<T, N>(out + i, u);
+  }
+  SCALETRAIN_HOST_DEVICE void operator()(int64_t i) const { pack<1>(i); }
+  bool packs_fit() const { return pack_aligned(a) && pack_aligned(b) && pack_aligned(out); }
 };
 
 // i over the part's elements, [rows, part_channels]: whole[row, offset + c] and part[row, c].

@@ -1,10 +1,11 @@
 // Optimizer update functors with exactly torch.optim.SGD and torch.optim.AdamW semantics
-// (i over parameters).
+// (i over parameters), in packs (kernels/packs.hpp).
 #pragma once
 #include <cmath>
 #include <cstdint>
 
 #include "scaletrain/core/macros.hpp"
+#include "scaletrain/kernels/packs.hpp"
 
 namespace scaletrain::kernels {
 
@@ -18,16 +19,25 @@ struct SgdUpdate {
   float weight_decay;
   bool nesterov;
   bool first_step;
-  SCALETRAIN_HOST_DEVICE void operator()(int64_t i) const {
-    float g = grad[i];
-    if (weight_decay != 0.0f) g += weight_decay * param[i];
-    if (momentum != 0.0f) {
-      const float b = first_step ? g : momentum * momentum_buffer[i] + (1.0f - dampening) * g;
-      momentum_buffer[i] = b;
-      g = nesterov ? g + momentum * b : b;
-    }
-    param[i] -= lr * g;
+  template <int N>
+  SCALETRAIN_INLINE void pack(int64_t i) const {
+    float p[N], g[N], b[N] = {};
+    load_pack<float, N>(param + i, p);
+    load_pack<float, N>(grad + i, g);
+    if (momentum != 0.0f && !first_step) load_pack<float, N>(momentum_buffer + i, b);
+    each_in_pack<N>([&](int k) {
+      if (weight_decay != 0.0f) g[k] += weight_decay * p[k];
+      if (momentum != 0.0f) {
+        b[k] = first_step ? g[k] : momentum * b[k] + (1.0f - dampening) * g[k];
+        g[k] = nesterov ? g[k] + momentum * b[k] : b[k];
+      }
+      p[k] -= lr * g[k];
+    });
+    if (momentum != 0.0f) store_pack<float, N>(momentum_buffer + i, b);
+    store_pack<float, N>(param + i, p);
   }
+  SCALETRAIN_HOST_DEVICE void operator()(int64_t i) const { pack<1>(i); }
+  bool packs_fit() const { return pack_aligned(param) && pack_aligned(grad) && pack_aligned(momentum_buffer); }
 };
 
 struct AdamWUpdate {
@@ -42,16 +52,27 @@ struct AdamWUpdate {
   float weight_decay;
   float bias_correction1;  // 1 - beta1^t
   float bias_correction2;  // 1 - beta2^t
-  SCALETRAIN_HOST_DEVICE void operator()(int64_t i) const {
-    const float g = grad[i];
-    float p = param[i] * (1.0f - lr * weight_decay);
-    const float m = beta1 * exp_avg[i] + (1.0f - beta1) * g;
-    const float v = beta2 * exp_avg_sq[i] + (1.0f - beta2) * g * g;
-    exp_avg[i] = m;
-    exp_avg_sq[i] = v;
-    const float denom = sqrtf(v) / sqrtf(bias_correction2) + eps;
-    p -= (lr / bias_correction1) * m / denom;
-    param[i] = p;
+  template <int N>
+  SCALETRAIN_INLINE void pack(int64_t i) const {
+    float p[N], g[N], m[N], v[N];
+    load_pack<float, N>(param + i, p);
+    load_pack<float, N>(grad + i, g);
+    load_pack<float, N>(exp_avg + i, m);
+    load_pack<float, N>(exp_avg_sq + i, v);
+    each_in_pack<N>([&](int k) {
+      p[k] *= 1.0f - lr * weight_decay;
+      m[k] = beta1 * m[k] + (1.0f - beta1) * g[k];
+      v[k] = beta2 * v[k] + (1.0f - beta2) * g[k] * g[k];
+      const float denom = sqrtf(v[k]) / sqrtf(bias_correction2) + eps;
+      p[k] -= (lr / bias_correction1) * m[k] / denom;
+    });
+    store_pack<float, N>(exp_avg + i, m);
+    store_pack<float, N>(exp_avg_sq + i, v);
+    store_pack<float, N>(param + i, p);
+  }
+  SCALETRAIN_HOST_DEVICE void operator()(int64_t i) const { pack<1>(i); }
+  bool packs_fit() const {
+    return pack_aligned(param) && pack_aligned(grad) && pack_aligned(exp_avg) && pack_aligned(exp_avg_sq);
   }
 };
 

@@ -1,7 +1,10 @@
 // Packs of N consecutive values of a storage type T, loaded and stored as one aligned access: 8 bf16
 // or f16 values are one 128-bit load on a device, 8 floats two. The element passes over channels-last
 // data take a pack of channels per index where the channels and every pointer allow it
-// (pack_fits), one channel otherwise.
+// (pack_fits), one channel otherwise. The contiguous element-wise functors (activations, sums,
+// casts, scaling, optimizer updates) take a pack of elements per index the same way: each has
+// pack<N>(first) over elements [first, first + N), operator()(i) = pack<1>(i), and packs_fit() saying
+// whether its pointers are aligned for packs; ElementPacks<F, N> runs pack<N> at index i * N.
 #pragma once
 #include <cstdint>
 #include <initializer_list>
@@ -62,5 +65,25 @@ bool pack_fits(int64_t channels, std::initializer_list<const void*> pointers) {
     if (p && reinterpret_cast<uintptr_t>(p) % (sizeof(T) * kChannelPack) != 0) return false;
   return true;
 }
+
+// Whether p is aligned for a pack of kChannelPack values of T (null is: no array to read).
+template <class T>
+bool pack_aligned(const T* p) {
+  return reinterpret_cast<uintptr_t>(p) % (sizeof(T) * kChannelPack) == 0;
+}
+
+// Whether n elements of the element-wise functor f run in packs: n a multiple of kChannelPack and
+// f's pointers aligned (f.packs_fit()).
+template <class F>
+bool element_packs_fit(int64_t n, const F& f) {
+  return n % kChannelPack == 0 && f.packs_fit();
+}
+
+// An element-wise functor F over packs of N elements: index i is elements [i * N, i * N + N).
+template <class F, int N>
+struct ElementPacks {
+  F f;
+  SCALETRAIN_HOST_DEVICE void operator()(int64_t i) const { f.template pack<N>(i * N); }
+};
 
 }  // namespace scaletrain::kernels

@@ -25,6 +25,7 @@
 
 #include "scaletrain/core/half.hpp"
 #include "scaletrain/core/macros.hpp"
+#include "scaletrain/kernels/packs.hpp"
 
 namespace scaletrain::kernels {
 
@@ -107,8 +108,9 @@ struct ColumnSumsBlock {
       const int64_t n = end - r0 < lanes ? end - r0 : lanes;
       if (nc == 1) {  // one column (a whole tensor's sums): the lanes are the contiguous loop
         for (int64_t j = 0; j < n; ++j) {
-          src.load(r0 + j, c0, v);
-          for (int w = 0; w < W; ++w) acc[w * lanes + j] += v[w] - shift[w];
+          float u[W];  // per element and its W unrolled, so that the compiler keeps it in registers
+          src.load(r0 + j, c0, u);
+          each_in_pack<W>([&](int w) { acc[w * lanes + j] += u[w] - shift[w]; });
         }
         continue;
       }

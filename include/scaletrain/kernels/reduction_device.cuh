@@ -2,12 +2,15 @@
 // threads per column tile and row block, each thread summing its lane's rows of one column, then a
 // tree over the lanes in shared memory in the host's order; a second kernel (ColumnSumsFinish, the
 // grid-stride launch) adds the row blocks' partials where the plan has two passes. Per-row
-// reductions: a warp segment per row, the same tree in shuffles (DeviceRow). No atomics.
+// reductions: a warp segment per row, the same tree in shuffles (DeviceRow). Per-segment sums
+// (kernels/segment_sums.hpp): a block of 256 threads per chunk of a segment, the host's tree in
+// shared memory, then SegmentSumsFinish. No atomics.
 #pragma once
 #include <cuda_runtime.h>
 
 #include "scaletrain/kernels/launch_device.cuh"
 #include "scaletrain/kernels/reduction.hpp"
+#include "scaletrain/kernels/segment_sums.hpp"
 
 namespace scaletrain::kernels {
 
@@ -61,6 +64,50 @@ cudaError_t launch_device_column_sums(const ColumnSumsPlan& plan, const Source& 
   if (rc != cudaSuccess || plan.passes() == 1) return rc;
   return launch_device(plan.width * plan.cols,
                        ColumnSumsFinish<Sink>{partial, plan.row_blocks, plan.width * plan.cols, sink}, stream);
+}
+
+template <class Source>
+__global__ void __launch_bounds__(kReductionThreads)
+    segment_sums_kernel(SegmentSumsPlan plan, SegmentTables tables, Source src, double* partial) {
+  constexpr int W = Source::kWidth;
+  __shared__ float acc[W * kReductionThreads];
+  const int t = threadIdx.x;
+  for (int64_t b = blockIdx.x; b < plan.blocks; b += gridDim.x) {
+    int64_t begin = 0, end = 0;
+    const int64_t seg = tables.range(b, plan.segments, plan.chunk, &begin, &end);
+    float a[W], shift[W], v[W];
+    for (int w = 0; w < W; ++w) a[w] = 0.0f;
+    src.load(begin, seg, shift);
+    for (int64_t i = begin + t; i < end; i += kReductionThreads) {
+      src.load(i, seg, v);
+      for (int w = 0; w < W; ++w) a[w] += v[w] - shift[w];
+    }
+    for (int w = 0; w < W; ++w) acc[w * kReductionThreads + t] = a[w];
+    __syncthreads();
+    for (int s = kReductionThreads / 2; s > 0; s /= 2) {
+      if (t < s)
+        for (int w = 0; w < W; ++w) acc[w * kReductionThreads + t] += acc[w * kReductionThreads + t + s];
+      __syncthreads();
+    }
+    if (t == 0)
+      for (int w = 0; w < W; ++w)
+        partial[b * W + w] = static_cast<double>(acc[w * kReductionThreads]) +
+                             static_cast<double>(end - begin) * static_cast<double>(shift[w]);
+    __syncthreads();  // acc is the next block's
+  }
+}
+
+template <class Source, class Sink>
+cudaError_t launch_device_segment_sums(const SegmentSumsPlan& plan, const SegmentTables& tables, const Source& src,
+                                       double* partial, const Sink& sink, cudaStream_t stream) {
+  if (plan.blocks > 0) {
+    const int64_t grid = plan.blocks < 65535 ? plan.blocks : 65535;
+    segment_sums_kernel<<<static_cast<unsigned>(grid), kReductionThreads, 0, stream>>>(plan, tables, src, partial);
+    const cudaError_t rc = cudaGetLastError();
+    if (rc != cudaSuccess) return rc;
+  }
+  return launch_device(plan.width * plan.segments,
+                       SegmentSumsFinish<Sink>{partial, tables.first_block, plan.segments, plan.width, sink}, stream);
 }
 
 // A row of a per-row reduction on the device: `lanes` threads of one warp, reducing with shuffles in

@@ -48,11 +48,19 @@ struct NonFiniteCounts {
   int64_t gradients = 0;
   int64_t losses = 0;
 };
+// What unscale_and_count_nonfinite keeps on the device between calls, made on first use and again
+// when the sizes change: the two counts and the reduction's partial sums (f64), and the segment
+// tables of [gradients | losses] (kernels/segment_sums.hpp) with the host copy they are queued from.
+struct NonFiniteScratch {
+  Tensor sums;
+  Tensor tables;
+  Tensor tables_host;
+  int64_t gradients = -1, losses = -1;  // the sizes the tables are for
+};
 // Queues grads *= 1 / scale (f32, on the compute stream; skipped for scale 1) and counts the inf/NaN
-// values of the result and of `losses` (f32 per-row losses; may be null), read back with one
-// synchronization of the compute stream. `scratch` (f64) holds the two counts and the reduction's
-// partial sums between calls (allocated on first use).
+// values of the result and of `losses` (f32 per-row losses; may be null) as two segments of one
+// per-segment sum, read back with one synchronization of the compute stream.
 NonFiniteCounts unscale_and_count_nonfinite(Backend& backend, const Tensor& grads, float scale, const Tensor* losses,
-                                            Tensor& scratch);
+                                            NonFiniteScratch& scratch);
 
 }  // namespace scaletrain::optim

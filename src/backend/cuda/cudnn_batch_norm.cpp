@@ -75,7 +75,7 @@ class CudnnBatchNorm final : public BatchNormOp {
                 const float* save_invstd, float* dweight, float* dbias, void* dx) override {
     use_device(ctx_.device());
     if (relu()) {
-      ctx_.launch(stream_, "batch norm relu backward", plan_.x.elements(),
+      ctx_.launch_elements(stream_, "batch norm relu backward", plan_.x.elements(),
                            kernels::ReluBackwardFromOutput<T>{static_cast<const T*>(y), static_cast<const T*>(dy),
                                                               masked_.device_data<T>()});
       dy = masked_.device_data<T>();
@@ -93,7 +93,7 @@ class CudnnBatchNorm final : public BatchNormOp {
   void apply_relu(void* y) {
     if (!relu()) return;
     T* v = static_cast<T*>(y);
-    ctx_.launch(stream_, "batch norm relu", plan_.x.elements(), kernels::ReluForward<T>{v, v});
+    ctx_.launch_elements(stream_, "batch norm relu", plan_.x.elements(), kernels::ReluForward<T>{v, v});
   }
 
   CudaOpContext& ctx_;

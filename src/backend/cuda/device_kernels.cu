@@ -43,6 +43,17 @@ void launch_cuda_rows(void* stream, const char* label, int64_t rows, int64_t pac
                     std::to_string(packs) + " packs failed: " + cudaGetErrorString(rc));
 }
 
+template <class Source, class Sink>
+void launch_cuda_segment_sums(void* stream, const char* label, const SegmentSumsPlan& plan, const SegmentTables& tables,
+                              const Source& src, double* partial, const Sink& sink) {
+  const cudaError_t rc =
+      launch_device_segment_sums(plan, tables, src, partial, sink, static_cast<cudaStream_t>(stream));
+  if (rc != cudaSuccess)
+    throw_error(__FILE__, __LINE__, "CUDA",
+                std::string("launch of segment sums '") + label + "' over " + std::to_string(plan.segments) +
+                    " segments failed: " + cudaGetErrorString(rc));
+}
+
 template <class F>
 void launch_cuda_row_reductions(void* stream, const char* label, const RowsPlan& plan, const F& f) {
   const cudaError_t rc = launch_device_row_reductions(plan, f, static_cast<cudaStream_t>(stream));
@@ -64,15 +75,29 @@ void launch_cuda_column_sums(void* stream, const char* label, const ColumnSumsPl
 
 #define ST_INSTANTIATE(...) template void launch_cuda<__VA_ARGS__>(void*, const char*, int64_t, const __VA_ARGS__&);
 #define ST_INSTANTIATE_STORAGE(F) ST_INSTANTIATE(F<float>) ST_INSTANTIATE(F<bf16>) ST_INSTANTIATE(F<f16>)
-ST_INSTANTIATE_STORAGE(ReluForward)
-ST_INSTANTIATE_STORAGE(ReluBackward)
-ST_INSTANTIATE_STORAGE(SeluForward)
-ST_INSTANTIATE_STORAGE(SeluBackward)
-ST_INSTANTIATE_STORAGE(ReluBackwardFromOutput)
-ST_INSTANTIATE_STORAGE(SeluBackwardFromOutput)
+// The contiguous element-wise functors, per element and in packs (backend/launch.hpp's launch_elements).
+#define ST_INSTANTIATE_ELEMENTS(...) ST_INSTANTIATE(__VA_ARGS__) ST_INSTANTIATE(ElementPacks<__VA_ARGS__, kChannelPack>)
+#define ST_INSTANTIATE_ELEMENTS_STORAGE(F) \
+  ST_INSTANTIATE_ELEMENTS(F<float>) ST_INSTANTIATE_ELEMENTS(F<bf16>) ST_INSTANTIATE_ELEMENTS(F<f16>)
+ST_INSTANTIATE_ELEMENTS_STORAGE(ReluForward)
+ST_INSTANTIATE_ELEMENTS_STORAGE(SeluForward)
+ST_INSTANTIATE_ELEMENTS_STORAGE(ReluBackward)  // also ReluBackwardFromOutput: the same functor
+ST_INSTANTIATE_ELEMENTS_STORAGE(SeluBackward)
+ST_INSTANTIATE_ELEMENTS_STORAGE(SeluBackwardFromOutput)
+ST_INSTANTIATE_ELEMENTS_STORAGE(AddTensors)
+ST_INSTANTIATE_ELEMENTS(Cast<float, float>)
+ST_INSTANTIATE_ELEMENTS(Cast<float, bf16>)
+ST_INSTANTIATE_ELEMENTS(Cast<float, f16>)
+ST_INSTANTIATE_ELEMENTS(Cast<bf16, float>)
+ST_INSTANTIATE_ELEMENTS(Cast<f16, float>)
+ST_INSTANTIATE_ELEMENTS(SgdUpdate)
+ST_INSTANTIATE_ELEMENTS(AdamWUpdate)
+ST_INSTANTIATE_ELEMENTS(Scale)
+ST_INSTANTIATE_ELEMENTS(DivideBy)
+#undef ST_INSTANTIATE_ELEMENTS_STORAGE
+#undef ST_INSTANTIATE_ELEMENTS
 ST_INSTANTIATE_STORAGE(DropoutForward)
 ST_INSTANTIATE_STORAGE(DropoutBackward)
-ST_INSTANTIATE_STORAGE(AddTensors)
 ST_INSTANTIATE(BnMean)
 ST_INSTANTIATE(BnTrainingScale)
 ST_INSTANTIATE(BnCountBatch)
@@ -93,11 +118,6 @@ ST_INSTANTIATE_NORMALIZE(uint8_t)
 ST_INSTANTIATE_NORMALIZE(f16)
 ST_INSTANTIATE_NORMALIZE(float)
 #undef ST_INSTANTIATE_NORMALIZE
-ST_INSTANTIATE(Cast<float, float>)
-ST_INSTANTIATE(Cast<float, bf16>)
-ST_INSTANTIATE(Cast<float, f16>)
-ST_INSTANTIATE(Cast<bf16, float>)
-ST_INSTANTIATE(Cast<f16, float>)
 ST_INSTANTIATE(BiasAdd)
 ST_INSTANTIATE(BiasGrad)
 ST_INSTANTIATE_STORAGE(BiasAddStored)
@@ -112,10 +132,6 @@ ST_INSTANTIATE(FilterOhwiToOihw<f16, float>)
 ST_INSTANTIATE_STORAGE(PoolForwardDirect)
 ST_INSTANTIATE_STORAGE(PoolBackwardDirect)
 ST_INSTANTIATE(SoftmaxCrossEntropyBackward)
-ST_INSTANTIATE(SgdUpdate)
-ST_INSTANTIATE(AdamWUpdate)
-ST_INSTANTIATE(Scale)
-ST_INSTANTIATE(DivideBy)
 ST_INSTANTIATE(AugmentCropFlip<uint8_t>)
 ST_INSTANTIATE(AugmentCropFlip<f16>)
 ST_INSTANTIATE(AugmentCropFlip<float>)
@@ -145,8 +161,20 @@ ST_INSTANTIATE_SUMS_STORAGE(ColumnValues, StoreFloat)
 ST_INSTANTIATE_SUMS_STORAGE(ColumnValues, StoreDouble)
 ST_INSTANTIATE_SUMS_STORAGE(BnSquaredDeviations, BnSquaredDeviationSums)
 ST_INSTANTIATE_SUMS_STORAGE(BnGradientTerms, BnGradientSums)
-ST_INSTANTIATE_SUMS(NonFiniteFlags, StoreDouble)
 ST_INSTANTIATE_SUMS(LossTerms, AddDouble)
+// The per-segment sums: the non-finite count, values and squared values (per-tensor norms) of every
+// storage type.
+#define ST_INSTANTIATE_SEGMENTS(S)                                                                   \
+  template void launch_cuda_segment_sums<S, StoreDouble>(void*, const char*, const SegmentSumsPlan&, \
+                                                         const SegmentTables&, const S&, double*, const StoreDouble&);
+ST_INSTANTIATE_SEGMENTS(NonFiniteFlags)
+ST_INSTANTIATE_SEGMENTS(Values<float>)
+ST_INSTANTIATE_SEGMENTS(Values<bf16>)
+ST_INSTANTIATE_SEGMENTS(Values<f16>)
+ST_INSTANTIATE_SEGMENTS(SquaredValues<float>)
+ST_INSTANTIATE_SEGMENTS(SquaredValues<bf16>)
+ST_INSTANTIATE_SEGMENTS(SquaredValues<f16>)
+#undef ST_INSTANTIATE_SEGMENTS
 #undef ST_INSTANTIATE_SUMS_STORAGE
 #undef ST_INSTANTIATE_SUMS
 #undef ST_INSTANTIATE_STORAGE

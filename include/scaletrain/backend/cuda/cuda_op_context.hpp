@@ -20,8 +20,9 @@
 #include "scaletrain/backend/algorithm_book.hpp"
 #include "scaletrain/backend/device_counters.hpp"
 #include "scaletrain/backend/ops.hpp"
-#include "scaletrain/kernels/launch_cuda.hpp"
 #include "scaletrain/core/tensor.hpp"
+#include "scaletrain/kernels/launch_cuda.hpp"
+#include "scaletrain/kernels/packs.hpp"
 
 namespace scaletrain::cuda {
 
@@ -92,6 +93,15 @@ class CudaOpContext {
   void launch(cudaStream_t stream, const char* label, int64_t n, const F& f) {
     counters_->call();
     kernels::launch_cuda(stream, label, n, f);
+  }
+  // A contiguous element-wise functor, in packs where they fit (backend/launch.hpp's launch_elements).
+  template <class F>
+  void launch_elements(cudaStream_t stream, const char* label, int64_t n, const F& f) {
+    if (kernels::element_packs_fit(n, f)) {
+      launch(stream, label, n / kernels::kChannelPack, kernels::ElementPacks<F, kernels::kChannelPack>{f});
+    } else {
+      launch(stream, label, n, f);
+    }
   }
   // The column sums of `src` by `plan` (backend/launch.hpp's launch_column_sums), a call per pass.
   template <class Source, class Sink>
