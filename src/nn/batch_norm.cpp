@@ -5,6 +5,7 @@
 // convolution before it, the evaluation forward only hands on what that convolution wrote.
 #include "scaletrain/nn/batch_norm.hpp"
 
+#include "scaletrain/backend/activation.hpp"
 #include "scaletrain/backend/launch.hpp"
 #include "scaletrain/core/dispatch.hpp"
 #include "scaletrain/kernels/batch_norm.hpp"
@@ -168,9 +169,19 @@ const Tensor& BatchNorm2d::backward(const Tensor& dy, bool need_dx) {
   return need_dx ? dx_ : no_gradient();
 }
 
+// On a device one pass writes dx and the shortcut's gradient. The cpu backend (its streams run
+// inline) runs the same values as the unfused layers do, the mask into dresidual first and then
+// BatchNorm's passes over it: a core streams 3 arrays in and 2 out at a lower rate than the passes'
+// 2 or 3 (perf/README.md).
 void BatchNorm2d::backward_residual_relu(const Tensor& y, const Tensor& dy, const Tensor* dresidual) {
   ST_CHECK(fused_residual_, "layer '", name_, "': backward_residual_relu without fuse_residual_relu");
-  gradients(y, dy, true, true, dresidual);
+  if (!dresidual || !stream().runs_inline()) {
+    gradients(y, dy, true, true, dresidual);
+    return;
+  }
+  launch_activation_backward_from_output(stream(), Activation::relu, dtype_, y.device_raw(), dy.device_raw(),
+                                         dresidual->device_raw(), y.numel());
+  gradients(y, *dresidual, true, false, nullptr);
 }
 
 // The gradient sums over (x, y, dy), with the ReLU's mask from y where `relu`, the parameters'
