@@ -110,7 +110,7 @@ void expect_rows_cover_the_step(comm::Communicator& world, train::RunConfig c, c
   c.model = model;
   c.lr = 0.005;
   c.profile = "layers,kernels";
-  c.max_steps = 5;
+  c.max_steps = 9;  // 8 measured steps: one slow step on a busy machine moves the ratio less
   c.overwrite = true;
   train::Trainer t(c, world);
   (void)t.run();
@@ -118,7 +118,7 @@ void expect_rows_cover_the_step(comm::Communicator& world, train::RunConfig c, c
   std::ifstream f(c.run_dir + "/profile.json");
   ASSERT_TRUE(f.good()) << "no profile.json in " << c.run_dir;
   const nlohmann::json p = nlohmann::json::parse(f);
-  EXPECT_EQ(p["measured_steps"].get<int64_t>(), 4);
+  EXPECT_EQ(p["measured_steps"].get<int64_t>(), 8);
   const double step = p["step_s"].get<double>(), rows = p["rows_s"].get<double>();
   EXPECT_NEAR(rows / step, 1.0, 0.10) << model << ": the rows add up to " << rows << " s of a " << step << " s step";
   size_t layers = 0;
