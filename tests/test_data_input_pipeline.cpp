@@ -12,20 +12,15 @@
 #include "scaletrain/core/error.hpp"
 #include "scaletrain/core/half.hpp"
 #include "scaletrain/data/input_pipeline.hpp"
+#include "support/test_harness.hpp"
 
 using namespace scaletrain;
+using scaletrain::testing::backend_of;
 
 namespace {
 
 constexpr int64_t kRows = 4;
 const Shape kImage{6, 5, 3};  // [H, W, C]
-
-std::unique_ptr<Backend> make_backend(DeviceKind kind) {
-  if (kind == DeviceKind::cpu) return make_cpu_backend();
-  BackendOptions options;
-  options.kind = DeviceKind::sim;
-  return make_sim_backend(options);
-}
 
 // A device batch of `values` stored as `stored`, as the loader hands it over (copied, with indices).
 struct DeviceBatch {
@@ -83,7 +78,7 @@ std::vector<uint8_t> prepare_bytes(Backend& b, data::InputPipeline& p, const Dev
 class InputPipelineTest : public ::testing::TestWithParam<DeviceKind> {};
 
 TEST_P(InputPipelineTest, NormalizesEveryStoredTypePerChannel) {
-  auto b = make_backend(GetParam());
+  auto b = backend_of(GetParam());
   const std::vector<uint8_t> values = pixel_values(kRows * shape_numel(kImage));
   for (DType stored : {DType::u8, DType::f16, DType::f32}) {
     data::InputPipeline p(*b, image_options(stored, DType::f32));
@@ -100,7 +95,7 @@ TEST_P(InputPipelineTest, NormalizesEveryStoredTypePerChannel) {
 }
 
 TEST_P(InputPipelineTest, FloatCopiesOfUint8PrepareBitwiseAlikeInEveryComputeType) {
-  auto b = make_backend(GetParam());
+  auto b = backend_of(GetParam());
   const std::vector<uint8_t> values = pixel_values(kRows * shape_numel(kImage));
   for (DType compute : {DType::f32, DType::bf16, DType::f16})
     for (bool augment : {false, true}) {
@@ -118,7 +113,7 @@ TEST_P(InputPipelineTest, FloatCopiesOfUint8PrepareBitwiseAlikeInEveryComputeTyp
 }
 
 TEST_P(InputPipelineTest, AugmentsTrainingBatchesOnly) {
-  auto b = make_backend(GetParam());
+  auto b = backend_of(GetParam());
   const std::vector<uint8_t> values = pixel_values(kRows * shape_numel(kImage));
   data::InputOptions o = image_options(DType::f32, DType::f32);
   data::InputPipeline plain(*b, o);
@@ -134,7 +129,7 @@ TEST_P(InputPipelineTest, AugmentsTrainingBatchesOnly) {
 // 1-D spectra [L] (L channels) and 3-D volumes [D, H, W, C] normalize per last dimension; without
 // statistics (data.normalize = none) the raw values pass.
 TEST_P(InputPipelineTest, AnySampleShapeAndRawValues) {
-  auto b = make_backend(GetParam());
+  auto b = backend_of(GetParam());
   for (const Shape& sample : {Shape{16}, Shape{3, 4, 2, 2}}) {
     const int64_t c = sample.back();
     const std::vector<uint8_t> values = pixel_values(kRows * shape_numel(sample));

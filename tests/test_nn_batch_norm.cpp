@@ -17,8 +17,11 @@
 #include "scaletrain/nn/zoo.hpp"
 #include "support/device_tensors.hpp"
 #include "support/layer_harness.hpp"
+#include "support/test_harness.hpp"
 
 using namespace scaletrain;
+using scaletrain::testing::backend_of;
+using scaletrain::testing::normal_values;
 using scaletrain::testing::on_device;
 using scaletrain::testing::tensors_close;
 using scaletrain::testing::to_host;
@@ -29,28 +32,13 @@ namespace {
 constexpr int64_t kBatch = 3;
 const Shape kSample{4, 5, 6};  // [H, W, C]: 60 rows per batch of 3, 6 channels
 
-std::unique_ptr<Backend> make_backend(DeviceKind kind) {
-  if (kind == DeviceKind::cpu) return make_cpu_backend();
-  BackendOptions options;
-  options.kind = DeviceKind::sim;
-  return make_sim_backend(options);
-}
-
-std::vector<float> random_values(int64_t n, float offset, float spread, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, 1.0f);
-  std::vector<float> v(static_cast<size_t>(n));
-  for (float& x : v) x = offset + spread * d(rng);
-  return v;
-}
-
 // One BatchNorm2d in a model of its own on a backend, with weight 1 + 0.1 c and bias 0.05 c.
 struct BatchNormRun {
   std::unique_ptr<Backend> backend;
   nn::Model model{"bn", nn::ParameterNaming::node};
 
   BatchNormRun(DeviceKind kind, DType dtype, nn::Activation act = nn::Activation::none, const Shape& sample = kSample)
-      : backend(make_backend(kind)) {
+      : backend(backend_of(kind)) {
     model.node<nn::BatchNorm2d>({nn::Model::input()}, "bn", act);
     model.configure(sample);
     model.build(*backend, kBatch, dtype);
@@ -111,7 +99,7 @@ std::vector<float> expected_output(const std::vector<float>& x, int64_t c, const
 TEST(BatchNorm, TrainingNormalizesWithTheBatchAndMovesTheRunningStatistics) {
   BatchNormRun bn(DeviceKind::cpu, DType::f32);
   const int64_t c = kSample.back(), n = kBatch * 20;
-  const std::vector<float> x = random_values(n * c, 2.0f, 3.0f, 5);
+  const std::vector<float> x = normal_values(n * c, 2.0f, 3.0f, 5);
   const std::vector<float> y = bn.forward(x, DType::f32, true);
   std::vector<double> mean, var;
   channel_statistics(x, c, mean, var);
@@ -132,7 +120,7 @@ TEST(BatchNorm, TrainingNormalizesWithTheBatchAndMovesTheRunningStatistics) {
 TEST(BatchNorm, EvaluationUsesTheRunningStatisticsAndLeavesThemAlone) {
   BatchNormRun bn(DeviceKind::cpu, DType::f32);
   const int64_t c = kSample.back(), n = kBatch * 20;
-  const std::vector<float> x = random_values(n * c, 1.0f, 2.0f, 6);
+  const std::vector<float> x = normal_values(n * c, 1.0f, 2.0f, 6);
   bn.forward(x, DType::f32, true);
   const std::vector<float> rm = bn.buffer("bn.running_mean"), rv = bn.buffer("bn.running_var");
   const std::vector<float> y = bn.forward(x, DType::f32, false);
@@ -149,7 +137,7 @@ TEST(BatchNorm, EvaluationUsesTheRunningStatisticsAndLeavesThemAlone) {
 TEST(BatchNorm, StatisticsStayExactOnALargeOffset) {
   BatchNormRun bn(DeviceKind::cpu, DType::f32);
   const int64_t c = kSample.back(), n = kBatch * 20;
-  const std::vector<float> x = random_values(n * c, 1e4f, 1.0f, 7);
+  const std::vector<float> x = normal_values(n * c, 1e4f, 1.0f, 7);
   const std::vector<float> y = bn.forward(x, DType::f32, true);
   std::vector<double> mean, var;
   channel_statistics(x, c, mean, var);
@@ -159,7 +147,7 @@ TEST(BatchNorm, StatisticsStayExactOnALargeOffset) {
 
 TEST(BatchNorm, FusedReluEqualsAReluLayerAfterIt) {
   const int64_t n = kBatch * 20, c = kSample.back();
-  const std::vector<float> x = random_values(n * c, 0.0f, 1.0f, 8);
+  const std::vector<float> x = normal_values(n * c, 0.0f, 1.0f, 8);
   BatchNormRun fused(DeviceKind::cpu, DType::f32, nn::Activation::relu);
   BatchNormRun plain(DeviceKind::cpu, DType::f32);
   std::vector<float> y = plain.forward(x, DType::f32, true);
@@ -171,7 +159,7 @@ TEST(BatchNorm, FusedReluEqualsAReluLayerAfterIt) {
 // and f16 stay within their rounding of f32.
 TEST(BatchNorm, BackendsAgreeAndLowPrecisionStaysNearF32) {
   const int64_t n = kBatch * 20, c = kSample.back();
-  const std::vector<float> x = random_values(n * c, 0.5f, 1.5f, 9);
+  const std::vector<float> x = normal_values(n * c, 0.5f, 1.5f, 9);
   const std::vector<float> ref = BatchNormRun(DeviceKind::cpu, DType::f32).forward(x, DType::f32, true);
   for (DType dtype : {DType::f32, DType::bf16, DType::f16}) {
     const std::vector<float> cpu = BatchNormRun(DeviceKind::cpu, dtype).forward(x, dtype, true);
@@ -209,7 +197,7 @@ struct FoldRun {
 // evaluation: two training forwards (the running statistics move away from their start), then one
 // evaluation forward.
 FoldRun run_resnet20(DeviceKind kind, DType dtype, bool fold, const std::vector<float>& x) {
-  auto backend = make_backend(kind);
+  auto backend = backend_of(kind);
   auto m = nn::make_zoo_model("resnet20", kFoldSample, 10);
   m->set_batch_norm_folding(fold);
   m->build(*backend, kFoldBatch, dtype);
@@ -228,7 +216,7 @@ FoldRun run_resnet20(DeviceKind kind, DType dtype, bool fold, const std::vector<
 // Folding changes only the rounding of evaluation (the filters scaled before the convolution instead
 // of its output after it), so the logits agree to a few ulps per layer; training is untouched.
 TEST(BatchNormFolding, EvaluationMatchesTheUnfoldedModelAndTrainingIsUntouched) {
-  const std::vector<float> x = random_values(kFoldBatch * shape_numel(kFoldSample), 0.2f, 1.0f, 11);
+  const std::vector<float> x = normal_values(kFoldBatch * shape_numel(kFoldSample), 0.2f, 1.0f, 11);
   for (DeviceKind kind : {DeviceKind::cpu, DeviceKind::sim}) {
     for (DType dtype : {DType::f32, DType::bf16}) {
       SCOPED_TRACE(device_kind_name(kind) + " " + std::string(dtype_name(dtype)));

@@ -18,11 +18,13 @@
 #include "support/device_tensors.hpp"
 #include "support/layer_harness.hpp"
 #include "support/reference_file.hpp"
+#include "support/test_harness.hpp"
 #include "support/tracking_layer.hpp"
 
 using namespace scaletrain;
-using scaletrain::testing::ReferenceFile;
+using scaletrain::testing::backend_of;
 using scaletrain::testing::on_device;
+using scaletrain::testing::ReferenceFile;
 using scaletrain::testing::tensors_close;
 using scaletrain::testing::to_host;
 
@@ -72,19 +74,12 @@ GraphRun run_with_twin_weights(Backend& backend, const std::string& name, DType 
   return r;
 }
 
-std::unique_ptr<Backend> make_backend(DeviceKind kind) {
-  if (kind == DeviceKind::cpu) return make_cpu_backend();
-  BackendOptions options;
-  options.kind = DeviceKind::sim;
-  return make_sim_backend(options);
-}
-
 class GraphTwin : public ::testing::TestWithParam<std::tuple<std::string, DeviceKind>> {};
 
 // Logits, loss and every weight gradient within fp32 tolerance of PyTorch's.
 TEST_P(GraphTwin, MatchesPyTorchInFp32) {
   const auto& [name, kind] = GetParam();
-  const auto backend = make_backend(kind);
+  const auto backend = backend_of(kind);
   const GraphRun r = run_with_twin_weights(*backend, name, DType::f32);
   ReferenceFile f(kFile);
   const Tensor logits = f.dataset(name + "/logits");
@@ -105,7 +100,7 @@ TEST_P(GraphTwin, MatchesPyTorchInFp32) {
 // bf16 and f16 (Add's and Concat's kernels, the summed gradients in the compute type) stay near fp32.
 TEST_P(GraphTwin, LowPrecisionStaysNearFp32) {
   const auto& [name, kind] = GetParam();
-  const auto backend = make_backend(kind);
+  const auto backend = backend_of(kind);
   const GraphRun ref = run_with_twin_weights(*backend, name, DType::f32);
   for (DType t : {DType::bf16, DType::f16}) {
     SCOPED_TRACE(dtype_name(t));
@@ -126,8 +121,8 @@ INSTANTIATE_TEST_SUITE_P(Zoo, GraphTwin,
 
 TEST(GraphTwinOnDevices, SimulatedDeviceGivesTheCpuBitForBit) {
   for (const std::string name : {"resmlp", "branchnet"}) {
-    const GraphRun a = run_with_twin_weights(*make_backend(DeviceKind::cpu), name, DType::f32);
-    const GraphRun b = run_with_twin_weights(*make_backend(DeviceKind::sim), name, DType::f32);
+    const GraphRun a = run_with_twin_weights(*backend_of(DeviceKind::cpu), name, DType::f32);
+    const GraphRun b = run_with_twin_weights(*backend_of(DeviceKind::sim), name, DType::f32);
     EXPECT_EQ(a.logits, b.logits) << name;
     EXPECT_EQ(a.gradients, b.gradients) << name;
   }

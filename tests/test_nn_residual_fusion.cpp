@@ -16,28 +16,16 @@
 #include "scaletrain/nn/zoo.hpp"
 #include "support/device_tensors.hpp"
 #include "support/layer_harness.hpp"
+#include "support/test_harness.hpp"
 
 using namespace scaletrain;
+using scaletrain::testing::backend_of;
+using scaletrain::testing::normal_values;
 using scaletrain::testing::tensors_close;
 using scaletrain::testing::to_host;
 using scaletrain::testing::values_on_device;
 
 namespace {
-
-std::unique_ptr<Backend> make_backend(DeviceKind kind) {
-  if (kind == DeviceKind::cpu) return make_cpu_backend();
-  BackendOptions options;
-  options.kind = DeviceKind::sim;
-  return make_sim_backend(options);
-}
-
-std::vector<float> random_values(int64_t n, float offset, float spread, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, 1.0f);
-  std::vector<float> v(static_cast<size_t>(n));
-  for (float& x : v) x = offset + spread * d(rng);
-  return v;
-}
 
 int fused_tails(const nn::Model& m) {
   int n = 0;
@@ -58,7 +46,7 @@ const Shape kSample{12, 12, 3};
 // resnet20 on `kind` in `dtype`: two training steps (forward and backward), then an evaluation
 // forward (with BatchNorm folded where `fold`).
 TailRun run_resnet20(DeviceKind kind, DType dtype, bool fuse, bool fold, const std::vector<float>& x) {
-  auto backend = make_backend(kind);
+  auto backend = backend_of(kind);
   auto m = nn::make_zoo_model("resnet20", kSample, 10);
   m->set_residual_fusion(fuse);
   m->set_batch_norm_folding(fold);
@@ -66,7 +54,7 @@ TailRun run_resnet20(DeviceKind kind, DType dtype, bool fuse, bool fold, const s
   m->init_parameters(5);
   const Tensor xd = values_on_device(*backend, nn::with_batch(kBatch, kSample), x, dtype);
   Tensor dlogits = backend->empty({kBatch, 10}, DType::f32, "dlogits");
-  backend->upload(dlogits, random_values(kBatch * 10, 0.0f, 0.1f, 3));
+  backend->upload(dlogits, normal_values(kBatch * 10, 0.0f, 0.1f, 3));
   TailRun r;
   for (int step = 0; step < 2; ++step) {
     backend->compute_stream().synchronize();
@@ -83,7 +71,7 @@ TailRun run_resnet20(DeviceKind kind, DType dtype, bool fuse, bool fold, const s
 }
 
 TEST(ResidualFusion, F32EqualsTheUnfusedLayersBitwiseOnCpuAndSim) {
-  const std::vector<float> x = random_values(kBatch * shape_numel(kSample), 0.2f, 1.0f, 11);
+  const std::vector<float> x = normal_values(kBatch * shape_numel(kSample), 0.2f, 1.0f, 11);
   for (DeviceKind kind : {DeviceKind::cpu, DeviceKind::sim}) {
     for (bool fold : {true, false}) {
       SCOPED_TRACE(device_kind_name(kind) + (fold ? " folded" : " unfolded"));
@@ -103,7 +91,7 @@ TEST(ResidualFusion, F32EqualsTheUnfusedLayersBitwiseOnCpuAndSim) {
 }
 
 TEST(ResidualFusion, CpuAndSimAgreeBitwise) {
-  const std::vector<float> x = random_values(kBatch * shape_numel(kSample), 0.2f, 1.0f, 12);
+  const std::vector<float> x = normal_values(kBatch * shape_numel(kSample), 0.2f, 1.0f, 12);
   for (DType dtype : {DType::f32, DType::bf16}) {
     const TailRun cpu = run_resnet20(DeviceKind::cpu, dtype, true, true, x);
     const TailRun sim = run_resnet20(DeviceKind::sim, dtype, true, true, x);
@@ -126,7 +114,7 @@ double relative_distance(const std::vector<float>& a, const std::vector<float>& 
 // One rounding where the layers apart round three times: against f32, the fused 16-bit run is no
 // further off than the unfused one (logits and gradients, within a margin for the noise of 16 bits).
 TEST(ResidualFusion, Bf16AndF16AreNoFurtherFromF32ThanTheUnfusedLayers) {
-  const std::vector<float> x = random_values(kBatch * shape_numel(kSample), 0.2f, 1.0f, 13);
+  const std::vector<float> x = normal_values(kBatch * shape_numel(kSample), 0.2f, 1.0f, 13);
   const TailRun f32 = run_resnet20(DeviceKind::cpu, DType::f32, false, true, x);
   for (DType dtype : {DType::bf16, DType::f16}) {
     SCOPED_TRACE(dtype_name(dtype));
@@ -165,9 +153,9 @@ TEST(ResidualFusion, GradientsMatchFiniteDifferences) {
     m.build(*backend, 2, DType::f32);
     m.init_parameters(7);
     ASSERT_EQ(fused_tails(m), 1);
-    const Tensor x = values_on_device(*backend, nn::with_batch(2, sample), random_values(2 * 18, 0.0f, 1.0f, 4),
-                                      DType::f32);
-    const std::vector<float> r = random_values(2 * 9 * channels, 0.0f, 1.0f, 5);
+    const Tensor x =
+        values_on_device(*backend, nn::with_batch(2, sample), normal_values(2 * 18, 0.0f, 1.0f, 4), DType::f32);
+    const std::vector<float> r = normal_values(2 * 9 * channels, 0.0f, 1.0f, 5);
     Tensor rd = backend->empty({2 * 9 * channels}, DType::f32, "r");
     backend->upload(rd, r);
     const auto loss = [&] {
@@ -198,7 +186,7 @@ TEST(ResidualFusion, GradientsMatchFiniteDifferences) {
 }
 
 TEST(ResidualFusion, Resnet50FusesEveryBottleneckTail) {
-  auto backend = make_backend(DeviceKind::sim);
+  auto backend = backend_of(DeviceKind::sim);
   auto m = nn::make_zoo_model("resnet50", {32, 32, 3}, 10);
   m->build(*backend, 1, DType::bf16);
   EXPECT_EQ(fused_tails(*m), 16);

@@ -21,10 +21,12 @@
 #include "support/device_tensors.hpp"
 #include "support/layer_harness.hpp"
 #include "support/reference_file.hpp"
+#include "support/test_harness.hpp"
 
 using namespace scaletrain;
-using scaletrain::testing::ReferenceFile;
+using scaletrain::testing::backend_of;
 using scaletrain::testing::on_device;
+using scaletrain::testing::ReferenceFile;
 using scaletrain::testing::tensors_close;
 using scaletrain::testing::to_host;
 
@@ -94,13 +96,6 @@ std::vector<std::string> state_dict_keys(const ReferenceFile& f) {
   for (std::string k; std::getline(in, k);)
     if (!k.empty()) keys.push_back(k);
   return keys;
-}
-
-std::unique_ptr<Backend> make_backend(DeviceKind kind) {
-  if (kind == DeviceKind::cpu) return make_cpu_backend();
-  BackendOptions options;
-  options.kind = DeviceKind::sim;
-  return make_sim_backend(options);
 }
 
 // The zoo model with the reference's parameters and buffers, loaded by name, built for batch 4 in f32.
@@ -205,7 +200,7 @@ TEST_P(ResNetParity, TrainingStepMatchesPyTorch) {
   const Tolerances& tol = cs.tol;
   const auto f = open_reference(cs.model);
   ASSERT_TRUE(f);
-  const auto backend = make_backend(std::get<1>(GetParam()));
+  const auto backend = backend_of(std::get<1>(GetParam()));
   auto m = load_model(*backend, *f, cs);
   const Tensor x = f->dataset("x");
   ASSERT_EQ(x.shape(), (Shape{kBatch, cs.size, cs.size, 3}));
@@ -278,7 +273,7 @@ TEST_P(ResNetParity, EvaluationMatchesPyTorch) {
   const Tolerances& tol = cs.tol;
   const auto f = open_reference(cs.model);
   ASSERT_TRUE(f);
-  const auto backend = make_backend(std::get<1>(GetParam()));
+  const auto backend = backend_of(std::get<1>(GetParam()));
   auto m = load_model(*backend, *f, cs);
   const std::vector<float> before_f32 = to_host<float>(*backend, m->flat_buffers(DType::f32));
   const std::vector<int64_t> before_i64 = to_host<int64_t>(*backend, m->flat_buffers(DType::i64));

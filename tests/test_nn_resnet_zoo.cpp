@@ -12,8 +12,10 @@
 
 #include "scaletrain/nn/subsample_pad.hpp"
 #include "scaletrain/nn/zoo.hpp"
+#include "support/test_harness.hpp"
 
 using namespace scaletrain;
+using scaletrain::testing::backend_of;
 
 namespace {
 
@@ -157,13 +159,6 @@ TEST(ResnetZoo, InitializesAsTorchvision) {
   }
 }
 
-std::unique_ptr<Backend> make_backend(DeviceKind kind) {
-  if (kind == DeviceKind::cpu) return make_cpu_backend();
-  BackendOptions options;
-  options.kind = DeviceKind::sim;
-  return make_sim_backend(options);
-}
-
 // A device tensor of `shape` stored as `dtype` holding `values` (exact in bf16: small integers).
 Tensor device_tensor(Backend& backend, const Shape& shape, DType dtype, const std::vector<float>& values) {
   Tensor host(shape, dtype, "host");
@@ -196,7 +191,7 @@ class SubsamplePadLayer : public ::testing::TestWithParam<std::tuple<DeviceKind,
   std::pair<std::vector<float>, std::vector<float>> run(nn::SubsamplePad& layer, const Shape& in, int64_t batch,
                                                         const std::vector<float>& x, const std::vector<float>& dy) {
     const auto [kind, dtype] = GetParam();
-    auto backend = make_backend(kind);
+    auto backend = backend_of(kind);
     const Shape out = layer.configure(in);
     layer.attach(*backend, dtype);
     layer.build(*backend, batch);

@@ -1,15 +1,17 @@
-// Test support shared by the unit tests: reproducible random inputs, the comparison of an op's float
-// output against a double-precision reference loop, and the message of an expected Error.
+// Test support shared by the unit tests: reproducible random inputs (uniform and normal), the comparison of an op's
+// float output against a double-precision reference loop, and the message of an expected Error.
 #pragma once
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "scaletrain/backend/backend.hpp"
 #include "scaletrain/backend/ops.hpp"
 #include "scaletrain/core/error.hpp"
 
@@ -60,12 +62,28 @@ inline PoolShape pool_shape(PoolKind kind, int64_t batch, int64_t h, int64_t w, 
   return s;
 }
 
+// A backend of this kind with default options (cpu: every core this process may use).
+inline std::unique_ptr<Backend> backend_of(DeviceKind kind) {
+  BackendOptions options;
+  options.kind = kind;
+  return make_backend(options);
+}
+
 // n values uniform in [-1, 1), the same for the same seed.
 inline Vec random_vec(size_t n, unsigned seed) {
   std::mt19937 gen(seed);
   std::uniform_real_distribution<float> dist(-1.f, 1.f);
   Vec v(n);
   for (auto& x : v) x = dist(gen);
+  return v;
+}
+
+// n values offset + spread * N(0, 1), the same for the same seed.
+inline std::vector<float> normal_values(int64_t n, float offset, float spread, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& x : v) x = offset + spread * d(rng);
   return v;
 }
 
