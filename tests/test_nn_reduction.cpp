@@ -5,6 +5,7 @@
 // per-segment sums (kernels/segment_sums.hpp) likewise, over segments from empty to 100,000 elements.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -211,10 +212,9 @@ TEST(SegmentSums, CountNonFiniteValuesOfTwoTensorsExactly) {
   b->upload(ld, l);
   const std::vector<int64_t> offsets{0, kN, kN + kLoss};
   const kernels::SegmentSumsPlan plan = kernels::plan_segment_sums(offsets, 1, b->multiprocessor_count());
-  const std::vector<int64_t> first = kernels::segment_first_blocks(plan, offsets);
+  const std::vector<int64_t> table = kernels::segment_tables(plan, offsets);
   Tensor partial = b->empty({plan.partial_size()}, DType::f64, "partial"), out = b->empty({2}, DType::f64, "out");
-  launch_segment_sums(b->compute_stream(), "count_nonfinite", plan,
-                      kernels::SegmentTables{offsets.data(), first.data()},
+  launch_segment_sums(b->compute_stream(), "count_nonfinite", plan, kernels::SegmentTables::in(table.data(), 2),
                       kernels::NonFiniteFlags{gd.device_data<float>(), kN, ld.device_data<float>()},
                       partial.device_data<double>(), kernels::StoreDouble{out.device_data<double>()});
   EXPECT_EQ(out.data<double>()[0], static_cast<double>(bad));
@@ -248,10 +248,12 @@ TEST(SegmentSumsPlan, SpreadsLargeBuffersOverEverySmAndCoversEachSegment) {
           EXPECT_GE(plan.blocks, sms) << total << " elements in " << pieces << " segments";
         }
         EXPECT_LE(plan.blocks, kernels::kReductionBlocksPerSm * sms + pieces) << total << " in " << pieces;
-        const std::vector<int64_t> first = kernels::segment_first_blocks(plan, offsets);
-        ASSERT_EQ(first.back(), plan.blocks);
+        const std::vector<int64_t> table = kernels::segment_tables(plan, offsets);
+        ASSERT_TRUE(std::equal(offsets.begin(), offsets.end(), table.begin()));
+        const kernels::SegmentTables tables = kernels::SegmentTables::in(table.data(), plan.segments);
+        const int64_t* first = tables.first_block;
+        ASSERT_EQ(first[plan.segments], plan.blocks);
         // Each segment's blocks tile it in order (checked where the segments are few).
-        const kernels::SegmentTables tables{offsets.data(), first.data()};
         for (int64_t seg = 0; seg < plan.segments && pieces < 200; ++seg) {
           int64_t at = offsets[seg];
           for (int64_t b = first[seg]; b < first[seg + 1]; ++b) {
@@ -281,18 +283,17 @@ TEST(SegmentSums, MatchFloat64AndSimAgreesBitwise) {
   const int64_t total = offsets.back(), segments = static_cast<int64_t>(sizes.size());
   Tensor x(Shape{total}, DType::f32, "x");
   for (int64_t i = 0; i < total; ++i) x.data<float>()[i] = value_at(i, 0, 100.0f);
-  Tensor tables_host(Shape{2 * (segments + 1)}, DType::i64, "tables");
   for (const DType dtype : {DType::f32, DType::bf16}) {
     std::vector<double> results[2];
     for (int k = 0; k < 2; ++k) {
       const std::unique_ptr<Backend> backend = k == 0 ? make_cpu_backend() : sim_backend();
       Backend& b = *backend;
       const kernels::SegmentSumsPlan plan = kernels::plan_segment_sums(offsets, 1, b.multiprocessor_count());
-      const std::vector<int64_t> first = kernels::segment_first_blocks(plan, offsets);
-      std::memcpy(tables_host.data<int64_t>(), offsets.data(), offsets.size() * sizeof(int64_t));
-      std::memcpy(tables_host.data<int64_t>() + segments + 1, first.data(), first.size() * sizeof(int64_t));
+      const std::vector<int64_t> table = kernels::segment_tables(plan, offsets);
+      Tensor tables_host(Shape{static_cast<int64_t>(table.size())}, DType::i64, "tables");
+      std::memcpy(tables_host.data<int64_t>(), table.data(), table.size() * sizeof(int64_t));
       const Tensor tables = on_device(b, tables_host), xd = on_device(b, x, dtype);
-      const kernels::SegmentTables t{tables.device_data<int64_t>(), tables.device_data<int64_t>() + segments + 1};
+      const kernels::SegmentTables t = kernels::SegmentTables::in(tables.device_data<int64_t>(), segments);
       Tensor partial = b.empty({plan.partial_size()}, DType::f64, "partial");
       Tensor sums = b.empty({2 * segments}, DType::f64, "sums");
       double* out = sums.device_data<double>();

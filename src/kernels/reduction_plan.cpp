@@ -69,13 +69,16 @@ SegmentSumsPlan plan_segment_sums(std::span<const int64_t> offsets, int width, i
   return p;
 }
 
-std::vector<int64_t> segment_first_blocks(const SegmentSumsPlan& plan, std::span<const int64_t> offsets) {
+std::vector<int64_t> segment_tables(const SegmentSumsPlan& plan, std::span<const int64_t> offsets) {
   ST_CHECK(static_cast<int64_t>(offsets.size()) == plan.segments + 1, "segment sums: a plan of ", plan.segments,
            " segments given ", offsets.size(), " offsets");
-  std::vector<int64_t> first(offsets.size(), 0);
+  const int64_t k = plan.segments + 1;
+  std::vector<int64_t> table(offsets.begin(), offsets.end());
+  table.resize(2 * k, 0);
+  int64_t* first = table.data() + k;
   for (int64_t s = 0; s < plan.segments; ++s)
     first[s + 1] = first[s] + (offsets[s + 1] - offsets[s] + plan.chunk - 1) / plan.chunk;
-  return first;
+  return table;
 }
 
 }  // namespace scaletrain::kernels

@@ -53,12 +53,11 @@ namespace {
 void refresh_tables(Backend& backend, const kernels::SegmentSumsPlan& plan, const std::vector<int64_t>& offsets,
                     NonFiniteScratch& scratch) {
   if (scratch.gradients == offsets[1] && scratch.losses == offsets[2] - offsets[1]) return;
-  const std::vector<int64_t> first = kernels::segment_first_blocks(plan, offsets);
-  const int64_t k = static_cast<int64_t>(offsets.size());
-  scratch.tables_host = Tensor({2 * k}, DType::i64, "non-finite segment tables (host)");
-  std::copy(offsets.begin(), offsets.end(), scratch.tables_host.data<int64_t>());
-  std::copy(first.begin(), first.end(), scratch.tables_host.data<int64_t>() + k);
-  scratch.tables = backend.empty({2 * k}, DType::i64, "non-finite segment tables");
+  const std::vector<int64_t> table = kernels::segment_tables(plan, offsets);
+  const int64_t n = static_cast<int64_t>(table.size());
+  scratch.tables_host = Tensor({n}, DType::i64, "non-finite segment tables (host)");
+  std::copy(table.begin(), table.end(), scratch.tables_host.data<int64_t>());
+  scratch.tables = backend.empty({n}, DType::i64, "non-finite segment tables");
   backend.copy_async(backend.compute_stream(), scratch.tables, scratch.tables_host);
   scratch.sums = backend.empty({2 + plan.partial_size()}, DType::f64, "non-finite counts");
   scratch.gradients = offsets[1];
@@ -76,10 +75,10 @@ NonFiniteCounts unscale_and_count_nonfinite(Backend& backend, const Tensor& grad
   refresh_tables(backend, plan, offsets, scratch);
   Stream& s = backend.compute_stream();
   double* counts = scratch.sums.device_data<double>();
-  const int64_t* tables = scratch.tables.device_data<int64_t>();
   float* g = grads.device_data<float>();
   if (scale != 1.0f && n > 0) launch_elements(s, "unscale_gradients", n, kernels::Scale{g, 1.0f / scale});
-  launch_segment_sums(s, "count_nonfinite", plan, kernels::SegmentTables{tables, tables + offsets.size()},
+  launch_segment_sums(s, "count_nonfinite", plan,
+                      kernels::SegmentTables::in(scratch.tables.device_data<int64_t>(), plan.segments),
                       kernels::NonFiniteFlags{g, n, losses ? losses->device_data<float>() : nullptr}, counts + 2,
                       kernels::StoreDouble{counts});
   const Tensor host = backend.download(scratch.sums.view(0, {2}));

@@ -107,14 +107,11 @@ TEST_F(CudaReduction, CountsNonFiniteValuesExactly) {
   const Tensor gd = to_device(b, g, "g"), ld = to_device(b, l, "l");
   const std::vector<int64_t> offsets{0, n, n + n_loss};
   const SegmentSumsPlan plan = plan_segment_sums(offsets, 1, b.multiprocessor_count());
-  std::vector<int64_t> tables = offsets;
-  const std::vector<int64_t> first = segment_first_blocks(plan, offsets);
-  tables.insert(tables.end(), first.begin(), first.end());
-  const Tensor td = to_device(b, tables, "tables");
+  const Tensor td = to_device(b, segment_tables(plan, offsets), "tables");
   Tensor partial = b.empty({plan.partial_size()}, DType::f64, "partial"), out = b.empty({2}, DType::f64, "out");
-  launch_segment_sums(
-      b.compute_stream(), "count_nonfinite", plan, SegmentTables{dptr<int64_t>(td), dptr<int64_t>(td) + 3},
-      NonFiniteFlags{dptr<float>(gd), n, dptr<float>(ld)}, dptr<double>(partial), StoreDouble{dptr<double>(out)});
+  launch_segment_sums(b.compute_stream(), "count_nonfinite", plan, SegmentTables::in(dptr<int64_t>(td), 2),
+                      NonFiniteFlags{dptr<float>(gd), n, dptr<float>(ld)}, dptr<double>(partial),
+                      StoreDouble{dptr<double>(out)});
   EXPECT_EQ(to_host<double>(b, out), (std::vector<double>{static_cast<double>(bad), 1.0}));
 }
 
@@ -127,11 +124,9 @@ TEST_F(CudaReduction, SegmentSumsMatchTheHostOrder) {
   for (const int64_t n : sizes) offsets.push_back(offsets.back() + n);
   const int64_t segments = static_cast<int64_t>(sizes.size()), total = offsets.back();
   const SegmentSumsPlan plan = plan_segment_sums(offsets, 1, b.multiprocessor_count());
-  const std::vector<int64_t> first = segment_first_blocks(plan, offsets);
-  std::vector<int64_t> tables = offsets;
-  tables.insert(tables.end(), first.begin(), first.end());
-  const Tensor td = to_device(b, tables, "tables");
-  const SegmentTables t{dptr<int64_t>(td), dptr<int64_t>(td) + segments + 1};
+  const std::vector<int64_t> table = segment_tables(plan, offsets);
+  const Tensor td = to_device(b, table, "tables");
+  const SegmentTables t = SegmentTables::in(dptr<int64_t>(td), segments);
   const std::vector<bf16> xb = random_stored<bf16>(total, 0.5f, 5);
   const std::vector<float> xf = random_stored<float>(total, 0.0f, 6);
   const Tensor xbd = to_device(b, xb, "xb"), xfd = to_device(b, xf, "xf");
@@ -143,11 +138,11 @@ TEST_F(CudaReduction, SegmentSumsMatchTheHostOrder) {
                       dptr<double>(partial), StoreDouble{dptr<double>(out) + segments});
   std::vector<double> host_partial(static_cast<size_t>(std::max<int64_t>(1, plan.partial_size())));
   std::vector<double> want(static_cast<size_t>(2 * segments));
-  const SegmentTables ht{offsets.data(), first.data()};
+  const SegmentTables ht = SegmentTables::in(table.data(), segments);
   const auto on_host = [&](auto src, double* sink) {
     const SegmentSumsBlock<decltype(src)> blocks{plan, ht, src, host_partial.data()};
     for (int64_t k = 0; k < plan.blocks; ++k) blocks(k);
-    const SegmentSumsFinish<StoreDouble> finish{host_partial.data(), first.data(), segments, 1, StoreDouble{sink}};
+    const SegmentSumsFinish<StoreDouble> finish{host_partial.data(), ht.first_block, segments, 1, StoreDouble{sink}};
     for (int64_t k = 0; k < segments; ++k) finish(k);
   };
   on_host(Values<bf16>{xb.data()}, want.data());

@@ -36,14 +36,16 @@ struct SegmentSumsPlan {
 // blocks per SM over the whole buffer.
 SegmentSumsPlan plan_segment_sums(std::span<const int64_t> offsets, int width, int sm_count);
 
-// The first block of each segment under `plan` and the block count last ([segments + 1]): the
-// table SegmentTables::first_block points to.
-std::vector<int64_t> segment_first_blocks(const SegmentSumsPlan& plan, std::span<const int64_t> offsets);
+// The table a launch reads ([2 * (segments + 1)]): the offsets, then the first block of each segment
+// under `plan` and the block count last. A caller copies it where the device reads it (SegmentTables::in).
+std::vector<int64_t> segment_tables(const SegmentSumsPlan& plan, std::span<const int64_t> offsets);
 
 // Where the device reads the segments' offsets and first blocks ([segments + 1] each).
 struct SegmentTables {
   const int64_t* offsets;
   const int64_t* first_block;
+  // The two halves of segment_tables' table at `table`.
+  static SegmentTables in(const int64_t* table, int64_t segments) { return {table, table + segments + 1}; }
   // The segment of block b: the last s whose first block is at most b.
   SCALETRAIN_HOST_DEVICE int64_t segment_of(int64_t b, int64_t segments) const {
     int64_t lo = 0, hi = segments;
