@@ -69,6 +69,26 @@ if(TARGET scaletrain)
                            TIMEOUT 300 PASS_REGULAR_EXPRESSION "OK: with the columns of"
                            FIXTURES_SETUP checkpoint_${model})
     endforeach()
+    # torchvision's mobilenet_v2, vgg16 (a 64-wide classifier) and inception_v3 load checkpoints of two steps
+    # on synthetic 3-channel data and give scaletrain-checkpoint's logits: vgg16 at 32x32, mobilenet_v2 at
+    # 64x64 (at 32x32 its last blocks see 1x1 grids, two values per channel and rank, and two steps left
+    # weights near 1e3 that overflow float32 in torch's evaluation), inception_v3 at 299x299 (the size its
+    # auxiliary head trains at).
+    foreach(model mobilenet_v2 vgg16 inception_v3)
+      set(_size 32)
+      if(model STREQUAL mobilenet_v2)
+        set(_size 64)
+      elseif(model STREQUAL inception_v3)
+        set(_size 299)
+      endif()
+      add_test(NAME checkpoint_pytorch_loads_${model}
+               COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/support/check_torch_checkpoint.py
+                       --scaletrain ${_st} --tool $<TARGET_FILE:scaletrain-checkpoint>
+                       --mpirun "${MPIEXEC_EXECUTABLE} ${_mpi_flags_text}" --model ${model} --steps 2
+                       --synth $<TARGET_FILE:st-synth> --size ${_size} --width 64 --out ${_ck}/torch_${model})
+      set_tests_properties(checkpoint_pytorch_loads_${model} PROPERTIES PROCESSORS 2 LABELS "checkpoint;mpi;pytorch"
+                           TIMEOUT 300 PASS_REGULAR_EXPRESSION "OK: with the columns of")
+    endforeach()
     # torchvision's resnet18 (conv1 for one channel) loads a checkpoint of a short real Fashion-MNIST run,
     # buffers included (strict), and its test accuracy is scaletrain's own evaluation of the checkpoint.
     # The data set is data_pack_fmnist's (tests/data.cmake).

@@ -690,11 +690,15 @@ void descriptor_pool(const CudnnPoolPlan& p, const std::vector<T>& x, const std:
               if (ih >= 0 && ih < X.h && iw >= 0 && iw < X.w) cells.push_back(at(X, n, c, ih, iw));
             }
           const int64_t yi = at(Y, n, c, oh, ow);
-          if (p.mode == CudnnPoolMode::average_exclude_padding) {
+          if (p.mode == CudnnPoolMode::average_exclude_padding || p.mode == CudnnPoolMode::average_include_padding) {
+            // INCLUDE_PADDING divides by the whole window (no window reaches past the padded input).
+            const double count = p.mode == CudnnPoolMode::average_include_padding
+                                     ? static_cast<double>(p.window_h * p.window_w)
+                                     : static_cast<double>(cells.size());
             double sum = 0;
             for (int64_t i : cells) sum += to_float(x[i]);
-            y[yi] = sum / cells.size();
-            for (int64_t i : cells) dx[i] += to_float(dy[yi]) / double(cells.size());
+            y[yi] = sum / count;
+            for (int64_t i : cells) dx[i] += to_float(dy[yi]) / count;
           } else {
             int64_t best = cells.front();
             for (int64_t i : cells)
@@ -750,6 +754,16 @@ std::vector<PoolShape> odd_pool_shapes() {
     PoolShape top = pool_shape(kind, 2, 6, 6, 4, 3, 2, 0);
     top.pad_top = 1;  // more at the top
     v.push_back(top);
+  }
+  // Averages counting the padding: Inception-v3's 3x3 stride 1 padding 1, a stride that leaves the
+  // last padded rows in no window (cuDNN), and asymmetric padding (the direct functors).
+  PoolShape inception = pool_shape(PoolKind::average, 2, 6, 5, 7, 3, 1, 1);
+  PoolShape overhang = pool_shape(PoolKind::average, 1, 7, 7, 3, 3, 4, 1);
+  PoolShape lopsided = pool_shape(PoolKind::average, 2, 6, 6, 4, 3, 2, 0);
+  lopsided.pad_top = lopsided.pad_left = 1;
+  for (PoolShape* s : {&inception, &overhang, &lopsided}) {
+    s->count_include_pad = true;
+    v.push_back(*s);
   }
   return v;
 }

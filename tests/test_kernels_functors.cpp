@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "scaletrain/kernels/activation.hpp"
+#include "scaletrain/kernels/adaptive_pool.hpp"
 #include "scaletrain/kernels/bias.hpp"
 #include "scaletrain/kernels/cast.hpp"
 #include "scaletrain/kernels/conv_layout.hpp"
@@ -279,7 +280,7 @@ TEST(Functors, FilterReordersRoundTrip) {
 // Direct 2x2 pooling, stride 2, one extra row and column at the end (TF 'same' on 3x3): the corner
 // window holds one real cell, its maximum and its average are that cell.
 TEST(Functors, DirectPoolingWithEndPadding) {
-  const PoolGeometry g{3, 3, 1, 2, 2, 2, 2, 2, 2, 0, 0};
+  const PoolGeometry g{3, 3, 1, 2, 2, 2, 2, 2, 2, 0, 0, false};
   const std::vector<float> x{1, 2, 3, 4, 5, 6, 7, 8, 9};
   std::vector<float> y(4), dx(9);
   const std::vector<float> dy{1, 10, 100, 1000};
@@ -293,9 +294,37 @@ TEST(Functors, DirectPoolingWithEndPadding) {
   EXPECT_EQ(dx, (std::vector<float>{0.25f, 0.25f, 5, 0.25f, 0.25f, 5, 50, 50, 1000}));
 }
 
+// The same windows averaged with count_include_pad: every window divides by its 4 cells, padding
+// included (PyTorch's default), and each cell's gradient is dy / 4 of every window holding it.
+TEST(Functors, DirectAverageCountingPadding) {
+  const PoolGeometry g{3, 3, 1, 2, 2, 2, 2, 2, 2, 0, 0, true};
+  const std::vector<float> x{1, 2, 3, 4, 5, 6, 7, 8, 9};
+  std::vector<float> y(4), dx(9);
+  const std::vector<float> dy{4, 40, 400, 4000};
+  launch_host("avg", 4, PoolForwardDirect<float>{x.data(), y.data(), g, false});
+  EXPECT_EQ(y, (std::vector<float>{3, 2.25f, 3.75f, 2.25f}));
+  launch_host("avg_bwd", 9, PoolBackwardDirect<float>{x.data(), dy.data(), dx.data(), g, false});
+  EXPECT_EQ(dx, (std::vector<float>{1, 1, 10, 1, 1, 10, 100, 100, 1000}));
+}
+
+// Adaptive average pooling's windows, as torch.nn.AdaptiveAvgPool2d: 5 columns to 3 average
+// [0, 2), [1, 4) and [3, 5) (overlapping); 1 row to 2 repeats it. Backward gathers dy / size from
+// every window holding a cell.
+TEST(Functors, AdaptivePoolingWindows) {
+  const AdaptivePoolGeometry g{1, 5, 1, 2, 3};
+  const std::vector<float> x{1, 2, 3, 4, 5};
+  std::vector<float> y(6), dx(5);
+  launch_host("adaptive", 6, AdaptivePoolForward<float>{x.data(), y.data(), g});
+  EXPECT_EQ(y, (std::vector<float>{1.5f, 3, 4.5f, 1.5f, 3, 4.5f}));
+  const std::vector<float> dy{2, 3, 4, 2, 3, 4};  // the two rows alike
+  launch_host("adaptive_bwd", 5, AdaptivePoolBackward<float>{dy.data(), dx.data(), g});
+  // column 0: window 0 (size 2); 1: windows 0 and 1 (3); 2: window 1; 3: windows 1 and 2 (2); 4: window 2.
+  EXPECT_EQ(dx, (std::vector<float>{2, 2 + 2, 2, 2 + 4, 4}));
+}
+
 // A NaN in a window is its maximum (the non-finite checks downstream see it), wherever it sits.
 TEST(Functors, DirectMaxPropagatesNaN) {
-  const PoolGeometry g{2, 2, 1, 1, 1, 2, 2, 2, 2, 0, 0};
+  const PoolGeometry g{2, 2, 1, 1, 1, 2, 2, 2, 2, 0, 0, false};
   for (size_t at = 0; at < 4; ++at) {
     std::vector<float> x{1, 2, 3, 4}, y(1);
     x[at] = NAN;

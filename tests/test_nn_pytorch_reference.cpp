@@ -1,8 +1,9 @@
 // Every layer's forward and backward against PyTorch 1.13 (tests/data/layer_reference.h5, made by
 // tests/reference/make_layer_reference.py): same inputs and weights, outputs and gradients compared.
-// The convolution and pooling cases (Keras and explicit padding) also run on the cpu and sim
-// devices in f32, bf16 and f16: f32 against PyTorch, bf16 and f16 against the same device's f32 run
-// on the inputs and weights rounded to that type, within that type's rounding.
+// The convolution and pooling cases (Keras and explicit padding, rectangular kernels, averages counting
+// the padding, adaptive pooling) and ReLU6 also run on the cpu and sim devices in f32, bf16 and f16: f32 against
+// PyTorch, bf16 and f16 against the same device's f32 run on the inputs and weights rounded to that type, within that
+// type's rounding.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -36,10 +37,12 @@ nn::LayerPtr make_layer(const ReferenceFile& f, const std::string& g) {
   auto act = [&] { return nn::parse_activation(f.attr_string(g, "activation")); };
   auto pad = [&] { return nn::parse_padding(f.attr_string(g, "padding")); };
   if (type == "Dense") return std::make_unique<nn::Dense>("", f.attr_int(g, "units"), act());
-  if (type == "Conv2D")
+  if (type == "Conv2D") {
+    const int64_t kh = f.attr_int(g, "kernel");
+    const int64_t kw = f.has_attr(g, "kernel_w") ? f.attr_int(g, "kernel_w") : kh;
     return std::make_unique<nn::Conv2D>(
-        "", nn::Conv2DOptions{f.attr_int(g, "filters"), f.attr_int(g, "kernel"), f.attr_int(g, "stride"), pad(), 1,
-                              true, act()});
+        "", nn::Conv2DOptions{f.attr_int(g, "filters"), {kh, kw}, f.attr_int(g, "stride"), pad(), 1, true, act()});
+  }
   if (type == "DepthwiseConv2D")
     return std::make_unique<nn::DepthwiseConv2D>("", f.attr_int(g, "kernel"), f.attr_int(g, "stride"), pad(), true,
                                                  act());
@@ -47,11 +50,16 @@ nn::LayerPtr make_layer(const ReferenceFile& f, const std::string& g) {
     return std::make_unique<nn::SeparableConv2D>("", f.attr_int(g, "filters"), f.attr_int(g, "kernel"),
                                                  f.attr_int(g, "stride"), pad(), act());
   if (type == "MaxPool2D") return std::make_unique<nn::MaxPool2D>("", f.attr_int(g, "pool"), f.attr_int(g, "stride"), pad());
-  if (type == "AvgPool2D") return std::make_unique<nn::AvgPool2D>("", f.attr_int(g, "pool"), f.attr_int(g, "stride"), pad());
+  if (type == "AvgPool2D")
+    return std::make_unique<nn::AvgPool2D>("", f.attr_int(g, "pool"), f.attr_int(g, "stride"), pad(),
+                                           f.has_attr(g, "count_include_pad") && f.attr_int(g, "count_include_pad"));
+  if (type == "AdaptiveAvgPool2D")
+    return std::make_unique<nn::AdaptiveAvgPool2D>("", f.attr_int(g, "out_h"), f.attr_int(g, "out_w"));
   if (type == "GlobalAvgPool") return std::make_unique<nn::GlobalAvgPool>("");
   if (type == "Flatten") return std::make_unique<nn::Flatten>("");
   if (type == "ReLU") return std::make_unique<nn::ActivationLayer>("", nn::Activation::relu);
   if (type == "SELU") return std::make_unique<nn::ActivationLayer>("", nn::Activation::selu);
+  if (type == "ReLU6") return std::make_unique<nn::ActivationLayer>("", nn::Activation::relu6);
   if (type == "Dropout") return std::make_unique<nn::Dropout>("", static_cast<float>(f.attr_double(g, "rate")));
   ADD_FAILURE() << "no layer for reference type " << type;
   return nullptr;
@@ -241,7 +249,7 @@ std::vector<DeviceCase> device_cases() {
     if (g == "softmax_cross_entropy") continue;
     const std::string type = f.attr_string(g, "type");
     if (type != "Conv2D" && type != "DepthwiseConv2D" && type != "SeparableConv2D" && type != "MaxPool2D" &&
-        type != "AvgPool2D")
+        type != "AvgPool2D" && type != "AdaptiveAvgPool2D" && type != "ReLU6")
       continue;
     for (DeviceKind kind : {DeviceKind::cpu, DeviceKind::sim})
       for (DType t : {DType::f32, DType::bf16, DType::f16}) out.emplace_back(g, kind, t);

@@ -60,7 +60,7 @@ TEST(Zoo, FlatParametersAreInReverseLayerOrder) {
 TEST(Zoo, UnknownModelListsTheZoo) {
   const std::string e = error_of([] { nn::make_zoo_model("resnet9000", {28, 28, 1}, 10); });
   EXPECT_NE(e.find("unknown model 'resnet9000' (the zoo has: mlp, lenet, lenet_dropout, fmnist_sepcnn, resmlp, "
-                   "branchnet, resnet20, resnet18, resnet50)"),
+                   "branchnet, resnet20, resnet18, resnet50, mobilenet_v2, vgg16, inception_v3)"),
             std::string::npos)
       << e;
 }

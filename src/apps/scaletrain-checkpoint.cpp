@@ -25,6 +25,8 @@
 #include "scaletrain/nn/zoo.hpp"
 #include "scaletrain/train/checkpoint.hpp"
 #include "scaletrain/train/checkpoint_store.hpp"
+#include "scaletrain/train/config.hpp"
+#include "scaletrain/train/model_shape.hpp"
 #include "scaletrain/train/synthetic_data.hpp"
 
 using namespace scaletrain;
@@ -37,12 +39,15 @@ std::string identity_value(const train::CheckpointMeta& m, const std::string& ke
   ST_FAIL("the checkpoint records no ", key);
 }
 
-// The checkpoint's model, for the sample shape and classes of its data set (data.path).
+// The checkpoint's model, for the sample shape and classes of its data set (data.path), with the
+// model keys it records (a checkpoint from before model.classifier_width and model.dropout: their defaults).
 std::unique_ptr<nn::Model> model_for(const train::CheckpointMeta& m) {
   train::RunConfig cfg;
   cfg.data_path = identity_value(m, "data.path");
-  const train::DatasetShape ds = train::dataset_shape(cfg);
-  return nn::make_zoo_model(identity_value(m, "model.name"), ds.sample_shape, ds.classes);
+  cfg.model = identity_value(m, "model.name");
+  for (const auto& [k, v] : m.identity)
+    if (k == "model.classifier_width" || k == "model.dropout") train::find_config_key(k)->set(cfg, v);
+  return train::make_run_model(cfg, train::dataset_shape(cfg));
 }
 
 void print_info(const std::string& dir) {

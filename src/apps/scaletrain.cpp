@@ -69,6 +69,7 @@ bool parse_command_line(int argc, char** argv, int rank, CommandLine& cl) {
   const bool every_key = asks_for_every_key(argc, argv);
   app.set_help_flag("-h,--help", "Print this help (every key with its default) and exit");
   app.set_help_all_flag("--help-all", "Print this help with the testing section's keys too, and exit");
+  app.footer("The model zoo (model.name):\n" + nn::zoo_description());
   app.add_flag("--version", cl.version, "Print the version, git commit, compiler and library versions, and exit");
   app.add_option("-c,--config", cl.config_file, "TOML configuration file")->check(CLI::ExistingFile);
   app.add_flag("--print-config", cl.print_config, "Print the resolved configuration as TOML and exit");
@@ -376,8 +377,11 @@ int run_command(int argc, char** argv, int rank, double init_start) {
     } catch (const UserError& e) {
       throw ConsistentError(e.message());  // every rank finds the same: rank 0 says it once
     }
-    auto model = nn::make_zoo_model(cfg.model, ds.sample_shape, ds.classes);
-    if (rank == 0) std::printf("%s", model->summary().c_str());
+    auto model = make_run_model(cfg, ds);
+    const nn::ZooEntry& e = nn::zoo_entry(cfg.model);
+    if (rank == 0)
+      std::printf("%s: %s (defined for %s)\n%s", e.name, e.about, shape_string(e.defined_for).c_str(),
+                  model->summary().c_str());
     return 0;
   }
   return train_and_log(*comm, cfg, init_start, notes);

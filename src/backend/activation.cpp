@@ -12,6 +12,8 @@ std::string activation_name(Activation a) {
   switch (a) {
     case Activation::none: return "none";
     case Activation::relu: return "relu";
+    case Activation::relu6:
+      return "relu6";
     case Activation::selu: return "selu";
   }
   return "?";
@@ -25,6 +27,8 @@ void launch_activation_forward(Stream& stream, Activation act, DType dtype, cons
     T* y = static_cast<T*>(post);
     if (act == Activation::relu)
       launch_elements(stream, "relu_forward", n, kernels::ReluForward<T>{x, y});
+    else if (act == Activation::relu6)
+      launch_elements(stream, "relu6_forward", n, kernels::Relu6Forward<T>{x, y});
     else
       launch_elements(stream, "selu_forward", n, kernels::SeluForward<T>{x, y});
   });
@@ -33,8 +37,8 @@ void launch_activation_forward(Stream& stream, Activation act, DType dtype, cons
 namespace {
 
 // dpre = act'(.) * dpost with the gradient functors Relu<T> and Selu<T>, which read `from` (the
-// activation's input or its output, as the functors say) and dpost. The labels are string literals: a
-// queued launch keeps the pointer.
+// activation's input or its output, as the functors say) and dpost; ReLU6's one functor serves both.
+// The labels are string literals: a queued launch keeps the pointer.
 template <template <class> class Relu, template <class> class Selu>
 void launch_gradient(Stream& stream, Activation act, DType dtype, const void* from, const void* dpost, void* dpre,
                      int64_t n, const char* relu_label, const char* selu_label) {
@@ -46,6 +50,8 @@ void launch_gradient(Stream& stream, Activation act, DType dtype, const void* fr
     T* dx = static_cast<T*>(dpre);
     if (act == Activation::relu)
       launch_elements(stream, relu_label, n, Relu<T>{a, dy, dx});
+    else if (act == Activation::relu6)
+      launch_elements(stream, "relu6_backward", n, kernels::Relu6Backward<T>{a, dy, dx});
     else
       launch_elements(stream, selu_label, n, Selu<T>{a, dy, dx});
   });

@@ -167,8 +167,18 @@ CudnnConvPlan plan_cudnn_conv(const ConvShape& s, const CudnnSelection& selectio
 }
 
 kernels::PoolGeometry CudnnPoolPlan::geometry() const {
-  return {x.h,           x.w,           x.c, y.h, y.w, shape.kernel_h, shape.kernel_w, shape.stride_h, shape.stride_w,
-          shape.pad_top, shape.pad_left};
+  return {x.h,
+          x.w,
+          x.c,
+          y.h,
+          y.w,
+          shape.kernel_h,
+          shape.kernel_w,
+          shape.stride_h,
+          shape.stride_w,
+          shape.pad_top,
+          shape.pad_left,
+          shape.count_include_pad};
 }
 
 CudnnPoolPlan plan_cudnn_pool(const PoolShape& s, bool deterministic) {
@@ -183,7 +193,7 @@ CudnnPoolPlan plan_cudnn_pool(const PoolShape& s, bool deterministic) {
   if (s.kind == PoolKind::max)
     p.mode = deterministic ? CudnnPoolMode::max_deterministic : CudnnPoolMode::max;
   else
-    p.mode = CudnnPoolMode::average_exclude_padding;
+    p.mode = s.count_include_pad ? CudnnPoolMode::average_include_padding : CudnnPoolMode::average_exclude_padding;
   p.window_h = s.kernel_h;
   p.window_w = s.kernel_w;
   p.pad_h = s.pad_top;
@@ -208,6 +218,8 @@ std::string pool_choice_line(const CudnnPoolPlan& p) {
       return p.shape.to_string() + ": cuDNN MAX_DETERMINISTIC";
     case CudnnPoolMode::average_exclude_padding:
       return p.shape.to_string() + ": cuDNN AVERAGE_COUNT_EXCLUDE_PADDING";
+    case CudnnPoolMode::average_include_padding:
+      return p.shape.to_string() + ": cuDNN AVERAGE_COUNT_INCLUDE_PADDING";
   }
   return p.shape.to_string();
 }

@@ -27,7 +27,8 @@ std::string PoolShape::to_string() const {
   std::ostringstream os;
   os << (kind == PoolKind::max ? "max_pool" : "avg_pool") << "{batch " << batch << ", in " << in_h << "x" << in_w << "x"
      << channels << ", kernel " << kernel_h << "x" << kernel_w << ", stride " << stride_h << "x" << stride_w << ", pad "
-     << pad_top << "," << pad_left << "," << pad_bottom << "," << pad_right << ", " << dtype_name(dtype) << "}";
+     << pad_top << "," << pad_left << "," << pad_bottom << "," << pad_right << (count_include_pad ? " counted" : "")
+     << ", " << dtype_name(dtype) << "}";
   return os.str();
 }
 

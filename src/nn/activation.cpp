@@ -6,8 +6,9 @@ namespace scaletrain::nn {
 Activation parse_activation(const std::string& name) {
   if (name.empty() || name == "none" || name == "linear") return Activation::none;
   if (name == "relu") return Activation::relu;
+  if (name == "relu6") return Activation::relu6;
   if (name == "selu") return Activation::selu;
-  ST_FAIL("unknown activation '", name, "' (expected none, relu or selu)");
+  ST_FAIL("unknown activation '", name, "' (expected none, relu, relu6 or selu)");
 }
 
 void FusedActivation::build(Backend& backend, const Shape& shape, const std::string& layer, DType dtype) {

@@ -16,19 +16,21 @@ Conv2D::Conv2D(std::string name, Conv2DOptions o, Init weight_init) : Conv2D(std
 
 Shape Conv2D::configure(const Shape& in) {
   if (in.size() != 3) shape_error("expects [H, W, C] input per sample, got " + shape_string(in));
-  if (opt_.filters <= 0 || opt_.kernel <= 0 || opt_.stride <= 0 || opt_.groups <= 0)
+  const KernelSize k = opt_.kernel;
+  if (opt_.filters <= 0 || k.h <= 0 || k.w <= 0 || opt_.stride <= 0 || opt_.groups <= 0)
     shape_error("filters, kernel, stride and groups must be positive");
   const int64_t h = in[0], w = in[1], c = in[2];
   if (c % opt_.groups != 0 || opt_.filters % opt_.groups != 0)
     shape_error("channels " + std::to_string(c) + " and filters " + std::to_string(opt_.filters) +
                 " must be divisible by groups " + std::to_string(opt_.groups));
-  const Pad2D pad = compute_padding(opt_.padding, h, w, opt_.kernel, opt_.kernel, opt_.stride, opt_.stride);
+  const Pad2D pad = compute_padding(opt_.padding, h, w, k.h, k.w, opt_.stride, opt_.stride);
   conv_ = ConvShape{};
   conv_.in_h = h;
   conv_.in_w = w;
   conv_.in_c = c;
   conv_.out_c = opt_.filters;
-  conv_.kernel_h = conv_.kernel_w = opt_.kernel;
+  conv_.kernel_h = k.h;
+  conv_.kernel_w = k.w;
   conv_.stride_h = conv_.stride_w = opt_.stride;
   conv_.pad_top = pad.top;
   conv_.pad_left = pad.left;
@@ -36,16 +38,16 @@ Shape Conv2D::configure(const Shape& in) {
   conv_.pad_right = pad.right;
   conv_.groups = opt_.groups;
   conv_.bias = opt_.bias;
-  if (h + pad.top + pad.bottom < opt_.kernel || w + pad.left + pad.right < opt_.kernel)
-    shape_error("kernel " + std::to_string(opt_.kernel) + " is larger than the input " + shape_string(in));
+  if (h + pad.top + pad.bottom < k.h || w + pad.left + pad.right < k.w)
+    shape_error("kernel " + k.to_string() + " is larger than the input " + shape_string(in));
   in_shape_ = in;
   out_shape_ = {conv_.out_h(), conv_.out_w(), conv_.out_c};
   params_.clear();
-  const int64_t k2 = opt_.kernel * opt_.kernel;
+  const int64_t taps = k.h * k.w;
   const Init winit =
       weight_init_.value_or(opt_.activation == Activation::selu ? Init::lecun_normal : Init::glorot_uniform);
-  declare("weight", {opt_.filters, c / opt_.groups, opt_.kernel, opt_.kernel}, winit, k2 * c / opt_.groups,
-          k2 * opt_.filters / opt_.groups);
+  declare("weight", {opt_.filters, c / opt_.groups, k.h, k.w}, winit, taps * c / opt_.groups,
+          taps * opt_.filters / opt_.groups);
   if (opt_.bias) declare("bias", {opt_.filters}, Init::zeros, 0, 0);
   return out_shape_;
 }

@@ -19,7 +19,7 @@ Shape Dense::configure(const Shape& in) {
   params_.clear();
   const Init winit = init_.value_or(act_.kind() == Activation::selu ? Init::lecun_normal : Init::glorot_uniform);
   declare("weight", {units_, in[0]}, winit, in[0], units_);
-  if (bias_ && init_) {
+  if (bias_ && init_ == Init::pytorch_default) {
     declare("bias", {units_}, *init_, in[0], units_);
   } else if (bias_) {
     declare("bias", {units_}, Init::zeros, 0, 0);

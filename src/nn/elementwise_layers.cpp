@@ -1,4 +1,4 @@
-// ReLU, SELU and Dropout layers on top of the kernels/ functors.
+// ReLU, ReLU6, SELU and Dropout layers on top of the kernels/ functors.
 #include "scaletrain/nn/elementwise_layers.hpp"
 
 #include <vector>
@@ -9,26 +9,45 @@
 
 namespace scaletrain::nn {
 
+std::string ActivationLayer::type() const {
+  switch (act_) {
+    case Activation::relu:
+      return "ReLU";
+    case Activation::relu6:
+      return "ReLU6";
+    case Activation::selu:
+      return "SELU";
+    case Activation::none:
+      break;
+  }
+  return "Identity";
+}
+
 Shape ActivationLayer::configure(const Shape& in) {
+  if (act_ == Activation::none) shape_error("an activation layer needs an activation (relu, relu6 or selu)");
   in_shape_ = out_shape_ = in;
   return out_shape_;
 }
 
 void ActivationLayer::build(Backend& backend, int64_t batch) {
   absorbed_ = false;  // until Model::build fuses again
-  act_.build(backend, with_batch(batch, in_shape_), name_, dtype_);
+  y_ = buffer(with_batch(batch, in_shape_), "y");
+  dx_ = buffer(y_.shape(), "dx");
 }
 
+// The activation reads x where it lies (its producer keeps it until backward) and writes y.
 const Tensor& ActivationLayer::forward(const Tensor& x, bool training) {
   if (absorbed_) return x;
-  backend_->copy_async(stream(), act_.pre(), x);
-  return act_.forward();
+  x_ = x;
+  launch_activation_forward(stream(), act_, dtype_, x.device_raw(), y_.device_raw(), y_.numel());
+  return y_;
 }
 
 const Tensor& ActivationLayer::backward(const Tensor& dy, bool need_dx) {
   if (!need_dx) return no_gradient();
   if (absorbed_) return dy;
-  return act_.backward(dy);
+  launch_activation_backward(stream(), act_, dtype_, x_.device_raw(), dy.device_raw(), dx_.device_raw(), dx_.numel());
+  return dx_;
 }
 
 Dropout::Dropout(std::string name, float rate) : Layer(std::move(name)), rate_(rate) {}

@@ -1,7 +1,8 @@
 // Checking a model graph's declaration and ordering its nodes (nn/graph.hpp): Kahn's algorithm
-// taking the lowest ready node id first.
+// taking the lowest ready node id first (the model's output last).
 #include "scaletrain/nn/graph.hpp"
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -53,10 +54,17 @@ std::string describe_cycle(const std::vector<GraphNodeSpec>& nodes, const std::m
 }  // namespace
 
 GraphOrder order_graph(const std::string& model, const std::vector<GraphNodeSpec>& nodes, const std::string& input,
-                       const std::string& output) {
+                       const std::vector<std::string>& outputs) {
   ST_USER_CHECK(!nodes.empty(), "model '", model, "' has no layers");
+  ST_CHECK(!outputs.empty(), "model '", model, "': order_graph needs the model's output");
   const auto id = index_names(model, nodes, input);
-  ST_USER_CHECK(id.count(output), "model '", model, "': the output '", output, "' is not a node");
+  for (const std::string& out : outputs)
+    ST_USER_CHECK(id.count(out), "model '", model, "': the output '", out, "' is not a node");
+  const std::string& output = outputs.front();
+  const size_t output_id = id.at(output);
+  const auto is_output = [&](const std::string& name) {
+    return std::find(outputs.begin(), outputs.end(), name) != outputs.end();
+  };
   // pending[i]: inputs of node i produced by nodes not yet ordered.
   std::vector<int> pending(nodes.size(), 0);
   std::vector<std::vector<size_t>> users(nodes.size());
@@ -77,16 +85,20 @@ GraphOrder order_graph(const std::string& model, const std::vector<GraphNodeSpec
   }
   ST_USER_CHECK(input_used, "model '", model, "': no node consumes the model input '", input, "'");
   for (size_t i = 0; i < nodes.size(); ++i)
-    ST_USER_CHECK(!users[i].empty() || nodes[i].name == output, "model '", model, "': the output of node '",
-                  nodes[i].name, "' is used by no node and is not the model's output ('", output, "')");
+    ST_USER_CHECK(!users[i].empty() || is_output(nodes[i].name), "model '", model, "': the output of node '",
+                  nodes[i].name, "' is used by no node and is not the model's output ('", output,
+                  "') or an auxiliary one");
 
   GraphOrder g;
   std::set<size_t> ready;
   for (size_t i = 0; i < nodes.size(); ++i)
     if (pending[i] == 0) ready.insert(i);
   while (!ready.empty()) {
-    const size_t n = *ready.begin();
-    ready.erase(ready.begin());
+    // The model's output waits until nothing else is ready: it runs last.
+    auto next = ready.begin();
+    if (*next == output_id && ready.size() > 1) ++next;
+    const size_t n = *next;
+    ready.erase(next);
     g.order.push_back(n);
     for (size_t u : users[n])
       if (--pending[u] == 0) ready.insert(u);

@@ -46,6 +46,20 @@ std::string Model::add(LayerPtr layer, std::vector<std::string> inputs) {
   return layers_.back()->name();
 }
 
+void Model::add_auxiliary_output(std::string node, float weight) {
+  ST_CHECK(!configured_, "model '", name_, "': auxiliary outputs must be added before configure()");
+  ST_CHECK(weight > 0.0f, "model '", name_, "': the auxiliary output '", node, "' needs a positive loss weight");
+  auxiliary_.push_back(AuxiliaryOutput{std::move(node), weight});
+}
+
+const Tensor& Model::auxiliary_logits(size_t k) const {
+  ST_CHECK(k < auxiliary_.size(), "model '", name_, "' has ", auxiliary_.size(), " auxiliary outputs, not ", k + 1);
+  const size_t at = auxiliary_positions_[k];
+  ST_CHECK(outputs_.size() == layers_.size() && outputs_[at], "model '", name_, "': auxiliary output '",
+           auxiliary_[k].node, "' is computed by a training forward only");
+  return compute_ == DType::f32 ? *outputs_[at] : auxiliary_f32_[k];
+}
+
 Layer& Model::add(LayerPtr layer) {
   std::vector<std::string> last{layers_.empty() ? input() : layers_.back()->name()};
   add(std::move(layer), std::move(last));
@@ -68,8 +82,9 @@ void Model::configure(const Shape& input_sample) {
 void Model::order_layers() {
   std::vector<GraphNodeSpec> specs;
   for (size_t i = 0; i < layers_.size(); ++i) specs.push_back(GraphNodeSpec{layers_[i]->name(), inputs_[i]});
-  const std::string output = output_.empty() && !layers_.empty() ? layers_.back()->name() : output_;
-  graph_ = order_graph(name_, specs, input(), output);
+  std::vector<std::string> outputs{output_.empty() && !layers_.empty() ? layers_.back()->name() : output_};
+  for (const AuxiliaryOutput& a : auxiliary_) outputs.push_back(a.node);
+  graph_ = order_graph(name_, specs, input(), outputs);
   std::vector<LayerPtr> layers;
   std::vector<std::vector<std::string>> inputs;
   for (size_t id : graph_.order) {
@@ -78,6 +93,26 @@ void Model::order_layers() {
   }
   layers_ = std::move(layers);
   inputs_ = std::move(inputs);
+  auxiliary_positions_.clear();
+  for (const AuxiliaryOutput& a : auxiliary_)
+    for (size_t i = 0; i < layers_.size(); ++i) {
+      if (layers_[i]->name() != a.node) continue;
+      ST_USER_CHECK(graph_.consumers[i].empty() && i + 1 != layers_.size(), "model '", name_,
+                    "': the auxiliary output '", a.node,
+                    "' must be consumed by no node and differ from the model's output");
+      auxiliary_positions_.push_back(i);
+    }
+  mark_training_only();
+}
+
+// A layer leads to the model's output (the last) where one of its consumers does.
+void Model::mark_training_only() {
+  std::vector<bool> leads(layers_.size(), false);
+  leads.back() = true;
+  for (size_t i = layers_.size() - 1; i-- > 0;)
+    for (size_t c : graph_.consumers[i]) leads[i] = leads[i] || leads[c];
+  training_only_.assign(layers_.size(), false);
+  for (size_t i = 0; i < layers_.size(); ++i) training_only_[i] = !leads[i];
 }
 
 // Configures every layer with its inputs' shapes; returns the model output's shape.
@@ -219,6 +254,13 @@ void Model::build(Backend& backend, int64_t batch, DType compute) {
     logits_f32_ = backend.empty(logits, DType::f32, name_ + ".logits.f32");
     dlogits_low_ = backend.empty(logits, compute_, name_ + ".dlogits." + type);
   }
+  auxiliary_f32_.clear();
+  auxiliary_dlogits_low_.clear();
+  for (size_t k = 0; k < auxiliary_.size() && compute_ != DType::f32; ++k) {
+    const Shape shape = with_batch(batch, layers_[auxiliary_positions_[k]]->output_shape());
+    auxiliary_f32_.push_back(backend.empty(shape, DType::f32, auxiliary_[k].node + ".logits.f32"));
+    auxiliary_dlogits_low_.push_back(backend.empty(shape, compute_, auxiliary_[k].node + ".dlogits"));
+  }
   bind_flat_buffers();
   refresh_compute_parameters();
   for (auto& l : layers_) {
@@ -273,7 +315,7 @@ void Model::fuse_residual_tails() {
     if (!add || graph_.producers[static_cast<size_t>(a)].size() != 2) continue;
     const int r = sole_consumer(static_cast<size_t>(a));
     auto* relu = r < 0 ? nullptr : dynamic_cast<ActivationLayer*>(layers_[static_cast<size_t>(r)].get());
-    if (!relu || relu->type() != "ReLU" || relu->absorbed()) continue;
+    if (!relu || relu->activation() != Activation::relu || relu->absorbed()) continue;
     const auto& in = graph_.producers[static_cast<size_t>(a)];
     if (in[0] == in[1]) continue;
     const bool trains = runs_backward_[i];
@@ -302,22 +344,29 @@ const Tensor& Model::forward(const Tensor& x, bool training) {
            shape_string(x.shape()), ", expected ", batch_, " samples of ", shape_string(input_shape_));
   ST_CHECK(x.dtype() == compute_, "model '", name_, "' computes in ", dtype_name(compute_), " but its input '", x.name(),
            "' is ", dtype_name(x.dtype()));
+  ST_USER_CHECK(!training || evaluation_only_.empty(), "model '", name_, "' cannot train: ", evaluation_only_);
   outputs_.assign(layers_.size(), nullptr);
   std::vector<const Tensor*> in;
   for (size_t i = 0; i < layers_.size(); ++i) {
+    if (!training && training_only_[i]) continue;
     in.clear();
     for (int p : graph_.producers[i]) in.push_back(p == kModelInput ? &x : outputs_[static_cast<size_t>(p)]);
     if (observer_ && training) observer_->layer_begin(i, false);
     outputs_[i] = &layers_[i]->forward_inputs(in, training);
     if (observer_ && training) observer_->layer_end(i, false);
   }
-  const Tensor* cur = outputs_.back();
-  if (compute_ == DType::f32) return *cur;
-  visit_float_type(compute_, [&](auto t) {
-    using T = decltype(t);
-    launch_elements(backend_->compute_stream(), "logits_to_f32", cur->numel(),
-                    kernels::Cast<T, float>{cur->device_data<T>(), logits_f32_.device_data<float>()});
-  });
+  if (compute_ == DType::f32) return *outputs_.back();
+  const auto to_f32 = [&](const Tensor& low, const Tensor& f32, const char* label) {
+    visit_float_type(compute_, [&](auto t) {
+      using T = decltype(t);
+      launch_elements(backend_->compute_stream(), label, low.numel(),
+                      kernels::Cast<T, float>{low.device_data<T>(), f32.device_data<float>()});
+    });
+  };
+  if (training)
+    for (size_t k = 0; k < auxiliary_.size(); ++k)
+      to_f32(*outputs_[auxiliary_positions_[k]], auxiliary_f32_[k], "auxiliary_logits_to_f32");
+  to_f32(*outputs_.back(), logits_f32_, "logits_to_f32");
   return logits_f32_;
 }
 
@@ -339,19 +388,29 @@ void Model::add_gradient(int producer, const Tensor& dx) {
   output_grads_[p] = &sum;
 }
 
-void Model::backward(const Tensor& dlogits, const std::function<void(size_t)>& on_layer_done) {
-  ST_CHECK(dlogits.dtype() == DType::f32, "model '", name_, "': the gradient of the logits must be f32, got ",
+// The gradient that enters backward at an output: dlogits itself in f32, else its copy in the
+// compute type (`low`).
+const Tensor* Model::seed_gradient(const Tensor& dlogits, Tensor& low, const char* what) {
+  ST_CHECK(dlogits.dtype() == DType::f32, "model '", name_, "': the gradient of the ", what, " must be f32, got ",
            dtype_name(dlogits.dtype()));
+  if (compute_ == DType::f32) return &dlogits;
+  visit_float_type(compute_, [&](auto t) {
+    using T = decltype(t);
+    launch_elements(backend_->compute_stream(), "dlogits_to_compute_type", dlogits.numel(),
+                    kernels::Cast<float, T>{dlogits.device_data<float>(), low.device_data<T>()});
+  });
+  return &low;
+}
+
+void Model::backward(const Tensor& dlogits, const std::function<void(size_t)>& on_layer_done,
+                     const std::vector<const Tensor*>& auxiliary_dlogits) {
+  ST_CHECK(auxiliary_dlogits.size() == auxiliary_.size(), "model '", name_, "' has ", auxiliary_.size(),
+           " auxiliary outputs; backward got ", auxiliary_dlogits.size(), " gradients for them");
   output_grads_.assign(layers_.size(), nullptr);
-  output_grads_.back() = &dlogits;
-  if (compute_ != DType::f32) {
-    visit_float_type(compute_, [&](auto t) {
-      using T = decltype(t);
-      launch_elements(backend_->compute_stream(), "dlogits_to_compute_type", dlogits.numel(),
-                      kernels::Cast<float, T>{dlogits.device_data<float>(), dlogits_low_.device_data<T>()});
-    });
-    output_grads_.back() = &dlogits_low_;
-  }
+  output_grads_.back() = seed_gradient(dlogits, dlogits_low_, "logits");
+  for (size_t k = 0; k < auxiliary_.size(); ++k)
+    output_grads_[auxiliary_positions_[k]] = seed_gradient(
+        *auxiliary_dlogits[k], compute_ == DType::f32 ? dlogits_low_ : auxiliary_dlogits_low_[k], "auxiliary logits");
   std::vector<bool> need;
   std::vector<const Tensor*> dx;
   for (size_t li = layers_.size(); li-- > 0;) {

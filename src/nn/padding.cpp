@@ -1,5 +1,5 @@
 // Padding's text forms and the padding arithmetic: TensorFlow's 'same', 'valid', and PyTorch's explicit
-// symmetric padding.
+// symmetric padding (one amount, or one for the rows and one for the columns).
 #include "scaletrain/nn/padding.hpp"
 
 #include <algorithm>
@@ -9,9 +9,11 @@
 
 namespace scaletrain::nn {
 
-Padding Padding::symmetric(int64_t p) {
-  ST_CHECK(p >= 0, "padding ", p, " is negative (expected same, valid or a number of cells >= 0)");
-  return Padding(Kind::symmetric, p);
+Padding Padding::symmetric(int64_t p) { return symmetric(p, p); }
+
+Padding Padding::symmetric(int64_t ph, int64_t pw) {
+  ST_CHECK(ph >= 0 && pw >= 0, "padding ", ph, ",", pw, " is negative (expected same, valid or numbers of cells >= 0)");
+  return Padding(Kind::symmetric, ph, pw);
 }
 
 std::string Padding::to_string() const {
@@ -20,16 +22,28 @@ std::string Padding::to_string() const {
     case Kind::valid: return "valid";
     case Kind::symmetric: break;
   }
-  return std::to_string(amount_);
+  if (rows_ == columns_) return std::to_string(rows_);
+  return std::to_string(rows_) + "," + std::to_string(columns_);
 }
+
+namespace {
+bool is_cell_count(const std::string& s) {
+  return !s.empty() && s.size() <= 9 &&
+         std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c) != 0; });
+}
+}  // namespace
 
 Padding parse_padding(const std::string& name) {
   if (name == "same") return Padding::same;
   if (name == "valid") return Padding::valid;
-  const bool digits = !name.empty() && name.size() <= 9 &&
-                      std::all_of(name.begin(), name.end(), [](unsigned char c) { return std::isdigit(c) != 0; });
-  if (digits) return Padding::symmetric(std::stoll(name));
-  ST_FAIL("unknown padding '", name, "' (expected same, valid or a number of cells such as 1)");
+  if (is_cell_count(name)) return Padding::symmetric(std::stoll(name));
+  const size_t comma = name.find(',');
+  if (comma != std::string::npos) {
+    const std::string rows = name.substr(0, comma), columns = name.substr(comma + 1);
+    if (is_cell_count(rows) && is_cell_count(columns)) return Padding::symmetric(std::stoll(rows), std::stoll(columns));
+  }
+  ST_FAIL("unknown padding '", name,
+          "' (expected same, valid, a number of cells such as 1, or rows,columns such as 0,3)");
 }
 
 namespace {
@@ -49,7 +63,10 @@ Pad2D compute_padding(Padding p, int64_t in_h, int64_t in_w, int64_t k_h, int64_
       same_1d(in_w, k_w, s_w, pad.left, pad.right);
       break;
     case Padding::Kind::valid: break;
-    case Padding::Kind::symmetric: pad.top = pad.left = pad.bottom = pad.right = p.amount(); break;
+    case Padding::Kind::symmetric:
+      pad.top = pad.bottom = p.rows();
+      pad.left = pad.right = p.columns();
+      break;
   }
   return pad;
 }

@@ -272,12 +272,18 @@ void walk(RunConfig& cfg, const toml::table& t, const std::string& prefix, const
 
 const std::vector<ConfigKey>& config_keys() {
   static const std::vector<ConfigKey> keys = {
-      key_of("model.name", &RunConfig::model, "zoo model: " + join(nn::zoo_model_names())),
+      key_of("model.name", &RunConfig::model,
+             "zoo model: " + join(nn::zoo_model_names()) + " (--help lists them at its end)"),
       model_input_key("model.input",
                       "per-sample input H,W,C the model is built for (empty: the data set's; set, it must match it)"),
       key_of("model.classes", &RunConfig::model_classes,
              "classes the model is built for (0: the data set's; set, it must match it). With model.input set too, "
              "--summary needs no data set"),
+      key_of("model.classifier_width", &RunConfig::classifier_width,
+             "width of the hidden classifier layers where the network has them (vgg16: 4096; 0: the network's own)"),
+      key_of("model.dropout", &RunConfig::dropout,
+             "the classifier's dropout rate where the network has one (mobilenet_v2 0.2, vgg16 and inception_v3 0.5; "
+             "negative: the network's own)"),
       key_of("model.sync_bn", &RunConfig::sync_bn,
              "SyncBatchNorm: BatchNorm statistics over the global batch, summed over the ranks (false: each "
              "rank's own, rank 0's running statistics broadcast before evaluation and checkpoints)"),
@@ -363,8 +369,8 @@ const std::vector<ConfigKey>& config_keys() {
                       "steps pick the size with the least predicted exposed all-reduce time; run.json records it) or "
                       "a fixed size in MB"),
       enum_key("comm.progress", &RunConfig::progress, comm::parse_comm_progress, comm::comm_progress_name,
-             "all-reduce progress during backward: test (MPI_Test polls between layers) or thread (a communication "
-             "thread)"),
+               "all-reduce progress during backward: test (MPI_Test polls between layers) or thread (a communication "
+               "thread)"),
       enum_key("comm.dtype", &RunConfig::comm_dtype, parse_precision, precision_name,
                "gradient type on the wire: fp32, bf16 or fp16 (half the bytes; fp16 is divided by the world size "
                "before the sum)"),
@@ -451,8 +457,9 @@ const std::vector<ConfigKey>& config_keys() {
              "this many extra compute-stream synchronizations in every training step's forward (device counters)"),
       key_of("testing.extra_launches", &RunConfig::extra_launches,
              "this many extra one-element kernel launches in every training step's forward (device counters)"),
-      key_of("testing.inject_signal", &RunConfig::inject_signal,
-             "testing.inject_signal_rank sends itself this signal (USR1, TERM or INT) before testing.inject_signal_step"),
+      key_of(
+          "testing.inject_signal", &RunConfig::inject_signal,
+          "testing.inject_signal_rank sends itself this signal (USR1, TERM or INT) before testing.inject_signal_step"),
       key_of("testing.inject_signal_rank", &RunConfig::inject_signal_rank, "see testing.inject_signal (-1: off)"),
       key_of("testing.inject_signal_step", &RunConfig::inject_signal_step, "see testing.inject_signal"),
       key_of("testing.inject_checkpoint_crash_step", &RunConfig::inject_checkpoint_crash_step,

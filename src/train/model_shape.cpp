@@ -21,4 +21,12 @@ DatasetShape model_shape_for(const RunConfig& cfg, const DatasetShape& data) {
   return data;
 }
 
+std::unique_ptr<nn::Model> make_run_model(const RunConfig& cfg, const DatasetShape& shape) {
+  nn::ZooOptions o;
+  o.classes = shape.classes;
+  o.classifier_width = cfg.classifier_width;
+  o.dropout = static_cast<float>(cfg.dropout);
+  return nn::make_zoo_model(cfg.model, shape.sample_shape, o);
+}
+
 }  // namespace scaletrain::train

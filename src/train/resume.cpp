@@ -28,6 +28,8 @@ const std::vector<KeyRule>& rules() {
       {"data.train_samples", true, "the training split changed size"},
       {"model.sync_bn", true, "BatchNorm's batch statistics change between per rank and over all ranks", true},
       {"optimizer.no_decay", true, "weight decay reaches other parameters", true},
+      {"model.classifier_width", false, "the parameters do not fit", true},
+      {"model.dropout", true, "the classifier's dropout rate changes", true},
   };
   return r;
 }

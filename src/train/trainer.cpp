@@ -76,6 +76,9 @@ struct Trainer::Impl {
   std::optional<Bf16GemmChoice> bf16_gemm;  // run.cpu_bf16_gemm where the backend has the choice
   std::optional<AlgorithmChoice> algorithms;  // run.cudnn_algorithms where the backend has the choice
   nn::SoftmaxCrossEntropy loss;
+  // One per auxiliary output (inception_v3's): its loss joins the objective with its weight; the logged
+  // training loss and accuracy are the model output's.
+  std::vector<nn::SoftmaxCrossEntropy> auxiliary_losses;
   std::unique_ptr<optim::Optimizer> optimizer;
   std::unique_ptr<optim::LrSchedule> schedule;
   std::unique_ptr<comm::GradientBuckets> buckets;
@@ -335,12 +338,17 @@ void Trainer::Impl::setup_model() {
   collective_check(comm, [&] {
     const DatasetShape shape =
         model_shape_for(cfg, DatasetShape{info.sample_shape, static_cast<int64_t>(info.classes.size())});
-    model = nn::make_zoo_model(cfg.model, shape.sample_shape, shape.classes);
+    model = make_run_model(cfg, shape);
+    ST_USER_CHECK(model->evaluation_only().empty(), "model.name = ", cfg.model, " cannot train on ",
+                  shape_string(shape.sample_shape), ": ", model->evaluation_only());
   });
   pin_algorithms();
   collective_check(comm, [&] {
     build_model();
     loss.build(*backend, local_batch, static_cast<int64_t>(info.classes.size()));
+    auxiliary_losses = std::vector<nn::SoftmaxCrossEntropy>(model->auxiliary_outputs().size());
+    for (nn::SoftmaxCrossEntropy& a : auxiliary_losses)
+      a.build(*backend, local_batch, static_cast<int64_t>(info.classes.size()));
   });
   time_algorithms();
   choose_bf16_gemm();
@@ -482,6 +490,8 @@ StepFlags Trainer::Impl::train_step(const data::Batch& b, int64_t step) {
     const Tensor& logits = model->forward(input->input(), true);
     if (profile) profile->device_begin("loss");
     loss.forward(logits, b.device_labels);
+    for (size_t k = 0; k < auxiliary_losses.size(); ++k)
+      auxiliary_losses[k].forward(model->auxiliary_logits(k), b.device_labels);
     if (profile) profile->device_end("loss");
     testing_extras();
   });
@@ -494,18 +504,25 @@ StepFlags Trainer::Impl::train_step(const data::Batch& b, int64_t step) {
     const int64_t mean_over = buckets->pre_divided() ? local_batch * comm.size() : local_batch;
     if (profile) profile->device_begin("loss", true);
     const Tensor& dlogits = loss.backward(scaler->scale() / static_cast<float>(mean_over));
+    std::vector<const Tensor*> auxiliary_dlogits;
+    for (size_t k = 0; k < auxiliary_losses.size(); ++k)
+      auxiliary_dlogits.push_back(&auxiliary_losses[k].backward(model->auxiliary_outputs()[k].weight * scaler->scale() /
+                                                                static_cast<float>(mean_over)));
     if (profile) profile->device_end("loss", true);
     // On cpu the bucket work between layers is the step's own time: the profile gives it a row.
     const bool host_is_device = backend->compute_stream().runs_inline();
-    model->backward(dlogits, [&](size_t layer) {
-      const double t0 = profile && host_is_device ? now_seconds() : 0.0;
-      const size_t first = model->first_slot(layer);
-      const size_t n = model->layers()[layer]->parameters().size();
-      if (timed) bucket_tuner->layer_ready(n);
-      for (size_t sl = first; sl < first + n; ++sl) buckets->mark_ready(sl);
-      buckets->poll();
-      if (profile && host_is_device) profile->add_host("gradient buckets", now_seconds() - t0);
-    });
+    model->backward(
+        dlogits,
+        [&](size_t layer) {
+          const double t0 = profile && host_is_device ? now_seconds() : 0.0;
+          const size_t first = model->first_slot(layer);
+          const size_t n = model->layers()[layer]->parameters().size();
+          if (timed) bucket_tuner->layer_ready(n);
+          for (size_t sl = first; sl < first + n; ++sl) buckets->mark_ready(sl);
+          buckets->poll();
+          if (profile && host_is_device) profile->add_host("gradient buckets", now_seconds() - t0);
+        },
+        auxiliary_dlogits);
     if (timed) bucket_tuner->backward_end();
   });
   // Handing the slot back wakes the reader thread; count it as data time, not as a gap.

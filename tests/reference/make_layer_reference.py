@@ -40,6 +40,8 @@ def nhwc(x):
 def act(z, name):
     if name == "relu":
         return F.relu(z)
+    if name == "relu6":
+        return F.relu6(z)
     if name == "selu":
         return F.selu(z)
     return z
@@ -143,6 +145,45 @@ def write_explicit_padding_cases(f):
                    lambda x, kind=kind, k=k, s=s, pad=pad: pool(x, kind, k, s, pad))
 
 
+def write_zoo_layer_cases(f):
+    """The layers MobileNetV2, VGG16 and Inception-v3 brought: ReLU6 (alone and fused into a depthwise
+    stride-2 convolution), rectangular kernels with padding=(ph, pw), average pooling counting its
+    padding (F.avg_pool2d's default) and adaptive average pooling (repeating, overlapping, tiling and
+    identity windows)."""
+    torch.manual_seed(5678)
+    write_case(f, "relu6", {"type": "ReLU6", "in_shape": [4, 4, 3]}, {"x": 4 * torch.randn(2, 4, 4, 3)},
+               lambda x: F.relu6(x))
+    for name, h, w, c, fo, (kh, kw), s, (ph, pw), a in [("conv_1x7_pad0x3", 9, 9, 4, 5, (1, 7), 1, (0, 3), "none"),
+                                                         ("conv_7x1_pad3x0", 9, 8, 4, 5, (7, 1), 1, (3, 0), "relu"),
+                                                         ("conv_3x1_pad1x0_stride2", 8, 9, 3, 4, (3, 1), 2, (1, 0), "none")]:
+        write_case(f, name,
+                   {"type": "Conv2D", "filters": fo, "kernel": kh, "kernel_w": kw, "stride": s,
+                    "padding": "%d,%d" % (ph, pw), "activation": a, "in_shape": [h, w, c]},
+                   {"x": torch.randn(3, h, w, c), "weight": torch.randn(fo, c, kh, kw) * 0.2,
+                    "bias": torch.randn(fo) * 0.1},
+                   lambda x, weight, bias, s=s, ph=ph, pw=pw, a=a:
+                       act(nhwc(F.conv2d(nchw(x), weight, bias, stride=s, padding=(ph, pw))), a))
+    write_case(f, "depthwise_3x3_pad1_stride2_relu6",
+               {"type": "DepthwiseConv2D", "kernel": 3, "stride": 2, "padding": "1", "activation": "relu6",
+                "in_shape": [9, 9, 8]},
+               {"x": 3 * torch.randn(2, 9, 9, 8), "weight": torch.randn(8, 1, 3, 3) * 0.6, "bias": torch.randn(8)},
+               lambda x, weight, bias: F.relu6(nhwc(F.conv2d(nchw(x), weight, bias, stride=2, padding=1, groups=8))))
+    for name, h, w, c, k, s, pad in [("avgpool_3x3_s1_pad1_counted", 7, 6, 5, 3, 1, 1),
+                                     ("avgpool_3x3_s2_pad1_counted", 8, 7, 3, 3, 2, 1)]:
+        write_case(f, name,
+                   {"type": "AvgPool2D", "pool": k, "stride": s, "padding": str(pad), "count_include_pad": 1,
+                    "in_shape": [h, w, c]},
+                   {"x": torch.randn(2, h, w, c)},
+                   lambda x, k=k, s=s, pad=pad: nhwc(F.avg_pool2d(nchw(x), k, s, padding=pad, count_include_pad=True)))
+    for name, h, w, c, oh, ow in [("adaptive_avgpool_1x1_to_7x7", 1, 1, 5, 7, 7),
+                                  ("adaptive_avgpool_5x7_to_3x3", 5, 7, 4, 3, 3),
+                                  ("adaptive_avgpool_6x6_to_3x2", 6, 6, 3, 3, 2),
+                                  ("adaptive_avgpool_4x4_to_4x4", 4, 4, 3, 4, 4)]:
+        write_case(f, name, {"type": "AdaptiveAvgPool2D", "out_h": oh, "out_w": ow, "in_shape": [h, w, c]},
+                   {"x": torch.randn(2, h, w, c)},
+                   lambda x, oh=oh, ow=ow: nhwc(F.adaptive_avg_pool2d(nchw(x), (oh, ow))))
+
+
 def main():
     os.makedirs(os.path.dirname(OUT), exist_ok=True)
     with h5py.File(OUT, "w") as f:
@@ -229,6 +270,7 @@ def main():
         g.create_dataset("dlogits", data=logits.grad.numpy().astype(np.float32))
 
         write_explicit_padding_cases(f)
+        write_zoo_layer_cases(f)
     print("wrote", os.path.relpath(OUT), "torch", torch.__version__)
 
 

@@ -18,8 +18,15 @@ rounding of each other. fc follows global average pooling, so none of its column
 (checked against scaletrain-checkpoint info); and with the running statistics left at their initial
 values the accuracy must differ (the check sees the buffers).
 
+mobilenet_v2, vgg16 (--width W: model.classifier_width) and inception_v3 (--size S): trains it for --steps
+steps on 2 ranks on a synthetic SxSx3 data set written with st-synth (--synth BIN), loads model.h5 into
+torchvision's network (built as tests/reference/make_zoo_reference.py builds it) with
+load_state_dict(strict=True), and requires the eval-mode logits PyTorch computes on the first samples to
+match those scaletrain-checkpoint computes from the same file (vgg16's classifier.0 takes its columns in
+torch's CHW order); with the columns of the classifier's first layer shuffled they must differ.
+
 usage: check_torch_checkpoint.py --scaletrain BIN --tool BIN --mpirun "MPIRUN FLAGS" --model NAME --out DIR
-                                 [--data FILE --steps N --batch B --lr LR]
+                                 [--data FILE --steps N --batch B --lr LR] [--synth BIN --size S --width W]
 """
 import argparse
 import glob
@@ -34,6 +41,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "perf"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "reference"))
 from pytorch_anchor import make_model  # noqa: E402  (the twin, as the benchmark uses it)
 
 
@@ -56,12 +64,17 @@ def main():
     p.add_argument("--data", help="the packed data set (resnet18: Fashion-MNIST)")
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--lr", type=float, default=0.002)
+    p.add_argument("--synth", help="st-synth (the torchvision zoo networks' data set)")
+    p.add_argument("--size", type=int, default=32, help="the torchvision zoo networks' input size")
+    p.add_argument("--width", type=int, default=64, help="vgg16: model.classifier_width")
     a = p.parse_args()
     os.makedirs(a.out, exist_ok=True)
     run_dir = os.path.join(a.out, "run")
     subprocess.run(["rm", "-rf", run_dir], check=True)
     if a.model in TORCHVISION_RESNETS:
         return check_torchvision_resnet(a, run_dir)
+    if a.model in TORCHVISION_ZOO:
+        return check_torchvision_zoo(a, run_dir)
     run(shlex.split(a.mpirun) + ["-np", "2", a.scaletrain, "--model.name", a.model, "--data.synthetic_samples", "1024",
                                  "--train.batch", "32", "--train.max_steps", str(a.steps), "--train.evaluate", "false",
                                  "--optimizer.lr", "0.002", "--run.threads", "1", "--run.dir", run_dir],
@@ -110,6 +123,59 @@ TORCHVISION_RESNETS = ("resnet18",)
 # |logit|: two fp32 computations of the same network in different orders (oneDNN's convolutions and
 # PyTorch's) differ in the logits by ~1e-6 of their size, so only such samples can change their class.
 NEAR_TIE = 1e-4
+
+
+# The torchvision networks checked on synthetic 3-channel data, and the first layer of each one's
+# classifier (the one whose shuffled columns must change the logits).
+TORCHVISION_ZOO = {"mobilenet_v2": "classifier.1.weight", "vgg16": "classifier.0.weight", "inception_v3": "fc.weight"}
+
+
+def check_torchvision_zoo(a, run_dir):
+    import make_zoo_reference  # noqa: E402  (torchvision's networks as the parity references build them)
+    if not a.synth:
+        raise SystemExit(f"check_torch_checkpoint.py: --model {a.model} needs --synth (st-synth)")
+    data = os.path.join(a.out, f"synthetic-{a.size}.h5")
+    run([a.synth, "--shape", f"{a.size},{a.size},3", "--train", "64", "--test", "16", "-o", data],
+        os.path.join(a.out, "synth.log"))
+    extra = ["--model.classifier_width", str(a.width)] if a.model == "vgg16" else []
+    run(shlex.split(a.mpirun) + ["-np", "2", a.scaletrain, "--model.name", a.model, "--data.path", data,
+                                 "--train.batch", "4", "--train.max_steps", str(a.steps), "--train.evaluate", "false",
+                                 "--optimizer.lr", str(a.lr), "--run.threads", "1", "--run.dir", run_dir] + extra,
+        os.path.join(a.out, "train.log"))
+    latest = open(os.path.join(run_dir, "checkpoints", "latest"), encoding="utf-8").read().strip()
+    ckpt = os.path.join(run_dir, "checkpoints", latest)
+    logits_file = os.path.join(a.out, "logits.h5")
+    run([a.tool, "logits", ckpt, "--data", data, "--split", "test", "--count", "8", "-o", logits_file],
+        os.path.join(a.out, "logits.log"))
+    state = read_state(ckpt)
+    with h5py.File(logits_file, "r") as f:
+        x = torch.from_numpy(np.array(f["input"])).permute(0, 3, 1, 2).contiguous()
+        ours = np.array(f["logits"])
+    make_zoo_reference.CLASSES = ours.shape[1]
+    model = make_zoo_reference.make_model(a.model, a.width)
+    model.load_state_dict(state, strict=True)
+    model.eval()
+    with torch.no_grad():
+        theirs = model(x).numpy()
+    diff = float(np.max(np.abs(theirs - ours)))
+    scale = float(np.max(np.abs(ours)))
+    print(f"{a.model}: PyTorch load_state_dict(strict=True) took {len(state)} tensors from {ckpt}/model.h5 into "
+          f"torchvision's {a.model}; logits of {x.shape[0]} {a.size}x{a.size}x3 samples: max |torch - scaletrain| "
+          f"{diff:.3g} (max |logit| {scale:.3g})")
+    if not np.isfinite(diff) or diff > 1e-4 * max(scale, 1.0):
+        print("FAIL: PyTorch's logits differ from scaletrain's")
+        return 1
+    first = TORCHVISION_ZOO[a.model]
+    bad = dict(state)
+    bad[first] = state[first][:, torch.randperm(state[first].shape[1], generator=torch.Generator().manual_seed(0))]
+    model.load_state_dict(bad, strict=True)
+    with torch.no_grad():
+        wrong = float(np.max(np.abs(model(x).numpy() - ours)))
+    if wrong <= 1e-4 * max(scale, 1.0):
+        print(f"FAIL: columns of {first} permuted and the logits still agree ({wrong:.3g}): the check is blind")
+        return 1
+    print(f"OK: with the columns of {first} shuffled the logits differ by {wrong:.3g}, as they must")
+    return 0
 
 
 def torchvision_resnet(name, channels, classes):

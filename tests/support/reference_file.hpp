@@ -61,6 +61,10 @@ class ReferenceFile {
     return v;
   }
   int64_t attr_int(const std::string& obj, const std::string& attr) const { return attr_ints(obj, attr).at(0); }
+  bool has_attr(const std::string& obj, const std::string& attr) const {
+    return ST_HDF5_CHECK(H5Aexists_by_name(file_, obj.c_str(), attr.c_str(), H5P_DEFAULT), path_, ":", obj, "@", attr) >
+           0;
+  }
   double attr_double(const std::string& obj, const std::string& attr) const {
     hid_t a = ST_HDF5_CHECK(H5Aopen_by_name(file_, obj.c_str(), attr.c_str(), H5P_DEFAULT, H5P_DEFAULT), path_, ":",
                             obj, "@", attr);

@@ -11,7 +11,7 @@ namespace scaletrain {
 
 class Stream;
 
-enum class Activation { none, relu, selu };
+enum class Activation { none, relu, relu6, selu };
 std::string activation_name(Activation a);
 
 // post[i] = act(pre[i]) for i < n, queued on `stream`; pre and post are `dtype` (f32, bf16, f16).

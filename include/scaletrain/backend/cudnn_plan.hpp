@@ -23,7 +23,7 @@ enum class CudnnMath { fma, default_math, tensor_op, tensor_op_allow_conversion 
 enum class ConvDirection { forward, backward_data, backward_filter };
 // cudnnPoolingMode_t: CUDNN_POOLING_MAX, CUDNN_POOLING_MAX_DETERMINISTIC,
 // CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING.
-enum class CudnnPoolMode { max, max_deterministic, average_exclude_padding };
+enum class CudnnPoolMode { max, max_deterministic, average_exclude_padding, average_include_padding };
 
 std::string cudnn_type_name(CudnnType t);
 std::string cudnn_math_name(CudnnMath m);

@@ -178,8 +178,9 @@ struct PoolShape {
   int64_t stride_h = 2, stride_w = 2;
   int64_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
   DType dtype = DType::f32;
-  // average pooling: padded cells are excluded from the divisor (Keras 'same', PyTorch
-  // count_include_pad=False).
+  // Average pooling: padded cells are excluded from the divisor (Keras 'same', PyTorch
+  // count_include_pad=False), or counted in it with count_include_pad (PyTorch's default).
+  bool count_include_pad = false;
   int64_t out_h() const { return (in_h + pad_top + pad_bottom - kernel_h) / stride_h + 1; }
   int64_t out_w() const { return (in_w + pad_left + pad_right - kernel_w) / stride_w + 1; }
   std::string to_string() const;

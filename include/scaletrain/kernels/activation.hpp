@@ -1,4 +1,4 @@
-// Activation functors: ReLU and SELU forward and backward (index i over all elements), templated
+// Activation functors: ReLU, ReLU6 and SELU forward and backward (index i over all elements), templated
 // over the storage type (float, bf16, f16) with float arithmetic.
 #pragma once
 #include <cmath>
@@ -34,40 +34,43 @@ SCALETRAIN_INLINE float exp_nonpositive(float x) {
 
 // T is the storage type (float, bf16, f16); the arithmetic is float. Each functor runs on packs of
 // elements (kernels/packs.hpp): pack<N>(i) over elements [i, i + N), operator()(i) one element.
-// A forward functor maps x to y; a gradient functor maps (a, dy) to dx, `a` being the activation's
-// input or (the FromOutput forms) its output.
-template <class T>
-struct ReluForward {
+// A forward functor maps x to y (Fn::apply(x) the activation); a gradient functor maps (a, dy) to dx,
+// `a` being the activation's input or (the FromOutput forms) its output.
+template <class T, class Fn>
+struct ActivationForward {
   const T* x;
   T* y;
   template <int N>
   SCALETRAIN_INLINE void pack(int64_t i) const {
     float v[N];
     load_pack<T, N>(x + i, v);
-    each_in_pack<N>([&](int k) { v[k] = v[k] > 0.0f ? v[k] : 0.0f; });
+    each_in_pack<N>([&](int k) { v[k] = Fn::apply(v[k]); });
     store_pack<T, N>(y + i, v);
   }
   SCALETRAIN_HOST_DEVICE void operator()(int64_t i) const { pack<1>(i); }
   bool packs_fit() const { return pack_aligned(x) && pack_aligned(y); }
 };
 
-template <class T>
-struct SeluForward {
-  const T* x;
-  T* y;
-  template <int N>
-  SCALETRAIN_INLINE void pack(int64_t i) const {
-    float v[N];
-    load_pack<T, N>(x + i, v);
-    each_in_pack<N>([&](int k) {
-      const float neg = kSeluScale * kSeluAlpha * (exp_nonpositive(v[k]) - 1.0f);
-      v[k] = v[k] > 0.0f ? kSeluScale * v[k] : neg;
-    });
-    store_pack<T, N>(y + i, v);
-  }
-  SCALETRAIN_HOST_DEVICE void operator()(int64_t i) const { pack<1>(i); }
-  bool packs_fit() const { return pack_aligned(x) && pack_aligned(y); }
+struct ReluFn {
+  SCALETRAIN_INLINE static float apply(float v) { return v > 0.0f ? v : 0.0f; }
 };
+// min(max(x, 0), 6), as torch.nn.ReLU6 (MobileNetV2).
+struct Relu6Fn {
+  SCALETRAIN_INLINE static float apply(float v) { return v > 0.0f ? (v < 6.0f ? v : 6.0f) : 0.0f; }
+};
+struct SeluFn {
+  SCALETRAIN_INLINE static float apply(float v) {
+    const float neg = kSeluScale * kSeluAlpha * (exp_nonpositive(v) - 1.0f);
+    return v > 0.0f ? kSeluScale * v : neg;
+  }
+};
+
+template <class T>
+using ReluForward = ActivationForward<T, ReluFn>;
+template <class T>
+using Relu6Forward = ActivationForward<T, Relu6Fn>;
+template <class T>
+using SeluForward = ActivationForward<T, SeluFn>;
 
 // dx = slope(a) * dy over packs, Slope::of(a) the activation's derivative from `a`.
 template <class T, class Slope>
@@ -90,6 +93,11 @@ struct ActivationGradient {
 struct ReluSlope {  // from the input or the output alike: exact
   SCALETRAIN_INLINE static float apply(float a, float g) { return a > 0.0f ? g : 0.0f; }
 };
+// ReLU6's slope is 1 inside (0, 6) and 0 outside; the input is inside exactly where the output is,
+// so the input's and the output's forms are one (at 0 and 6 themselves, 0, as PyTorch's hardtanh_backward).
+struct Relu6Slope {
+  SCALETRAIN_INLINE static float apply(float a, float g) { return a > 0.0f && a < 6.0f ? g : 0.0f; }
+};
 struct SeluSlopeFromInput {
   SCALETRAIN_INLINE static float apply(float x, float g) {
     const float slope = x > 0.0f ? kSeluScale : kSeluScale * kSeluAlpha * exp_nonpositive(x);
@@ -110,9 +118,13 @@ struct SeluSlopeFromOutput {
 template <class T>
 using ReluBackward = ActivationGradient<T, ReluSlope>;
 template <class T>
+using Relu6Backward = ActivationGradient<T, Relu6Slope>;
+template <class T>
 using SeluBackward = ActivationGradient<T, SeluSlopeFromInput>;
 template <class T>
 using ReluBackwardFromOutput = ActivationGradient<T, ReluSlope>;
+template <class T>
+using Relu6BackwardFromOutput = ActivationGradient<T, Relu6Slope>;
 template <class T>
 using SeluBackwardFromOutput = ActivationGradient<T, SeluSlopeFromOutput>;
 

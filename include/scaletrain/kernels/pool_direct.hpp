@@ -1,10 +1,10 @@
 // Direct max and average pooling over NHWC data with any (also asymmetric) padding: padding never
-// wins a maximum and is left out of an average's divisor. The CUDA backend runs these where cuDNN's
-// symmetric pooling descriptor cannot express the padding (TensorFlow 'same' on an odd input).
-// Forward: i over outputs. Backward: i over inputs, gathering from every window that holds the
-// input (no atomics, so the result is deterministic). The maximum of a window is its first largest
-// cell in row-major window order, or a NaN when the window holds one (NaN propagates, as with
-// CUDNN_PROPAGATE_NAN); max backward recomputes it from x.
+// wins a maximum and is left out of an average's divisor, or counted in it with count_include_pad
+// (the whole window: without ceil_mode no window reaches past the padded input). The CUDA backend runs these where
+// cuDNN's symmetric pooling descriptor cannot express the padding (TensorFlow 'same' on an odd input). Forward: i over
+// outputs. Backward: i over inputs, gathering from every window that holds the input (no atomics, so the result is
+// deterministic). The maximum of a window is its first largest cell in row-major window order, or a NaN when the window
+// holds one (NaN propagates, as with CUDNN_PROPAGATE_NAN); max backward recomputes it from x.
 #pragma once
 #include <cstdint>
 
@@ -19,6 +19,7 @@ struct PoolGeometry {
   int64_t kernel_h, kernel_w;
   int64_t stride_h, stride_w;
   int64_t pad_top, pad_left;  // the bottom/right padding only shows in out_h/out_w
+  bool count_include_pad;
 };
 
 // The window of output (oh, ow) clipped to the input: rows [h0, h1), columns [w0, w1).
@@ -34,6 +35,12 @@ SCALETRAIN_INLINE PoolWindow pool_window(const PoolGeometry& g, int64_t oh, int6
   r.h1 = hs + g.kernel_h < g.h ? hs + g.kernel_h : g.h;
   r.w1 = ws + g.kernel_w < g.w ? ws + g.kernel_w : g.w;
   return r;
+}
+
+// An average's divisor for a window, `win` its part inside the input.
+SCALETRAIN_INLINE float pool_divisor(const PoolGeometry& g, const PoolWindow& win) {
+  if (g.count_include_pad) return static_cast<float>(g.kernel_h * g.kernel_w);
+  return static_cast<float>((win.h1 - win.h0) * (win.w1 - win.w0));
 }
 
 // The flat index of the first largest cell of window (oh, ow) of image n, channel ch.
@@ -74,12 +81,12 @@ struct PoolForwardDirect {
     float sum = 0.0f;
     for (int64_t ih = win.h0; ih < win.h1; ++ih)
       for (int64_t iw = win.w0; iw < win.w1; ++iw) sum += to_float(x[((n * g.h + ih) * g.w + iw) * g.c + ch]);
-    y[i] = from_float<T>(sum / static_cast<float>((win.h1 - win.h0) * (win.w1 - win.w0)));
+    y[i] = from_float<T>(sum / pool_divisor(g, win));
   }
 };
 
 // dx[i] = sum over the windows holding input i of (max: dy if i is the window's maximum; average:
-// dy / the window's count of real cells). x is only read for max pooling.
+// dy / the window's divisor). x is only read for max pooling.
 template <class T>
 struct PoolBackwardDirect {
   const T* x;
@@ -105,8 +112,7 @@ struct PoolBackwardDirect {
         if (max) {
           if (pool_argmax(x, g, n, oh, ow, ch) == i) sum += to_float(dy[yi]);
         } else {
-          const PoolWindow win = pool_window(g, oh, ow);
-          sum += to_float(dy[yi]) / static_cast<float>((win.h1 - win.h0) * (win.w1 - win.w0));
+          sum += to_float(dy[yi]) / pool_divisor(g, pool_window(g, oh, ow));
         }
       }
     dx[i] = from_float<T>(sum);

@@ -1,5 +1,6 @@
-// Conv2D and DepthwiseConv2D: 2-D convolution over NHWC activations with stride, padding (Keras's
-// 'same'/'valid' or PyTorch's explicit padding, padding.hpp), groups, bias and a fused activation;
+// Conv2D and DepthwiseConv2D: 2-D convolution over NHWC activations with a square or rectangular
+// kernel, stride, padding (Keras's 'same'/'valid' or PyTorch's explicit padding, padding.hpp), groups,
+// bias and a fused activation;
 // in evaluation, a BatchNorm2d after it may be folded in.
 // Weights [OC, IC/groups, KH, KW] as in PyTorch.
 #pragma once
@@ -14,9 +15,18 @@
 
 namespace scaletrain::nn {
 
+// A kernel's height and width: one number for a square kernel (3), two for another ({1, 7}), as
+// PyTorch's kernel_size.
+struct KernelSize {
+  int64_t h = 3, w = 3;
+  constexpr KernelSize(int64_t k = 3) : h(k), w(k) {}  // implicit: Conv2DOptions{16, 3, ...}
+  constexpr KernelSize(int64_t kh, int64_t kw) : h(kh), w(kw) {}
+  std::string to_string() const { return h == w ? std::to_string(h) : std::to_string(h) + "x" + std::to_string(w); }
+};
+
 struct Conv2DOptions {
   int64_t filters = 0;
-  int64_t kernel = 3;
+  KernelSize kernel = 3;
   int64_t stride = 1;
   Padding padding = Padding::same;
   int64_t groups = 1;

@@ -11,8 +11,8 @@ namespace scaletrain::nn {
 class Dense : public Layer {
  public:
   // Without `init`: the weight drawn with glorot_uniform (lecun_normal before a SELU), the bias zeros.
-  // With it: the weight and the bias both drawn with `init` from the layer's fan-in (Init::pytorch_default:
-  // torch.nn.Linear's reset_parameters, uniform in +-1/sqrt(in_features)).
+  // With it: the weight drawn with `init`; Init::pytorch_default draws the bias too, from the layer's
+  // fan-in (torch.nn.Linear's reset_parameters, uniform in +-1/sqrt(in_features)), other inits leave it zeros.
   Dense(std::string name, int64_t units, Activation act = Activation::none, bool bias = true,
         std::optional<Init> init = std::nullopt);
   std::string type() const override { return "Dense"; }

@@ -1,4 +1,4 @@
-// Stand-alone element-wise layers: ReLU, SELU and Dropout (inverted, counter-based random mask).
+// Stand-alone element-wise layers: ReLU, ReLU6, SELU and Dropout (inverted, counter-based random mask).
 #pragma once
 #include "scaletrain/nn/activation.hpp"
 #include "scaletrain/nn/layer.hpp"
@@ -8,7 +8,7 @@ namespace scaletrain::nn {
 class ActivationLayer : public Layer {
  public:
   ActivationLayer(std::string name, Activation a) : Layer(std::move(name)), act_(a) {}
-  std::string type() const override { return act_.kind() == Activation::relu ? "ReLU" : "SELU"; }
+  std::string type() const override;
   Shape configure(const Shape& in) override;
   void build(Backend& backend, int64_t batch) override;
   const Tensor& forward(const Tensor& x, bool training) override;
@@ -17,10 +17,12 @@ class ActivationLayer : public Layer {
   // backward the gradient, which that layer masks.
   void absorb_into_producer() { absorbed_ = true; }
   bool absorbed() const { return absorbed_; }
+  Activation activation() const { return act_; }
 
  private:
-  FusedActivation act_;
+  Activation act_;
   bool absorbed_ = false;
+  Tensor x_, y_, dx_;
 };
 
 class Dropout : public Layer {

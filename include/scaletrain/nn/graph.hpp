@@ -2,7 +2,8 @@
 // consuming the model input or other nodes' outputs by name, in any declaration order. order_graph
 // checks the declaration (every name defined once, every consumed name defined, no cycle, every
 // output used) and returns the one execution order: topological, ties broken by declaration order
-// (the node id), so that it is the same on every rank. A chain declared in order keeps its order.
+// (the node id), so that it is the same on every rank, the model's output last. A chain declared in
+// order keeps its order.
 #pragma once
 #include <string>
 #include <vector>
@@ -23,9 +24,10 @@ struct GraphOrder {
   std::vector<std::vector<size_t>> consumers;  // per position: positions consuming its output, ascending
 };
 
-// Throws Error naming the model and the nodes at fault. `input` is the model input's name, `output`
-// the node whose output is the model's (every other node's output must be consumed).
+// Throws Error naming the model and the nodes at fault. `input` is the model input's name;
+// outputs.front() the node whose output is the model's, the others auxiliary outputs (every other
+// node's output must be consumed).
 GraphOrder order_graph(const std::string& model, const std::vector<GraphNodeSpec>& nodes, const std::string& input,
-                       const std::string& output);
+                       const std::vector<std::string>& outputs);
 
 }  // namespace scaletrain::nn

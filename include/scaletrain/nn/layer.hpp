@@ -24,8 +24,18 @@ struct TorchParameterPlace {
 };
 
 // How a parameter's initial values are drawn. he_normal_fan_out: normal with std sqrt(2 / fan_out)
-// (torch.nn.init.kaiming_normal_(mode='fan_out', nonlinearity='relu'), torchvision's ResNet convolutions).
-enum class Init { zeros, ones, glorot_uniform, lecun_normal, he_uniform, he_normal_fan_out, pytorch_default };
+// (torch.nn.init.kaiming_normal_(mode='fan_out', nonlinearity='relu'), torchvision's ResNet convolutions);
+// normal_001: normal with std 0.01 (torchvision's VGG and MobileNetV2 classifiers).
+enum class Init {
+  zeros,
+  ones,
+  glorot_uniform,
+  lecun_normal,
+  he_uniform,
+  he_normal_fan_out,
+  normal_001,
+  pytorch_default
+};
 
 struct Parameter {
   std::string name;  // "weight", "bias", "depthwise_weight", ...

@@ -10,6 +10,9 @@
 // Gradients: every layer overwrites its dx; where a tensor is consumed by several nodes, the Model
 // sums their gradients into a buffer it owns for that tensor. Only nodes downstream of a parameter
 // run backward, and a node computes dx only for inputs that lead back to one.
+// Auxiliary outputs (Inception-v3's auxiliary classifier): nodes whose outputs are logits beside the
+// model's, with a weight for their loss in training. Only training computes them: evaluation skips
+// every node that does not lead to the model's output.
 // Mixed precision: build() takes the compute type. In bf16 or f16 the model keeps a flat copy of
 // the parameters in that type (what the layers' ops read), refreshed from the f32 master weights by
 // refresh_compute_parameters() after every update; the input must be in the compute type, the
@@ -23,6 +26,12 @@
 #include "scaletrain/nn/layer.hpp"
 
 namespace scaletrain::nn {
+
+// A node whose output is logits beside the model's, its loss counted `weight` times in training.
+struct AuxiliaryOutput {
+  std::string node;
+  float weight = 0;
+};
 
 // Where one parameter lives in the flat buffers, and its full name ("3.weight", "layer1.0.conv1.weight").
 struct ParameterSlot {
@@ -79,6 +88,17 @@ class Model {
   }
   // The node whose output is the model's (default: the last one added).
   void set_output(std::string node) { output_ = std::move(node); }
+  // Before configure(): `node`'s output is logits too, computed in training only, its loss weighted.
+  void add_auxiliary_output(std::string node, float weight);
+  const std::vector<AuxiliaryOutput>& auxiliary_outputs() const { return auxiliary_; }
+  // The last training forward's logits of auxiliary output k (f32, as the model's).
+  const Tensor& auxiliary_logits(size_t k) const;
+  // Marks the model as built for evaluation only (an input too small for an auxiliary head's
+  // layers, which stand in place, untrained); a training forward is then a UserError saying `why`.
+  void set_evaluation_only(std::string why) { evaluation_only_ = std::move(why); }
+  const std::string& evaluation_only() const { return evaluation_only_; }
+  // Whether layer i runs only in training (it leads to auxiliary outputs only). After configure().
+  bool training_only(size_t layer) const { return training_only_.at(layer); }
 
   // Checks the graph and the shapes for the per-sample input shape, lays out and binds the flat buffers.
   void configure(const Shape& input_sample);
@@ -106,10 +126,12 @@ class Model {
   const Tensor& forward(const Tensor& x, bool training);
   // Training forwards and backwards tell `observer` (null: none) about each layer.
   void observe_layers(LayerObserver* observer) { observer_ = observer; }
-  // Runs backward from the gradient of the logits. After each node finishes (in reverse execution
-  // order, including nodes that run no backward), on_layer_done is called with its position in
-  // layers(), so the caller can start reducing its gradients.
-  void backward(const Tensor& dlogits, const std::function<void(size_t)>& on_layer_done = {});
+  // Runs backward from the gradient of the logits, and of each auxiliary output's logits (f32, one per
+  // auxiliary output, in their order). After each node finishes (in reverse execution order, including
+  // nodes that run no backward), on_layer_done is called with its position in layers(), so the caller
+  // can start reducing its gradients.
+  void backward(const Tensor& dlogits, const std::function<void(size_t)>& on_layer_done = {},
+                const std::vector<const Tensor*>& auxiliary_dlogits = {});
   // Dropout draws from (seed mixed with the layer's position, step, sample_index[row]).
   void set_random_state(uint64_t seed, uint64_t step, const Tensor& sample_index = Tensor());
 
@@ -164,6 +186,10 @@ class Model {
   std::vector<LayerPtr> layers_;
   std::vector<std::vector<std::string>> inputs_;  // per layer, as declared (reordered by configure)
   std::string output_;
+  std::vector<AuxiliaryOutput> auxiliary_;
+  std::vector<size_t> auxiliary_positions_;  // per auxiliary output: its node's position
+  std::vector<bool> training_only_;          // per layer: leads to auxiliary outputs only
+  std::string evaluation_only_;
   GraphOrder graph_;
   std::vector<bool> runs_backward_, output_needs_gradient_;
   std::vector<ParameterSlot> slots_;
@@ -189,6 +215,9 @@ class Model {
   Tensor flat_buffers_f32_, flat_buffers_i64_;
   Tensor flat_compute_;             // the compute-type copy (= flat_params_ in f32)
   Tensor logits_f32_, dlogits_low_;  // low precision only: f32 logits, compute-type logit gradients
+  std::vector<Tensor> auxiliary_f32_, auxiliary_dlogits_low_;  // the same per auxiliary output
+  void mark_training_only();
+  const Tensor* seed_gradient(const Tensor& dlogits, Tensor& low, const char* what);
   // Per layer: its last output, the gradient of that output so far, and the sum buffer where the
   // output reaches backward along several edges (undefined otherwise).
   std::vector<const Tensor*> outputs_, output_grads_;

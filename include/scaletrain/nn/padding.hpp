@@ -1,5 +1,6 @@
 // How a convolution or pooling layer pads its input: Keras's 'same' and 'valid', or PyTorch's explicit
-// padding of p cells on all four sides (nn.Conv2d(padding=p), nn.MaxPool2d(padding=p)), and the
+// padding of p cells on all four sides (nn.Conv2d(padding=p), nn.MaxPool2d(padding=p)) or of ph rows
+// above and below and pw columns left and right (nn.Conv2d(padding=(ph, pw))), and the
 // top/left/bottom/right padding each gives for an input, kernel and stride.
 #pragma once
 #include <cstdint>
@@ -17,23 +18,28 @@ class Padding {
   // p >= 0 cells on every side; floor((in + 2p - k) / stride) + 1 outputs, as PyTorch without
   // ceil_mode. An error for a negative p.
   static Padding symmetric(int64_t p);
+  // ph rows on top and bottom, pw columns on the left and right (PyTorch's padding=(ph, pw)).
+  static Padding symmetric(int64_t ph, int64_t pw);
 
-  constexpr Padding() : Padding(Kind::same, 0) {}  // as Conv2DOptions's default
+  constexpr Padding() : Padding(Kind::same, 0, 0) {}  // as Conv2DOptions's default
   Kind kind() const { return kind_; }
-  int64_t amount() const { return amount_; }  // p of symmetric(p); 0 for same and valid
-  std::string to_string() const;              // "same", "valid" or p in decimal (parse_padding's forms)
+  int64_t rows() const { return rows_; }        // ph of symmetric; 0 for same and valid
+  int64_t columns() const { return columns_; }  // pw of symmetric; 0 for same and valid
+  // "same", "valid", p, or "ph,pw" where they differ (parse_padding's forms).
+  std::string to_string() const;
   friend bool operator==(const Padding&, const Padding&) = default;
 
  private:
-  constexpr Padding(Kind kind, int64_t amount) : kind_(kind), amount_(amount) {}
+  constexpr Padding(Kind kind, int64_t rows, int64_t columns) : kind_(kind), rows_(rows), columns_(columns) {}
   Kind kind_;
-  int64_t amount_;
+  int64_t rows_, columns_;
 };
 
-inline constexpr Padding Padding::same{Padding::Kind::same, 0};
-inline constexpr Padding Padding::valid{Padding::Kind::valid, 0};
+inline constexpr Padding Padding::same{Padding::Kind::same, 0, 0};
+inline constexpr Padding Padding::valid{Padding::Kind::valid, 0, 0};
 
-// "same", "valid", or a non-negative integer ("1": Padding::symmetric(1)).
+// "same", "valid", a non-negative integer ("1": Padding::symmetric(1)) or two ("0,3":
+// Padding::symmetric(0, 3)).
 Padding parse_padding(const std::string& name);
 
 // The cells of padding on each side. bottom and right are the padding placed after the input; the

@@ -1,18 +1,38 @@
-// The model zoo, built for a per-sample input shape [H, W, C]: the chains mlp, lenet, lenet_dropout and
-// fmnist_sepcnn, the test graphs resmlp (residual MLP) and branchnet (Concat and residual Add), and the
-// ResNets with BatchNorm: resnet20 (He et al.'s CIFAR network, option-A shortcuts, akamaster's names) and
-// resnet18 and resnet50 (torchvision's, parameters and buffers named as its state_dict keys).
+// The model zoo as a table: one entry per network (its name, what it is, the input it is defined for,
+// how its parameters are named, its builder in nn/zoo_networks.hpp), which the configuration's help,
+// --summary and the error for an unknown name read. make_zoo_model builds and configures one for a
+// per-sample input [H, W, C] (the stem takes C) and a class count (the classifier's outputs).
 #pragma once
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "scaletrain/nn/model.hpp"
+#include "scaletrain/nn/zoo_networks.hpp"
 
 namespace scaletrain::nn {
 
+struct ZooEntry {
+  const char* name;
+  const char* about;  // one line: what the network is, whose definition and names it follows
+  Shape defined_for;  // the input it is defined for, [H, W, C]
+  ParameterNaming naming;
+  bool takes_classifier_width;  // ZooOptions::classifier_width applies
+  bool takes_dropout;           // ZooOptions::dropout applies
+  void (*build)(Model&, const ZooOptions&);
+};
+
+// The table, in the order --help lists it.
+const std::vector<ZooEntry>& zoo_entries();
 std::vector<std::string> zoo_model_names();
-// Builds and configures the named model; an unknown name is an Error listing the valid names.
+// The entry named `name`; an unknown name is a UserError listing the zoo.
+const ZooEntry& zoo_entry(const std::string& name);
+// "name: about (defined for HxWxC)", one line per network.
+std::string zoo_description();
+
+// Builds and configures the named model; errors name what is wrong (an unknown name, too few classes,
+// a classifier width or dropout for a network without one).
+std::unique_ptr<Model> make_zoo_model(const std::string& name, const Shape& input_sample, const ZooOptions& options);
 std::unique_ptr<Model> make_zoo_model(const std::string& name, const Shape& input_sample, int64_t num_classes);
 
 }  // namespace scaletrain::nn

@@ -29,6 +29,10 @@ struct RunConfig {
   int64_t model_classes = 0;
   // SyncBatchNorm: BatchNorm takes its statistics over the global batch (sums over the ranks).
   bool sync_bn = false;
+  // The hidden classifier layers' width (vgg16; 0: the network's own) and the classifier's dropout
+  // rate (mobilenet_v2, vgg16, inception_v3; negative: the network's own).
+  int64_t classifier_width = 0;
+  double dropout = -1.0;
   // [data]
   std::string data_path = "synthetic";  // an HDF5 dataset, or "synthetic"
   data::LoaderMode data_mode = data::LoaderMode::stage;

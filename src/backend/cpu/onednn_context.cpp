@@ -15,6 +15,7 @@ namespace scaletrain::cpu {
 dnnl::post_ops activation_post_ops(Activation act) {
   dnnl::post_ops ops;
   if (act == Activation::relu) ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+  if (act == Activation::relu6) ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip, 0.0f, 6.0f);
   if (act == Activation::selu)
     ops.append_eltwise(kernels::kSeluScale, dnnl::algorithm::eltwise_elu, kernels::kSeluAlpha, 0.0f);
   return ops;

@@ -1,5 +1,6 @@
-// Max and average pooling (padding excluded from the average's divisor) with oneDNN primitives
-// created once per shape, NHWC, f32 or bf16; max pooling keeps its argmax workspace inside the op for backward.
+// Max and average pooling (padding excluded from the average's divisor, or counted with count_include_pad) with oneDNN
+// primitives created once per shape, NHWC, f32 or bf16; max pooling keeps its argmax workspace inside the op for
+// backward.
 #include <algorithm>
 #include <unordered_map>
 
@@ -55,8 +56,9 @@ class OneDnnPool final : public PoolOp {
     const memory::desc dst_md({s.batch, s.channels, s.out_h(), s.out_w()}, type, tag::nhwc);
     const memory::dims strides{s.stride_h, s.stride_w}, kernel{s.kernel_h, s.kernel_w};
     const memory::dims pad_l{s.pad_top, s.pad_left}, pad_r{s.pad_bottom, s.pad_right};
-    const auto alg =
-        s.kind == PoolKind::max ? dnnl::algorithm::pooling_max : dnnl::algorithm::pooling_avg_exclude_padding;
+    const auto alg = s.kind == PoolKind::max ? dnnl::algorithm::pooling_max
+                     : s.count_include_pad   ? dnnl::algorithm::pooling_avg_include_padding
+                                             : dnnl::algorithm::pooling_avg_exclude_padding;
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
 

@@ -72,6 +72,8 @@ inline cudnnPoolingMode_t to_cudnn(CudnnPoolMode m) {
       return CUDNN_POOLING_MAX_DETERMINISTIC;
     case CudnnPoolMode::average_exclude_padding:
       return CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING;
+    case CudnnPoolMode::average_include_padding:
+      return CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING;
   }
   return CUDNN_POOLING_MAX;
 }

@@ -7,6 +7,7 @@
 
 #include "scaletrain/core/error.hpp"
 #include "scaletrain/kernels/activation.hpp"
+#include "scaletrain/kernels/adaptive_pool.hpp"
 #include "scaletrain/kernels/batch_norm.hpp"
 #include "scaletrain/kernels/bias.hpp"
 #include "scaletrain/kernels/cast.hpp"
@@ -81,6 +82,8 @@ void launch_cuda_column_sums(void* stream, const char* label, const ColumnSumsPl
   ST_INSTANTIATE_ELEMENTS(F<float>) ST_INSTANTIATE_ELEMENTS(F<bf16>) ST_INSTANTIATE_ELEMENTS(F<f16>)
 ST_INSTANTIATE_ELEMENTS_STORAGE(ReluForward)
 ST_INSTANTIATE_ELEMENTS_STORAGE(SeluForward)
+ST_INSTANTIATE_ELEMENTS_STORAGE(Relu6Forward)
+ST_INSTANTIATE_ELEMENTS_STORAGE(Relu6Backward)  // also Relu6BackwardFromOutput
 ST_INSTANTIATE_ELEMENTS_STORAGE(ReluBackward)  // also ReluBackwardFromOutput: the same functor
 ST_INSTANTIATE_ELEMENTS_STORAGE(SeluBackward)
 ST_INSTANTIATE_ELEMENTS_STORAGE(SeluBackwardFromOutput)
@@ -131,6 +134,8 @@ ST_INSTANTIATE(FilterOhwiToOihw<bf16, float>)
 ST_INSTANTIATE(FilterOhwiToOihw<f16, float>)
 ST_INSTANTIATE_STORAGE(PoolForwardDirect)
 ST_INSTANTIATE_STORAGE(PoolBackwardDirect)
+ST_INSTANTIATE_STORAGE(AdaptivePoolForward)
+ST_INSTANTIATE_STORAGE(AdaptivePoolBackward)
 ST_INSTANTIATE(SoftmaxCrossEntropyBackward)
 ST_INSTANTIATE(AugmentCropFlip<uint8_t>)
 ST_INSTANTIATE(AugmentCropFlip<f16>)

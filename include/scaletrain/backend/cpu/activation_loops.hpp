@@ -18,6 +18,7 @@ inline void run_elementwise(const F& f, int64_t n) {
 // y = act(pre) over n values (pre may be y); nothing for none.
 inline void activate(Activation act, const float* pre, float* y, int64_t n) {
   if (act == Activation::relu) run_elementwise(kernels::ReluForward<float>{pre, y}, n);
+  if (act == Activation::relu6) run_elementwise(kernels::Relu6Forward<float>{pre, y}, n);
   if (act == Activation::selu) run_elementwise(kernels::SeluForward<float>{pre, y}, n);
 }
 
@@ -25,6 +26,7 @@ inline void activate(Activation act, const float* pre, float* y, int64_t n) {
 inline void activate_backward_from_output(Activation act, const float* y, const float* dy, float* dpre, int64_t n) {
   if (act == Activation::none) run_elementwise([=](int64_t i) { dpre[i] = dy[i]; }, n);
   if (act == Activation::relu) run_elementwise(kernels::ReluBackwardFromOutput<float>{y, dy, dpre}, n);
+  if (act == Activation::relu6) run_elementwise(kernels::Relu6BackwardFromOutput<float>{y, dy, dpre}, n);
   if (act == Activation::selu) run_elementwise(kernels::SeluBackwardFromOutput<float>{y, dy, dpre}, n);
 }
 

@@ -1,13 +1,22 @@
 #!/usr/bin/python3
-"""Writes a ResNet reference for tests/test_nn_resnet_parity.cpp: one training step and one evaluation.
+"""Writes a zoo network's reference for tests/test_nn_zoo_parity.cpp: one training step and one evaluation.
 
---model resnet18 | resnet50: torchvision.models.resnetXX(num_classes=10) on 64x64x3 images;
---model resnet20: a twin of akamaster's CIFAR resnet20 (option-A shortcuts) on 32x32x3 images. Batch 4.
-Made at test time by the CTest fixture in tests/nn_resnet.cmake (resnet50's weights are 100 MB: never
+--model (10 classes, the input size and batch of CASES, or --size/--batch):
+  resnet18, resnet50, mobilenet_v2: torchvision's, 64x64x3, batch 4;
+  resnet20: a twin of akamaster's CIFAR resnet20 (option-A shortcuts), 32x32x3, batch 4;
+  vgg16: torchvision's with the classifier's hidden layers --width wide (64 in CI; 4096 is torchvision's),
+         32x32x3 (features end at 1x1: the adaptive pooling repeats it to 7x7), batch 4;
+  inception_v3: torchvision's with the auxiliary classifier, 299x299x3, batch 2 (training: loss =
+         main + 0.4 auxiliary cross-entropy, the auxiliary logits stored as aux_logits);
+  inception_v3_75: the same network at 75x75x3, evaluation only (too small for the auxiliary head).
+Dropout is off in training (dropout=0.0, as the C++ side builds with model.dropout 0). Made at test
+time by the CTest fixture in tests/nn_zoo_parity.cmake (resnet50's weights are 100 MB: never
 committed). The file holds, at its root:
   params/<key>, buffers/<key>   the state_dict as loaded (float32; num_batches_tracked int64)
-  x (NHWC float32), labels (int32); attribute state_dict: every key, in torch's order, one a line
-  logits, loss, grads/<name>    model.train() (batch statistics), mean cross-entropy, every gradient
+  x (NHWC float32), labels (int32); attribute state_dict: every key, in torch's order, one a line;
+  attributes size, batch, width (vgg16), train (0: evaluation only)
+  logits, loss, grads/<name>    model.train() (batch statistics), the loss, every gradient
+  aux_logits, main_loss         inception_v3: the auxiliary logits and the main output's cross-entropy
   buffers_after/<key>           the buffers after that one training forward (running_var takes the
                                 unbiased batch variance; num_batches_tracked 3 -> 4)
   eval/logits, eval/loss        model.eval() with the buffers as loaded
@@ -16,7 +25,7 @@ factors from 0.01 to 1 (so some channels have batch variances near 1e-4, where e
 weight and bias are drawn away from 1 and 0, and the running statistics are the model's own on random
 batches, perturbed (mean + N(0, 0.1) std, var * U(0.5, 1.5)), with num_batches_tracked 3. The reference
 computes in float64 from the stored float32 values; the C++ side compares in float32.
-Run with Debian's interpreter: /usr/bin/python3 tests/reference/make_resnet_reference.py --model resnet18 --out F
+Run with Debian's interpreter: /usr/bin/python3 tests/reference/make_zoo_reference.py --model resnet18 --out F
 """
 import argparse
 import os
@@ -29,8 +38,12 @@ import torchvision
 from torch import nn
 
 SEED = 40
-BATCH, CLASSES = 4, 10
-SIZE = {"resnet18": 64, "resnet50": 64, "resnet20": 32}
+CLASSES = 10
+AUX_WEIGHT = 0.4
+# model: (input size, batch, trains)
+CASES = {"resnet20": (32, 4, True), "resnet18": (64, 4, True), "resnet50": (64, 4, True),
+         "mobilenet_v2": (64, 4, True), "vgg16": (32, 4, True), "inception_v3": (299, 2, True),
+         "inception_v3_75": (75, 2, False)}
 
 
 class ShortcutA(nn.Module):
@@ -85,10 +98,26 @@ class CifarResNet(nn.Module):
         return self.linear(out.view(out.size(0), -1))
 
 
-def make_model(name):
+def make_model(name, width):
     if name == "resnet20":
         return CifarResNet(3, CLASSES)
-    return getattr(torchvision.models, name)(num_classes=CLASSES)
+    if name.startswith("resnet"):
+        return getattr(torchvision.models, name)(num_classes=CLASSES)
+    if name == "mobilenet_v2":
+        return torchvision.models.mobilenet_v2(num_classes=CLASSES, dropout=0.0)
+    if name == "vgg16":
+        m = torchvision.models.vgg16(num_classes=CLASSES, dropout=0.0)
+        m.classifier = nn.Sequential(nn.Linear(512 * 7 * 7, width), nn.ReLU(True), nn.Dropout(0.0),
+                                     nn.Linear(width, width), nn.ReLU(True), nn.Dropout(0.0),
+                                     nn.Linear(width, CLASSES))
+        return m
+    assert name.startswith("inception_v3"), name
+    return torchvision.models.inception_v3(num_classes=CLASSES, aux_logits=True, init_weights=True, dropout=0.0)
+
+
+def main_output(out):
+    """The logits of a forward: Inception-v3 in training gives (logits, aux_logits)."""
+    return out[0] if isinstance(out, tuple) else out
 
 
 def make_nontrivial(model, size, gen):
@@ -107,8 +136,14 @@ def make_nontrivial(model, size, gen):
             bn.reset_running_stats()
             bn.momentum = None
         model.train()
+        # Inception-v3's auxiliary head cannot run below 299x299: its statistics stay the initial ones there.
+        aux = getattr(model, "AuxLogits", None)
+        if aux is not None and size < 299:
+            model.AuxLogits = None
         for _ in range(3):
             model(torch.randn(8, 3, size, size, generator=gen))
+        if aux is not None:
+            model.AuxLogits = aux
         for bn in bns:
             bn.momentum = 0.1
             std = bn.running_var.sqrt()
@@ -117,9 +152,9 @@ def make_nontrivial(model, size, gen):
             bn.num_batches_tracked.fill_(3)
 
 
-def double_twin(name, state):
+def double_twin(name, width, state):
     """A float64 copy of the model holding exactly the float32 values of `state`."""
-    m = make_model(name).double()
+    m = make_model(name, width).double()
     m.load_state_dict({k: v.double() if v.is_floating_point() else v.clone() for k, v in state.items()})
     return m
 
@@ -130,29 +165,37 @@ def store(group, key, t):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", required=True, choices=sorted(SIZE))
+    parser.add_argument("--model", required=True, choices=sorted(CASES))
     parser.add_argument("--out", required=True, help="the HDF5 file to write")
+    parser.add_argument("--size", type=int, help="the input's height and width (default: the model's case)")
+    parser.add_argument("--batch", type=int, help="the batch (default: the model's case)")
+    parser.add_argument("--width", type=int, default=64, help="vgg16: the classifier's hidden width")
     args = parser.parse_args()
-    name, size = args.model, SIZE[args.model]
+    size, batch, trains = CASES[args.model]
+    size, batch = args.size or size, args.batch or batch
+    name, width = args.model, args.width
 
     torch.manual_seed(SEED)
     gen = torch.Generator().manual_seed(SEED + 1)
-    model = make_model(name)
+    model = make_model(name, width)
     make_nontrivial(model, size, gen)
     state = {k: v.detach().clone() for k, v in model.state_dict().items()}  # float32 as loaded
     param_keys = [k for k, _ in model.named_parameters()]
     buffer_keys = [k for k, _ in model.named_buffers()]
     rng = np.random.default_rng(SEED)
-    x_nhwc = rng.standard_normal((BATCH, size, size, 3)).astype(np.float32)
-    labels = rng.integers(0, CLASSES, BATCH).astype(np.int32)
+    x_nhwc = rng.standard_normal((batch, size, size, 3)).astype(np.float32)
+    labels = rng.integers(0, CLASSES, batch).astype(np.int32)
     x = torch.tensor(x_nhwc, dtype=torch.float64).permute(0, 3, 1, 2)
     y = torch.tensor(labels, dtype=torch.long)
 
-    train = double_twin(name, state).train()
-    logits = train(x)
-    loss = F.cross_entropy(logits, y)
-    loss.backward()
-    evaluate = double_twin(name, state).eval()
+    if trains:
+        train = double_twin(name, width, state).train()
+        out = train(x)
+        logits = main_output(out)
+        main_loss = F.cross_entropy(logits, y)
+        loss = main_loss + AUX_WEIGHT * F.cross_entropy(out[1], y) if isinstance(out, tuple) else main_loss
+        loss.backward()
+    evaluate = double_twin(name, width, state).eval()
     with torch.no_grad():
         eval_logits = evaluate(x)
         eval_loss = F.cross_entropy(eval_logits, y)
@@ -161,23 +204,28 @@ def main():
     with h5py.File(args.out, "w") as f:
         f.attrs["model"] = name
         f.attrs["state_dict"] = "\n".join(state)
+        f.attrs["size"], f.attrs["batch"], f.attrs["width"], f.attrs["train"] = size, batch, width, int(trains)
         f.create_dataset("x", data=x_nhwc)
         f.create_dataset("labels", data=labels)
         for k in param_keys:
             store(f, "params/" + k, state[k])
         for k in buffer_keys:
             store(f, "buffers/" + k, state[k])
-        store(f, "logits", logits)
-        f["loss"] = float(loss)
-        for k, p in train.named_parameters():
-            store(f, "grads/" + k, p.grad)
-        for k, b in train.named_buffers():
-            store(f, "buffers_after/" + k, b)
+        if trains:
+            store(f, "logits", logits)
+            f["loss"] = float(loss)
+            if isinstance(out, tuple):
+                store(f, "aux_logits", out[1])
+                f["main_loss"] = float(main_loss)
+            for k, p in train.named_parameters():
+                store(f, "grads/" + k, p.grad)
+            for k, b in train.named_buffers():
+                store(f, "buffers_after/" + k, b)
         store(f, "eval/logits", eval_logits)
         f["eval/loss"] = float(eval_loss)
-    print("wrote %s: %s, %d parameters in %d tensors, %d buffers, train loss %.6f, eval loss %.6f"
-          % (args.out, name, sum(state[k].numel() for k in param_keys), len(param_keys), len(buffer_keys),
-             float(loss), float(eval_loss)))
+    print("wrote %s: %s at %dx%d, batch %d, %d parameters in %d tensors, %d buffers, train loss %s, eval loss %.6f"
+          % (args.out, name, size, size, batch, sum(state[k].numel() for k in param_keys), len(param_keys),
+             len(buffer_keys), "%.6f" % float(loss) if trains else "-", float(eval_loss)))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,37 @@
+// The zoo's builders, one network or family per file (src/nn/zoo_*.cpp): each adds its layers to an
+// empty Model for ZooOptions; nn/zoo.hpp's table names them and configures the result.
+#pragma once
+#include <cstdint>
+
+#include "scaletrain/nn/model.hpp"
+
+namespace scaletrain::nn {
+
+struct ZooOptions {
+  Shape input;  // the per-sample input [H, W, C] the model is configured for (make_zoo_model sets it)
+  int64_t classes = 0;
+  // The width of the hidden classifier layers where a network has them (vgg16: 4096); 0: the network's own.
+  int64_t classifier_width = 0;
+  // The classifier's dropout rate where a network has one (torchvision's dropout=: mobilenet_v2 0.2,
+  // vgg16 and inception_v3 0.5); negative: the network's own.
+  float dropout = -1.0f;
+  float dropout_or(float own) const { return dropout >= 0.0f ? dropout : own; }
+};
+
+// zoo_small.cpp
+void build_mlp(Model& m, const ZooOptions& o);
+void build_lenet(Model& m, const ZooOptions& o);
+void build_lenet_dropout(Model& m, const ZooOptions& o);
+void build_fmnist_sepcnn(Model& m, const ZooOptions& o);
+void build_resmlp(Model& m, const ZooOptions& o);
+void build_branchnet(Model& m, const ZooOptions& o);
+// zoo_resnet.cpp
+void build_resnet20(Model& m, const ZooOptions& o);
+void build_resnet18(Model& m, const ZooOptions& o);
+void build_resnet50(Model& m, const ZooOptions& o);
+// zoo_mobilenet_v2.cpp, zoo_vgg.cpp, zoo_inception_v3.cpp
+void build_mobilenet_v2(Model& m, const ZooOptions& o);
+void build_vgg16(Model& m, const ZooOptions& o);
+void build_inception_v3(Model& m, const ZooOptions& o);
+
+}  // namespace scaletrain::nn
