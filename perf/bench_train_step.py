@@ -12,7 +12,9 @@
                                                  [--baseline OTHER_BUILD/src/apps/scaletrain]
                                                  [--anchors debian pytorch2] [--anchor-env DIR]
 
-Models: mlp, lenet and fmnist_sepcnn by default; --models resnet20 resnet18 resnet50 runs the ResNets.
+Models: mlp, lenet and fmnist_sepcnn by default; --models resnet20 resnet18 resnet50 runs the ResNets,
+--models mobilenet_v2 vgg16 inception_v3 the other torchvision networks (224x224x3; inception_v3 at
+299x299x3 with its auxiliary classifier, whose loss both sides weight 0.4; global batches 16, 4 and 8).
 mlp, lenet, fmnist_sepcnn and resnet20 train on scaletrain's synthetic data (--data.path synthetic:
 28x28x1, 10 classes). resnet18 and resnet50 train on 224x224x3 images of 1000 classes: a file that
 st-synth writes into the temporary work directory once per invocation (just enough samples that a run
@@ -50,25 +52,28 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-BATCH = {"mlp": 256, "lenet": 256, "fmnist_sepcnn": 128, "resnet20": 128, "resnet18": 16, "resnet50": 8}
+BATCH = {"mlp": 256, "lenet": 256, "fmnist_sepcnn": 128, "resnet20": 128, "resnet18": 16, "resnet50": 8,
+         "mobilenet_v2": 16, "vgg16": 4, "inception_v3": 8}
+IMAGENET = ("resnet18", "resnet50", "mobilenet_v2", "vgg16", "inception_v3")
 # resnet18 and resnet50 take seconds a step: few steps, of which the first 3 (max(3, steps // 10), as for
 # every model) are excluded from img/s: the first step's allocations, and the steps before
 # comm.bucket_mb = auto chooses its buckets (after step 3; until then one bucket, all-reduced after backward).
-STEPS = {"mlp": 300, "lenet": 200, "fmnist_sepcnn": 30, "resnet20": 30, "resnet18": 6, "resnet50": 6}
+STEPS = {"mlp": 300, "lenet": 200, "fmnist_sepcnn": 30, "resnet20": 30, "resnet18": 6, "resnet50": 6,
+         "mobilenet_v2": 6, "vgg16": 6, "inception_v3": 6}
 DEFAULT_MODELS = ["mlp", "lenet", "fmnist_sepcnn"]  # the ResNets run when --models names them
 # The models that train on a data file rather than scaletrain's synthetic 28x28x1 data: its sample
 # shape (H,W,C) and classes. st-synth writes it into the work directory, once per shape, classes and size.
-DATA_FILE = {"resnet18": ("224,224,3", 1000), "resnet50": ("224,224,3", 1000)}
+DATA_FILE = {**{m: ("224,224,3", 1000) for m in IMAGENET}, "inception_v3": ("299,299,3", 1000)}
 # scaletrain flags per model, unless the caller's own set the same key: the end-of-run checkpoints of
 # resnet18 and resnet50 (their parameters and momentum, each run's) are no part of the step: skipped.
-MODEL_FLAGS = {"resnet18": {"--run.checkpoint_at_end": "false"}, "resnet50": {"--run.checkpoint_at_end": "false"}}
+MODEL_FLAGS = {m: {"--run.checkpoint_at_end": "false"} for m in IMAGENET}
 # pytorch_anchor.py's time limit (a guard against a hung DDP teardown), seconds, PYTORCH_TIMEOUT_DEFAULT_S
 # unless given: longer for the
 # ImageNet-shaped ResNets, whose bf16 convolutions PyTorch 1.13 runs on its slow fallback (thnn) rather
 # than oneDNN where the CPU lacks AVX-512.
-PYTORCH_TIMEOUT_S = {"resnet18": 3600, "resnet50": 3600}
+PYTORCH_TIMEOUT_S = {m: 3600 for m in IMAGENET}
 # Decimals of the img/s printed: the models that train at a few images per second need some.
-RATE_DECIMALS = {"resnet18": 2, "resnet50": 2}
+RATE_DECIMALS = {m: 2 for m in IMAGENET}
 PRECISIONS = ["fp32", "bf16"]
 # scaletrain's learning rate in the benchmarks: fmnist_sepcnn on synthetic data turns inf/NaN at
 # the default 0.05 (by step 5) and at 0.01 (step 13), which train.on_nonfinite = stop refuses, and
@@ -397,7 +402,8 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--build", default=os.path.join(ROOT, "build/cpu"))
     p.add_argument("--models", nargs="+", default=DEFAULT_MODELS, choices=list(BATCH),
-                   help="default: mlp lenet fmnist_sepcnn; the ResNets: resnet20 resnet18 resnet50")
+                   help="default: mlp lenet fmnist_sepcnn; the ResNets: resnet20 resnet18 resnet50; "
+                        "mobilenet_v2 vgg16 inception_v3")
     p.add_argument("--steps-scale", type=float, default=1.0, help="scale the timed step counts")
     p.add_argument("--seconds", type=float, default=4.0, help="timed seconds per PyTorch config")
     p.add_argument("--precisions", nargs="+", default=PRECISIONS, choices=PRECISIONS,

@@ -1,9 +1,10 @@
 # The PyTorch anchor of bench_train_step, under whichever PyTorch runs it (Debian's 1.13, or PyTorch 2
 # from perf/anchor-env.sh's environment): the zoo models (mlp, lenet, fmnist_sepcnn) rebuilt
 # layer for layer in PyTorch, and the ResNets: resnet20 (akamaster's CIFAR ResNet-20, option-A
-# shortcuts, its stem taking 1 channel) on 28x28x1 with 10 classes as the small models, resnet18 and
-# resnet50 (torchvision 0.14's, no weights) on 224x224x3 with 1000 classes; timed on the same training
-# step (SGD momentum 0.9, cross-entropy) and global batch, as one process with 2 threads and as DDP
+# shortcuts, its stem taking 1 channel) on 28x28x1 with 10 classes as the small models, and
+# torchvision 0.14's networks (resnet18, resnet50, mobilenet_v2, vgg16; inception_v3 at 299x299 with
+# its auxiliary classifier, weighted 0.4 in the loss; no weights) on 224x224x3 with 1000 classes; timed
+# on the same training step (SGD momentum 0.9, cross-entropy) and global batch, as one process with 2 threads and as DDP
 # with 2 processes x 1 thread (gloo), the convolutional models both in PyTorch's default NCHW layout
 # and channels_last (oneDNN's NHWC path, 1.2-1.5x faster here), so that the caller can take PyTorch's
 # best configuration; --compile adds each configuration under torch.compile (PyTorch 2 only: inductor,
@@ -27,10 +28,11 @@ Prints one JSON line per (model, config) with --json, else a small table. Config
           beyond a timed step's, the compilation (of rank 0, for DDP), not counted in img/s
 --dtype fp32 (default) or bf16 (autocast to bfloat16 for the forward and the loss); every line
 states its dtype. Inputs: random N(0, 1) images of the model's shape (INPUT: 28x28x1 for mlp, lenet,
-fmnist_sepcnn and resnet20, 224x224x3 for resnet18 and resnet50) and random labels of its classes
-(CLASSES: 10, or 1000 for resnet18 and resnet50). Every configuration times at least 3 steps whatever
---seconds says, after 3 untimed ones beyond the first; the models whose step takes seconds (resnet18,
-resnet50) warm up on fewer (WARMUP) and time at least 2 (MIN_STEPS).
+fmnist_sepcnn and resnet20, 224x224x3 for the torchvision networks, 299x299x3 for inception_v3) and
+random labels of its classes (CLASSES: 10, or 1000 for the torchvision networks). Every configuration
+times at least 3 steps whatever --seconds says, after 3 untimed ones beyond the first; the models
+whose step takes seconds (the torchvision networks) warm up on fewer (WARMUP) and time at least 2
+(MIN_STEPS).
 """
 import argparse
 import contextlib
@@ -50,19 +52,24 @@ import torch.nn.functional as F
 # CLASSES below (resnet20: `scaletrain --model.name resnet20 --model.input 28,28,1 --model.classes 10
 # --summary`; resnet18 and resnet50: torchvision's, as scaletrain's summary on 224,224,3 and 1000).
 EXPECTED_PARAMS = {"mlp": 235_146, "lenet": 61_706, "lenet_dropout": 61_706, "fmnist_sepcnn": 2_887_306,
-                   "resnet20": 269_434, "resnet18": 11_689_512, "resnet50": 25_557_032}
+                   "resnet20": 269_434, "resnet18": 11_689_512, "resnet50": 25_557_032,
+                   "mobilenet_v2": 3_504_872, "vgg16": 138_357_544, "inception_v3": 27_161_264}
+# The torchvision networks at ImageNet shapes (1000 classes).
+TORCHVISION = ("resnet18", "resnet50", "mobilenet_v2", "vgg16", "inception_v3")
 DEFAULT_MODELS = ["mlp", "lenet", "lenet_dropout", "fmnist_sepcnn"]  # the ResNets run when --models names them
 DEFAULT_BATCH = {"mlp": 256, "lenet": 256, "lenet_dropout": 256, "fmnist_sepcnn": 128, "resnet20": 128,
-                 "resnet18": 16, "resnet50": 8}
+                 "resnet18": 16, "resnet50": 8, "mobilenet_v2": 16, "vgg16": 4, "inception_v3": 8}
 # Each model's input (C, H, W) and classes: 28x28x1 and 10 (scaletrain's synthetic data), but the
 # ImageNet-shaped ResNets, which bench_train_step feeds a 224x224x3, 1000-class st-synth file.
-INPUT = {**{name: (1, 28, 28) for name in EXPECTED_PARAMS}, "resnet18": (3, 224, 224), "resnet50": (3, 224, 224)}
-CLASSES = {**{name: 10 for name in EXPECTED_PARAMS}, "resnet18": 1000, "resnet50": 1000}
+INPUT = {**{name: (1, 28, 28) for name in EXPECTED_PARAMS}, **{name: (3, 224, 224) for name in TORCHVISION},
+         "inception_v3": (3, 299, 299)}
+CLASSES = {**{name: 10 for name in EXPECTED_PARAMS}, **{name: 1000 for name in TORCHVISION}}
 # Untimed steps after the first, from which the timed step count is estimated (--warmup, where given,
 # is for every model): fewer for the models whose step takes seconds on 2 cores.
-WARMUP = {**{name: 3 for name in EXPECTED_PARAMS}, "resnet18": 2, "resnet50": 1}
+WARMUP = {**{name: 3 for name in EXPECTED_PARAMS}, "resnet18": 2, "resnet50": 1, "mobilenet_v2": 2, "vgg16": 1,
+          "inception_v3": 1}
 # Timed steps at least, whatever --seconds says: fewer for the models whose step takes seconds.
-MIN_STEPS = {**{name: 3 for name in EXPECTED_PARAMS}, "resnet18": 2, "resnet50": 2}
+MIN_STEPS = {**{name: 3 for name in EXPECTED_PARAMS}, **{name: 2 for name in TORCHVISION}}
 
 
 def separable(cin, cout):
@@ -144,9 +151,11 @@ def make_model(name, classes=None):
                              nn.Flatten(), nn.Linear(4608, 512), nn.SELU(), nn.Linear(512, classes))
     if name == "resnet20":
         return CifarResNet(3, classes, channels=INPUT[name][0])
-    if name in ("resnet18", "resnet50"):
+    if name in TORCHVISION:
         import torchvision  # here only: the GPU kit's nodes may have PyTorch without torchvision
 
+        if name == "inception_v3":  # with its auxiliary classifier, as scaletrain's zoo builds it
+            return torchvision.models.inception_v3(num_classes=classes, aux_logits=True, init_weights=False)
         return getattr(torchvision.models, name)(num_classes=classes)
     raise SystemExit(f"pytorch_anchor.py: unknown model '{name}' (known: {', '.join(EXPECTED_PARAMS)})")
 
@@ -180,8 +189,14 @@ def time_training(model, optimizer, x, y, warmup, seconds, dtype, sync=None, dev
     "bf16" the forward and the loss run under autocast to bfloat16; backward runs outside it,
     as PyTorch recommends (its ops follow the dtypes autocast chose for the forward). On cuda the
     device is synchronized before every clock reading."""
-    loss_fn = nn.CrossEntropyLoss()
+    cross_entropy = nn.CrossEntropyLoss()
     fence = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+
+    def loss_fn(out, y):
+        # Inception-v3 in training: (logits, auxiliary logits), the auxiliary loss weighted 0.4 (as scaletrain's).
+        if isinstance(out, tuple):
+            return cross_entropy(out[0], y) + 0.4 * cross_entropy(out[1], y)
+        return cross_entropy(out, y)
 
     def step():
         optimizer.zero_grad(set_to_none=True)
@@ -336,16 +351,18 @@ def run_ddp(name, batch, world, warmup, seconds, channels_last, dtype, compiled)
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--models", nargs="+", default=DEFAULT_MODELS, choices=list(EXPECTED_PARAMS),
-                   help="default: mlp lenet lenet_dropout fmnist_sepcnn; the ResNets: resnet20 resnet18 resnet50")
+                   help="default: mlp lenet lenet_dropout fmnist_sepcnn; the ResNets: resnet20 resnet18 resnet50; "
+                        "mobilenet_v2 vgg16 inception_v3")
     p.add_argument("--batch", type=int, default=0,
                    help="global batch for every model (default: 256 mlp/lenet, 128 fmnist_sepcnn and resnet20, "
-                        "16 resnet18, 8 resnet50)")
+                        "16 resnet18 and mobilenet_v2, 8 resnet50 and inception_v3, 4 vgg16)")
     p.add_argument("--model-batch", nargs="+", default=[], metavar="MODEL=N",
                    help="global batch of one model (over --batch)")
     p.add_argument("--threads", type=int, default=2, help="threads of the single-process config")
     p.add_argument("--ranks", type=int, default=2, help="processes of the DDP config (1 thread each)")
     p.add_argument("--warmup", type=int, default=None,
-                   help="untimed steps after the first, for every model (default: 3, fewer for resnet18/50)")
+                   help="untimed steps after the first, for every model (default: 3, fewer for the torchvision "
+                        "networks)")
     p.add_argument("--seconds", type=float, default=3.0, help="timed seconds per model and config")
     p.add_argument("--configs", nargs="+", default=["single", "ddp"], choices=["single", "ddp"])
     p.add_argument("--formats", nargs="+", default=["nchw", "channels_last"], choices=["nchw", "channels_last"],

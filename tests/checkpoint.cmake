@@ -27,6 +27,12 @@ if(TARGET scaletrain)
   set_tests_properties(checkpoint_resume_bitwise_resnet20_np2 PROPERTIES
                        ENVIRONMENT "MODEL=resnet20;BATCH=12;SAMPLES=480;REQUIRE_BUFFERS=1"
                        PROCESSORS 2 LABELS "checkpoint;mpi" TIMEOUT 300)
+  # mobilenet_v2 (28x28x1: its last blocks on 1x1 grids): BatchNorm buffers, ReLU6, inverted residuals and
+  # the classifier's dropout, whose masks must continue where they stopped.
+  add_test(NAME checkpoint_resume_bitwise_mobilenet_v2_np2 COMMAND ${_rc} ${_ck}/bitwise_mobilenet_v2 bitwise 2 25)
+  set_tests_properties(checkpoint_resume_bitwise_mobilenet_v2_np2 PROPERTIES
+                       ENVIRONMENT "MODEL=mobilenet_v2;BATCH=12;SAMPLES=480;REQUIRE_BUFFERS=1"
+                       PROCESSORS 2 LABELS "checkpoint;mpi" TIMEOUT 300)
   add_test(NAME checkpoint_resume_2_to_1_ranks COMMAND ${_rc} ${_ck}/2_to_1 ranks 2 1 25 1e-5)
   add_test(NAME checkpoint_resume_2_to_3_ranks COMMAND ${_rc} ${_ck}/2_to_3 ranks 2 3 25 1e-5)
   add_test(NAME checkpoint_crash_between_files_np2 COMMAND ${_rc} ${_ck}/crash crash 2)

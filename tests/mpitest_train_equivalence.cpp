@@ -3,8 +3,9 @@
 // several SGD-momentum steps of lenet on a real HDF5 file, with tiny gradient buckets so that many
 // all-reduces overlap backward, in both progress modes, on the cpu and the simulated device (through
 // MPI and through the simulated NCCL path), with augmentation and dropout on, and for the graph models
-// (resmlp's residual Adds, branchnet's Concat and Add), and resnet20 with SyncBatchNorm (statistics
-// over the global batch; plain BatchNorm's per-rank statistics are exempt, as in DDP). The data is
+// (resmlp's residual Adds, branchnet's Concat and Add), and resnet20 and mobilenet_v2 (its dropout on)
+// with SyncBatchNorm (statistics over the global batch; plain BatchNorm's per-rank statistics are
+// exempt, as in DDP). The data is
 // staged once per node in shared memory (the default), and with every rank a node of its own
 // (data.node_ranks = 1), whose parts are exchanged between the "nodes". Passes at any rank count
 // dividing B; CMake also runs the node cases at 4 ranks.
@@ -138,6 +139,7 @@ INSTANTIATE_TEST_SUITE_P(Runs, Equivalence,
                                            Case{"sim", "thread", "branchnet", false},
                                            Case{"cpu", "thread", "resnet20", false, "auto", true},
                                            Case{"sim", "test", "resnet20", true, "nccl", true},
+                                           Case{"cpu", "thread", "mobilenet_v2", false, "auto", true},
                                            Case{"cpu", "test", "lenet", false, "auto", false, 1},
                                            Case{"sim", "test", "lenet_dropout", true, "auto", false, 1}),
                          [](const auto& info) {

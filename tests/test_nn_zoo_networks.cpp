@@ -77,6 +77,13 @@ TEST(ZooNetworks, OptionsApplyWhereTheNetworkHasThemAndAreRefusedElsewhere) {
   EXPECT_NE(error_of([&] { nn::make_zoo_model("resnet20", {32, 32, 3}, d); })
                 .find("model.dropout = 0.1 is set, but model 'resnet20' has no classifier dropout"),
             std::string::npos);
+  nn::ZooOptions s;
+  s.classes = 10;
+  s.stem_stride = 1;
+  EXPECT_EQ(nn::make_zoo_model("mobilenet_v2", {28, 28, 1}, s)->layers().front()->output_shape(), (Shape{28, 28, 32}));
+  EXPECT_NE(error_of([&] { nn::make_zoo_model("vgg16", {32, 32, 3}, s); })
+                .find("model.stem_stride = 1 is set, but model 'vgg16' keeps its stem's stride"),
+            std::string::npos);
   d.dropout = 1.0f;
   EXPECT_NE(error_of([&] { nn::make_zoo_model("vgg16", {32, 32, 3}, d); }).find("model.dropout must be below 1"),
             std::string::npos);

@@ -122,8 +122,8 @@ std::vector<std::string> state_dict_keys(const ReferenceFile& f) {
 std::unique_ptr<nn::Model> zoo_model(const ReferenceFile& f, const Case& c) {
   nn::ZooOptions o;
   o.classes = kClasses;
-  if (nn::zoo_entry(c.model).takes_classifier_width) o.classifier_width = f.attr_int("/", "width");
-  if (nn::zoo_entry(c.model).takes_dropout) o.dropout = 0.0f;
+  if (nn::zoo_entry(c.model).takes_option(nn::kClassifierWidth)) o.classifier_width = f.attr_int("/", "width");
+  if (nn::zoo_entry(c.model).takes_option(nn::kDropout)) o.dropout = 0.0f;
   return nn::make_zoo_model(c.model, input_of(f), o);
 }
 

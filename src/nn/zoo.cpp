@@ -8,33 +8,33 @@ namespace scaletrain::nn {
 
 const std::vector<ZooEntry>& zoo_entries() {
   using N = ParameterNaming;
-  // name, about, defined for, naming, takes classifier_width, takes dropout, builder
+  // name, about, defined for, naming, options it takes, builder
   // clang-format off
   static const std::vector<ZooEntry> table = {
       {"mlp", "Flatten, Dense 256 and 128 ReLU, Dense classes",
-       {28, 28, 1}, N::sequential, false, false, build_mlp},
+       {28, 28, 1}, N::sequential, kNoOptions, build_mlp},
       {"lenet", "LeNet-5 (5x5 convolutions, max pooling, 120 and 84 units)",
-       {28, 28, 1}, N::sequential, false, false, build_lenet},
+       {28, 28, 1}, N::sequential, kNoOptions, build_lenet},
       {"lenet_dropout", "lenet with Dropout 0.25 after the 120- and 84-unit layers",
-       {28, 28, 1}, N::sequential, false, false, build_lenet_dropout},
+       {28, 28, 1}, N::sequential, kNoOptions, build_lenet_dropout},
       {"fmnist_sepcnn", "TensorFlow's Fashion-MNIST multi-worker Keras network (separable convolutions, SELU)",
-       {28, 28, 1}, N::sequential, false, false, build_fmnist_sepcnn},
+       {28, 28, 1}, N::sequential, kNoOptions, build_fmnist_sepcnn},
       {"resmlp", "a residual MLP (a test graph)",
-       {28, 28, 1}, N::node, false, false, build_resmlp},
+       {28, 28, 1}, N::node, kNoOptions, build_resmlp},
       {"branchnet", "a small network with a two-branch Concat and a residual Add (a test graph)",
-       {28, 28, 1}, N::node, false, false, build_branchnet},
+       {28, 28, 1}, N::node, kNoOptions, build_branchnet},
       {"resnet20", "He et al.'s CIFAR ResNet-20, option-A shortcuts, akamaster's names",
-       {32, 32, 3}, N::node, false, false, build_resnet20},
+       {32, 32, 3}, N::node, kNoOptions, build_resnet20},
       {"resnet18", "torchvision 0.14's resnet18",
-       {224, 224, 3}, N::node, false, false, build_resnet18},
+       {224, 224, 3}, N::node, kNoOptions, build_resnet18},
       {"resnet50", "torchvision 0.14's resnet50 (v1.5)",
-       {224, 224, 3}, N::node, false, false, build_resnet50},
+       {224, 224, 3}, N::node, kNoOptions, build_resnet50},
       {"mobilenet_v2", "torchvision 0.14's mobilenet_v2 (inverted residuals, ReLU6, dropout 0.2)",
-       {224, 224, 3}, N::node, false, true, build_mobilenet_v2},
+       {224, 224, 3}, N::node, kDropout | kStemStride, build_mobilenet_v2},
       {"vgg16", "torchvision 0.14's vgg16 (hidden classifier layers of model.classifier_width, default 4096)",
-       {224, 224, 3}, N::node, true, true, build_vgg16},
+       {224, 224, 3}, N::node, kClassifierWidth | kDropout, build_vgg16},
       {"inception_v3", "torchvision 0.14's inception_v3 with its auxiliary classifier (weight 0.4 in training)",
-       {299, 299, 3}, N::node, false, true, build_inception_v3},
+       {299, 299, 3}, N::node, kDropout, build_inception_v3},
   };
   // clang-format on
   return table;
@@ -66,9 +66,13 @@ std::unique_ptr<Model> make_zoo_model(const std::string& name, const Shape& inpu
                 options.classifier_width);
   ST_USER_CHECK(options.dropout < 1.0f, "model.dropout must be below 1 (negative: the network's own), got ",
                 options.dropout);
-  ST_USER_CHECK(options.dropout < 0.0f || e.takes_dropout, "model.dropout = ", options.dropout, " is set, but model '",
-                name, "' has no classifier dropout");
-  ST_USER_CHECK(options.classifier_width == 0 || e.takes_classifier_width,
+  ST_USER_CHECK(options.dropout < 0.0f || e.takes_option(kDropout), "model.dropout = ", options.dropout,
+                " is set, but model '", name, "' has no classifier dropout");
+  ST_USER_CHECK(options.stem_stride >= 0, "model.stem_stride must be >= 0 (0: the network's own), got ",
+                options.stem_stride);
+  ST_USER_CHECK(options.stem_stride == 0 || e.takes_option(kStemStride), "model.stem_stride = ", options.stem_stride,
+                " is set, but model '", name, "' keeps its stem's stride");
+  ST_USER_CHECK(options.classifier_width == 0 || e.takes_option(kClassifierWidth),
                 "model.classifier_width = ", options.classifier_width, " is set, but model '", name,
                 "' has no hidden classifier layers");
   auto m = std::make_unique<Model>(name, e.naming);

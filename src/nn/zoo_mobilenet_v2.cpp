@@ -4,6 +4,7 @@
 // and the classifier. Convolutions carry no bias and are followed by BatchNorm and (but the
 // projections) ReLU6. Nodes carry torchvision's module names (features.<i>..., classifier.1), so the
 // parameters and buffers are its state_dict keys. 3,504,872 parameters at 224x224x3, 1000 classes.
+// model.stem_stride 1 keeps 28x28 images from ending on 1x1 grids (the Fashion-MNIST recipe).
 #include <array>
 
 #include "scaletrain/nn/batch_norm.hpp"
@@ -56,7 +57,7 @@ struct InvertedResidualStage {
 void build_mobilenet_v2(Model& m, const ZooOptions& o) {
   constexpr std::array<InvertedResidualStage, 7> stages{
       {{1, 16, 1, 1}, {6, 24, 2, 2}, {6, 32, 3, 2}, {6, 64, 4, 2}, {6, 96, 3, 1}, {6, 160, 3, 2}, {6, 320, 1, 1}}};
-  std::string x = mobilenet_conv(m, Model::input(), "features.0", 32, 3, 2, 1, true);
+  std::string x = mobilenet_conv(m, Model::input(), "features.0", 32, 3, o.stem_stride_or(2), 1, true);
   int64_t in = 32;
   int index = 1;
   for (const InvertedResidualStage& s : stages)

@@ -284,6 +284,9 @@ const std::vector<ConfigKey>& config_keys() {
       key_of("model.dropout", &RunConfig::dropout,
              "the classifier's dropout rate where the network has one (mobilenet_v2 0.2, vgg16 and inception_v3 0.5; "
              "negative: the network's own)"),
+      key_of("model.stem_stride", &RunConfig::stem_stride,
+             "the stem convolution's stride where the network lets it change (mobilenet_v2: 2; 1 for 28x28 images; 0: "
+             "the network's own)"),
       key_of("model.sync_bn", &RunConfig::sync_bn,
              "SyncBatchNorm: BatchNorm statistics over the global batch, summed over the ranks (false: each "
              "rank's own, rank 0's running statistics broadcast before evaluation and checkpoints)"),

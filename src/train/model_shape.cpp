@@ -26,6 +26,7 @@ std::unique_ptr<nn::Model> make_run_model(const RunConfig& cfg, const DatasetSha
   o.classes = shape.classes;
   o.classifier_width = cfg.classifier_width;
   o.dropout = static_cast<float>(cfg.dropout);
+  o.stem_stride = cfg.stem_stride;
   return nn::make_zoo_model(cfg.model, shape.sample_shape, o);
 }
 

@@ -30,6 +30,7 @@ const std::vector<KeyRule>& rules() {
       {"optimizer.no_decay", true, "weight decay reaches other parameters", true},
       {"model.classifier_width", false, "the parameters do not fit", true},
       {"model.dropout", true, "the classifier's dropout rate changes", true},
+      {"model.stem_stride", true, "the stem's stride, and every grid after it, change", true},
   };
   return r;
 }

@@ -12,14 +12,17 @@
 
 namespace scaletrain::nn {
 
+// The ZooOptions a network takes (ZooEntry::takes, a bitwise or).
+enum ZooOption : unsigned { kNoOptions = 0, kClassifierWidth = 1, kDropout = 2, kStemStride = 4 };
+
 struct ZooEntry {
   const char* name;
   const char* about;  // one line: what the network is, whose definition and names it follows
   Shape defined_for;  // the input it is defined for, [H, W, C]
   ParameterNaming naming;
-  bool takes_classifier_width;  // ZooOptions::classifier_width applies
-  bool takes_dropout;           // ZooOptions::dropout applies
+  unsigned takes;  // ZooOption bits
   void (*build)(Model&, const ZooOptions&);
+  bool takes_option(ZooOption o) const { return (takes & o) != 0; }
 };
 
 // The table, in the order --help lists it.
@@ -31,7 +34,7 @@ const ZooEntry& zoo_entry(const std::string& name);
 std::string zoo_description();
 
 // Builds and configures the named model; errors name what is wrong (an unknown name, too few classes,
-// a classifier width or dropout for a network without one).
+// a classifier width, dropout or stem stride for a network without one).
 std::unique_ptr<Model> make_zoo_model(const std::string& name, const Shape& input_sample, const ZooOptions& options);
 std::unique_ptr<Model> make_zoo_model(const std::string& name, const Shape& input_sample, int64_t num_classes);
 

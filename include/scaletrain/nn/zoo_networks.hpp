@@ -15,7 +15,11 @@ struct ZooOptions {
   // The classifier's dropout rate where a network has one (torchvision's dropout=: mobilenet_v2 0.2,
   // vgg16 and inception_v3 0.5); negative: the network's own.
   float dropout = -1.0f;
+  // The stem convolution's stride where a network lets it change (mobilenet_v2: 2; 1 keeps small
+  // images such as Fashion-MNIST's 28x28 from ending on 1x1 grids); 0: the network's own.
+  int64_t stem_stride = 0;
   float dropout_or(float own) const { return dropout >= 0.0f ? dropout : own; }
+  int64_t stem_stride_or(int64_t own) const { return stem_stride > 0 ? stem_stride : own; }
 };
 
 // zoo_small.cpp

@@ -33,6 +33,7 @@ struct RunConfig {
   // rate (mobilenet_v2, vgg16, inception_v3; negative: the network's own).
   int64_t classifier_width = 0;
   double dropout = -1.0;
+  int64_t stem_stride = 0;  // mobilenet_v2's stem stride (0: the network's own, 2)
   // [data]
   std::string data_path = "synthetic";  // an HDF5 dataset, or "synthetic"
   data::LoaderMode data_mode = data::LoaderMode::stage;
