@@ -56,9 +56,14 @@ if(SCALETRAIN_ENABLE_CUDA)
              COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/support/check_ldd.sh ${_cudnn_dir} $<TARGET_FILE:scaletrain>)
     set_tests_properties(cuda_elf_sm80_sm90 cuda_ldd_resolves PROPERTIES LABELS cuda TIMEOUT 120)
 
-    # A 1-rank training run end to end on cuda against cpu: per-step losses of lenet and
-    # fmnist_sepcnn over 50 steps within a tolerance, in fp32 (TF32 off) and bf16.
-    foreach(model lenet fmnist_sepcnn)
+    # A 1-rank training run end to end on cuda against cpu: per-step losses of lenet, fmnist_sepcnn and
+    # mobilenet_v2 (its stem at stride 1 on the 28x28 data) over 50 steps within a tolerance, in fp32
+    # (TF32 off) and bf16.
+    foreach(model lenet fmnist_sepcnn mobilenet_v2)
+      set(_extra)
+      if(model STREQUAL mobilenet_v2)
+        set(_extra --model.stem_stride 1)
+      endif()
       foreach(prec_tol fp32:1e-3 bf16:3e-2)
         string(REPLACE ":" ";" _pt ${prec_tol})
         list(GET _pt 0 _prec)
@@ -66,7 +71,7 @@ if(SCALETRAIN_ENABLE_CUDA)
         add_test(NAME cuda_vs_cpu_${model}_${_prec}
                  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/support/cuda_vs_cpu_losses.sh $<TARGET_FILE:scaletrain>
                          ${MPIEXEC_EXECUTABLE} ${_mpi_flags} -- ${CMAKE_CURRENT_BINARY_DIR}/cuda_vs_cpu/${model}_${_prec}
-                         ${model} ${_prec} ${_tol})
+                         ${model} ${_prec} ${_tol} ${_extra})
         set_tests_properties(cuda_vs_cpu_${model}_${_prec} PROPERTIES LABELS "cuda;gpu" TIMEOUT 600
                              SKIP_REGULAR_EXPRESSION "no CUDA device on this machine \\(cudaGetDeviceCount\\)")
       endforeach()

@@ -178,7 +178,7 @@ def check_sections(fig):
         lines.append("- scaletrain --version: " + "; ".join(f"{k} {val}" for k, val in v.items()))
         b = dev.get("build", {})
         lines.append("- built with: " + "; ".join(f"{k} {val}" for k, val in b.items()))
-    vs = fig.get("cuda_vs_cpu", [])
+    vs = fig.get("cuda_vs_cpu", []) + fig.get("zoo_vs_cpu", [])
     if vs:
         lines += ["", "## cuda against cpu: relative loss differences per step", "",
                   "| model | precision | steps | worst (step) | median | last step | tolerance | cpu loss first -> last |",

@@ -92,28 +92,34 @@ def main():
         x = torch.from_numpy(np.array(f["input"])).permute(0, 3, 1, 2).contiguous()  # NHWC -> NCHW
         ours = np.array(f["logits"])
     model = make_model(a.model, classes=ours.shape[1])
+    # A permutation that is not PyTorch's (e.g. the HWC columns left as they are) must be caught.
+    first_dense = min((k for k in state if state[k].dim() == 2), key=lambda k: int(k.split(".")[0]))
+    return compare_logits(model, state, x, ours, first_dense, f"{a.model}: PyTorch load_state_dict(strict=True) "
+                          f"took {len(state)} tensors from {ckpt}/model.h5; logits of {x.shape[0]} samples")
+
+
+def compare_logits(model, state, x, ours, shuffled, what):
+    """Loads `state` into `model` (strict), requires its eval logits on x to be `ours`, then requires them
+    to differ with the columns of `shuffled` permuted (the check must see a wrong layout). 0 or 1."""
     model.load_state_dict(state, strict=True)
     model.eval()
     with torch.no_grad():
         theirs = model(x).numpy()
     diff = float(np.max(np.abs(theirs - ours)))
     scale = float(np.max(np.abs(ours)))
-    print(f"{a.model}: PyTorch load_state_dict(strict=True) took {len(state)} tensors from {ckpt}/model.h5; "
-          f"logits of {x.shape[0]} samples: max |torch - scaletrain| {diff:.3g} (max |logit| {scale:.3g})")
+    print(f"{what}: max |torch - scaletrain| {diff:.3g} (max |logit| {scale:.3g})")
     if not np.isfinite(diff) or diff > 1e-4 * max(scale, 1.0):
         print("FAIL: PyTorch's logits differ from scaletrain's")
         return 1
-    # A permutation that is not PyTorch's (e.g. the HWC columns left as they are) must be caught.
-    first_dense = min((k for k in state if state[k].dim() == 2), key=lambda k: int(k.split(".")[0]))
     bad = dict(state)
-    bad[first_dense] = state[first_dense][:, torch.randperm(state[first_dense].shape[1], generator=torch.Generator().manual_seed(0))]
+    bad[shuffled] = state[shuffled][:, torch.randperm(state[shuffled].shape[1], generator=torch.Generator().manual_seed(0))]
     model.load_state_dict(bad, strict=True)
     with torch.no_grad():
         wrong = float(np.max(np.abs(model(x).numpy() - ours)))
     if wrong <= 1e-4 * max(scale, 1.0):
-        print(f"FAIL: columns of {first_dense} permuted and the logits still agree ({wrong:.3g}): the check is blind")
+        print(f"FAIL: columns of {shuffled} permuted and the logits still agree ({wrong:.3g}): the check is blind")
         return 1
-    print(f"OK: with the columns of {first_dense} shuffled the logits differ by {wrong:.3g}, as they must")
+    print(f"OK: with the columns of {shuffled} shuffled the logits differ by {wrong:.3g}, as they must")
     return 0
 
 
@@ -153,29 +159,10 @@ def check_torchvision_zoo(a, run_dir):
         ours = np.array(f["logits"])
     make_zoo_reference.CLASSES = ours.shape[1]
     model = make_zoo_reference.make_model(a.model, a.width)
-    model.load_state_dict(state, strict=True)
-    model.eval()
-    with torch.no_grad():
-        theirs = model(x).numpy()
-    diff = float(np.max(np.abs(theirs - ours)))
-    scale = float(np.max(np.abs(ours)))
-    print(f"{a.model}: PyTorch load_state_dict(strict=True) took {len(state)} tensors from {ckpt}/model.h5 into "
-          f"torchvision's {a.model}; logits of {x.shape[0]} {a.size}x{a.size}x3 samples: max |torch - scaletrain| "
-          f"{diff:.3g} (max |logit| {scale:.3g})")
-    if not np.isfinite(diff) or diff > 1e-4 * max(scale, 1.0):
-        print("FAIL: PyTorch's logits differ from scaletrain's")
-        return 1
-    first = TORCHVISION_ZOO[a.model]
-    bad = dict(state)
-    bad[first] = state[first][:, torch.randperm(state[first].shape[1], generator=torch.Generator().manual_seed(0))]
-    model.load_state_dict(bad, strict=True)
-    with torch.no_grad():
-        wrong = float(np.max(np.abs(model(x).numpy() - ours)))
-    if wrong <= 1e-4 * max(scale, 1.0):
-        print(f"FAIL: columns of {first} permuted and the logits still agree ({wrong:.3g}): the check is blind")
-        return 1
-    print(f"OK: with the columns of {first} shuffled the logits differ by {wrong:.3g}, as they must")
-    return 0
+    return compare_logits(model, state, x, ours, TORCHVISION_ZOO[a.model],
+                          f"{a.model}: PyTorch load_state_dict(strict=True) took {len(state)} tensors from "
+                          f"{ckpt}/model.h5 into torchvision's {a.model}; logits of {x.shape[0]} "
+                          f"{a.size}x{a.size}x3 samples")
 
 
 def torchvision_resnet(name, channels, classes):

@@ -2,7 +2,8 @@
 # The GPU kit end to end without a GPU (label kit, the cuda tier): packs the kit from a cuda build,
 # checks with ldd that it resolves every library but the CUDA ones from inside itself, then runs both
 # calls with --dry (run.device = sim, PyTorch on the CPU, under env -i with only env.sh's settings)
-# and requires: no step failed or timed out, every step reported, at most 8 files back, the speed
+# and requires: no step failed or timed out, every step reported (the torchvision networks' cuda
+# against cpu among them), at most 8 files back, the speed
 # call's resnet50 on both sides (images/s, time and kernels per step by category), and its algorithm
 # table's rows (run.cudnn_algorithms heuristic against auto: both runs' images/s; sim has no choice).
 # usage: gpu_kit_dry.sh SOURCE_DIR CUDA_BUILD_DIR WORKDIR
@@ -29,8 +30,8 @@ import json, os, sys
 out = sys.argv[1]
 files = sorted(os.listdir(out))
 assert len(files) <= 8, f"{len(files)} files in OUT, at most 8 come back: {files}"
-expect = {"check": ["device", "cudatests", "cuda_vs_cpu", "resume", "hdf5_input", "nccl_allreduce", "mpi_device_allreduce",
-                    "telemetry", "memcheck"],
+expect = {"check": ["device", "cudatests", "cuda_vs_cpu", "zoo_vs_cpu", "resume", "hdf5_input", "nccl_allreduce",
+                    "mpi_device_allreduce", "telemetry", "memcheck"],
           "speed": ["scaletrain_resnet50_bf16", "pytorch_resnet50_bf16", "algorithms_resnet50_nondet",
                     "algorithms_resnet50_det", "scaletrain_fmnist_sepcnn", "algorithms_fmnist_sepcnn",
                     "pytorch_fmnist_sepcnn", "scaletrain_lenet", "algorithms_lenet", "cudnn_bf16_batch_norm"]}
@@ -44,6 +45,11 @@ for call, steps in expect.items():
     assert limits <= {"check": 235, "speed": 230}[call], f"{call}: step limits add up to {limits} s, over 4 minutes"
 vs = json.load(open(os.path.join(out, "check.json")))["figures"]["cuda_vs_cpu"]
 assert len(vs) == 8 and all(r["worst_rel"] == 0 for r in vs), f"sim against cpu must be bitwise: {vs}"
+# The torchvision networks: mobilenet_v2 in fp32 and bf16, vgg16 and inception_v3 in fp32 (a dry run).
+zoo = json.load(open(os.path.join(out, "check.json")))["figures"]["zoo_vs_cpu"]
+got = [(r["model"], r["precision"]) for r in zoo]
+want = [("mobilenet_v2", "fp32"), ("mobilenet_v2", "bf16"), ("vgg16", "fp32"), ("inception_v3", "fp32")]
+assert got == want and all(r["worst_rel"] == 0 for r in zoo), f"zoo_vs_cpu: sim against cpu must be bitwise: {zoo}"
 speed = json.load(open(os.path.join(out, "speed.json")))["speed"]
 rows = speed["rows"]
 # fp32 and bf16 of fmnist_sepcnn and lenet, resnet50 in fp32 (32x32x3); PyTorch beside all but lenet.
