@@ -59,10 +59,19 @@ void time_steps(nn::Model& model, const Tensor& x, int64_t steps, int64_t warmup
   auto& layers = model.layers();
   const size_t n = layers.size();
   std::vector<const Tensor*> outs(n), in;
-  Shape logits{model.batch()};
-  logits.insert(logits.end(), model.output_shape().begin(), model.output_shape().end());
-  Tensor dlogits(logits);  // any f32 gradient of the logits' shape
-  for (int64_t i = 0; i < dlogits.numel(); ++i) dlogits.data<float>()[i] = 0.01f * static_cast<float>(i % 7 - 3);
+  // Any f32 gradient of the logits' shape, and of each auxiliary output's (inception_v3's).
+  const auto gradient_of = [&](const Shape& sample) {
+    Tensor g(nn::with_batch(model.batch(), sample));
+    for (int64_t i = 0; i < g.numel(); ++i) g.data<float>()[i] = 0.01f * static_cast<float>(i % 7 - 3);
+    return g;
+  };
+  const Tensor dlogits = gradient_of(model.output_shape());
+  std::vector<Tensor> aux;
+  std::vector<const Tensor*> aux_dlogits;
+  for (const nn::AuxiliaryOutput& a : model.auxiliary_outputs())
+    for (size_t i = 0; i < n; ++i)
+      if (layers[i]->name() == a.node) aux.push_back(gradient_of(layers[i]->output_shape()));
+  for (const Tensor& t : aux) aux_dlogits.push_back(&t);
   for (int64_t s = 0; s < warmup + steps; ++s) {
     const bool timed = s >= warmup;
     for (size_t i = 0; i < n; ++i) {
@@ -73,11 +82,14 @@ void time_steps(nn::Model& model, const Tensor& x, int64_t steps, int64_t warmup
       if (timed) seconds[i] += now_seconds() - t0;
     }
     double t0 = now_seconds();
-    model.backward(dlogits, [&](size_t i) {
-      const double t = now_seconds();
-      if (timed) seconds[i] += t - t0;
-      t0 = t;
-    });
+    model.backward(
+        dlogits,
+        [&](size_t i) {
+          const double t = now_seconds();
+          if (timed) seconds[i] += t - t0;
+          t0 = t;
+        },
+        aux_dlogits);
   }
 }
 

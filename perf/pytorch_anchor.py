@@ -175,6 +175,14 @@ def check_parameter_counts(models):
 DTYPES = ["fp32", "tf32", "bf16"]  # tf32: --device cuda only
 
 
+def training_loss(out, y):
+    """Cross-entropy of a training forward's output; Inception-v3's is (logits, auxiliary logits), whose
+    auxiliary loss counts 0.4 (as scaletrain's)."""
+    if isinstance(out, tuple):
+        return F.cross_entropy(out[0], y) + 0.4 * F.cross_entropy(out[1], y)
+    return F.cross_entropy(out, y)
+
+
 def precision_scope(dtype, device="cpu"):
     # PyTorch 1.13's CPU autocast accepts only bfloat16 (and warns, then raises, on float32): fp32 runs
     # outside any autocast region.
@@ -189,14 +197,8 @@ def time_training(model, optimizer, x, y, warmup, seconds, dtype, sync=None, dev
     "bf16" the forward and the loss run under autocast to bfloat16; backward runs outside it,
     as PyTorch recommends (its ops follow the dtypes autocast chose for the forward). On cuda the
     device is synchronized before every clock reading."""
-    cross_entropy = nn.CrossEntropyLoss()
+    loss_fn = training_loss
     fence = torch.cuda.synchronize if device == "cuda" else (lambda: None)
-
-    def loss_fn(out, y):
-        # Inception-v3 in training: (logits, auxiliary logits), the auxiliary loss weighted 0.4 (as scaletrain's).
-        if isinstance(out, tuple):
-            return cross_entropy(out[0], y) + 0.4 * cross_entropy(out[1], y)
-        return cross_entropy(out, y)
 
     def step():
         optimizer.zero_grad(set_to_none=True)

@@ -13,10 +13,10 @@ import re
 import sys
 
 import torch
-import torch.nn as nn
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from pytorch_anchor import DEFAULT_BATCH, EXPECTED_PARAMS, in_format, make_model, precision_scope, synthetic_batch  # noqa: E402
+from pytorch_anchor import (DEFAULT_BATCH, EXPECTED_PARAMS, in_format, make_model, precision_scope,  # noqa: E402
+                            synthetic_batch, training_loss)
 
 # First match wins: an operator's name to its kind.
 KINDS = [("optimizer", r"_foreach|sgd|SGD|Optimizer"), ("convolution", r"conv"),
@@ -53,7 +53,7 @@ def main():
     x, y = synthetic_batch(a.model, batch, 2)
     model, x = in_format(make_model(a.model), x, a.channels_last)
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-    loss_fn = nn.CrossEntropyLoss()
+    loss_fn = training_loss
 
     def step():
         opt.zero_grad(set_to_none=True)

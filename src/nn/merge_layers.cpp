@@ -96,14 +96,24 @@ void Concat::build(Backend& backend, int64_t batch) {
   }
 }
 
+// `channels` values of each row from src (rows of src_stride, at src_offset) to dst: a row's channels
+// in packs on a device where the channel counts, strides and addresses allow.
+template <class T>
+void copy_channels(Stream& stream, const char* label, int64_t rows, int64_t channels, const T* src,
+                   int64_t src_stride, int64_t src_offset, T* dst, int64_t dst_stride, int64_t dst_offset) {
+  const bool packed = kernels::pack_fits<T>(channels, {src + src_offset, dst + dst_offset}) &&
+                      src_stride % kernels::kChannelPack == 0 && dst_stride % kernels::kChannelPack == 0;
+  launch_channel_packs<T, kernels::CopyChannels>(stream, label, rows, channels, packed, src, dst, src_stride,
+                                                 src_offset, dst_stride, dst_offset);
+}
+
 const Tensor& Concat::forward_inputs(const std::vector<const Tensor*>& x, bool training) {
   visit_float_type(dtype_, [&](auto t) {
     using T = decltype(t);
     int64_t offset = 0;
     for (size_t k = 0; k < x.size(); ++k) {
-      launch(stream(), "concat_forward", rows_ * channels_[k],
-             kernels::CopyIntoChannels<T>{x[k]->device_data<T>(), y_.device_data<T>(), channels_[k], out_shape_.back(),
-                                          offset});
+      copy_channels<T>(stream(), "concat_forward", rows_, channels_[k], x[k]->device_data<T>(), channels_[k], 0,
+                       y_.device_data<T>(), out_shape_.back(), offset);
       offset += channels_[k];
     }
   });
@@ -116,9 +126,8 @@ void Concat::backward_inputs(const Tensor& dy, const std::vector<bool>& need_dx,
     int64_t offset = 0;
     for (size_t k = 0; k < need_dx.size(); ++k) {
       if (need_dx[k]) {
-        launch(stream(), "concat_backward", rows_ * channels_[k],
-               kernels::CopyFromChannels<T>{dy.device_data<T>(), dx_[k].device_data<T>(), channels_[k],
-                                            out_shape_.back(), offset});
+        copy_channels<T>(stream(), "concat_backward", rows_, channels_[k], dy.device_data<T>(), out_shape_.back(),
+                         offset, dx_[k].device_data<T>(), channels_[k], 0);
         dx[k] = &dx_[k];
       }
       offset += channels_[k];

@@ -1,6 +1,6 @@
 // Element-wise sums and channel concatenation for graph models: Add's forward, the Model's sum of a
-// tensor's gradients arriving along several edges, and Concat's forward (one input into its
-// channels of the output) and backward (its channels of the gradient out). NHWC-like layouts: the
+// tensor's gradients arriving along several edges, and the channel copies of Concat's forward (one
+// input into its channels of the output) and backward (its channels of the gradient out). NHWC-like layouts: the
 // channel is the last dimension. T is the storage type (float, bf16, f16); sums are taken in f32.
 #pragma once
 #include <cstdint>
@@ -28,26 +28,23 @@ struct AddTensors {
   bool packs_fit() const { return pack_aligned(a) && pack_aligned(b) && pack_aligned(out); }
 };
 
-// i over the part's elements, [rows, part_channels]: whole[row, offset + c] and part[row, c].
-template <class T>
-struct CopyIntoChannels {
-  const T* part;
-  T* whole;
-  int64_t part_channels, whole_channels, offset;
-  SCALETRAIN_HOST_DEVICE void operator()(int64_t i) const {
-    const int64_t row = i / part_channels, c = i - row * part_channels;
-    whole[row * whole_channels + offset + c] = part[i];
-  }
-};
-
-template <class T>
-struct CopyFromChannels {
-  const T* whole;
-  T* part;
-  int64_t part_channels, whole_channels, offset;
-  SCALETRAIN_HOST_DEVICE void operator()(int64_t i) const {
-    const int64_t row = i / part_channels, c = i - row * part_channels;
-    part[i] = whole[row * whole_channels + offset + c];
+// (r, p) over rows x packs of N channels: `channels` values of row r copied from src (rows of
+// src_stride values, starting at src_offset) to dst (rows of dst_stride, at dst_offset). Concat's
+// forward copies each input into its channels of the output, its backward each input's channels of
+// the gradient out. Packs copy as stored (no conversion).
+template <class T, int N>
+struct CopyChannels {
+  const T* src;
+  T* dst;
+  int64_t src_stride, src_offset, dst_stride, dst_offset;
+  SCALETRAIN_HOST_DEVICE void operator()(int64_t r, int64_t p) const {
+    const T* from = src + r * src_stride + src_offset + p * N;
+    T* to = dst + r * dst_stride + dst_offset + p * N;
+    if constexpr (N == 1) {
+      to[0] = from[0];
+    } else {
+      *reinterpret_cast<Pack<T, N>*>(to) = *reinterpret_cast<const Pack<T, N>*>(from);
+    }
   }
 };
 

@@ -108,8 +108,6 @@ ST_INSTANTIATE(BnEvalScale)
 ST_INSTANTIATE(BnIdentityScale)
 ST_INSTANTIATE_STORAGE(BnFoldIntoFilters)
 ST_INSTANTIATE(BnFoldIntoBias)
-ST_INSTANTIATE_STORAGE(CopyIntoChannels)
-ST_INSTANTIATE_STORAGE(CopyFromChannels)
 ST_INSTANTIATE_STORAGE(SubsamplePadForward)
 ST_INSTANTIATE_STORAGE(SubsamplePadBackward)
 // Input normalization from every stored sample type (uint8, f16, f32) to every compute type.
@@ -151,6 +149,7 @@ ST_INSTANTIATE_ROWS_PACKS(BnApply)
 ST_INSTANTIATE_ROWS_PACKS(BnApplyAddRelu)
 ST_INSTANTIATE_ROWS_PACKS(BnBackwardData)
 ST_INSTANTIATE_ROWS_PACKS(BnBackwardDataResidual)
+ST_INSTANTIATE_ROWS_PACKS(CopyChannels)
 #undef ST_INSTANTIATE_ROWS_PACKS
 #undef ST_INSTANTIATE_ROWS
 // The per-row reductions.
