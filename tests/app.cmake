@@ -20,7 +20,7 @@ if(TARGET scaletrain)
   file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/bad_key.toml "[train]\nepoch = 3\n")
   add_test(NAME app_unknown_toml_key_suggests COMMAND ${_fail} "unknown configuration key 'train.epoch' (did you mean 'train.epochs'?"
            -- ${_mpirun} -np 2 ${_st} --config ${CMAKE_CURRENT_BINARY_DIR}/bad_key.toml)
-  add_test(NAME app_unknown_model COMMAND ${_fail} "unknown model 'resnet' (the zoo has: mlp, lenet, lenet_dropout, fmnist_sepcnn, resmlp, branchnet, resnet20, resnet18, resnet50, mobilenet_v2, vgg16, inception_v3)"
+  add_test(NAME app_unknown_model COMMAND ${_fail} "unknown model 'resnet' (the zoo has: mlp, lenet, lenet_dropout, fmnist_sepcnn, resmlp, branchnet, resnet20, resnet18, resnet50, mobilenet_v2, vgg16, inception_v3, vit, vit_tiny, vit_b_16)"
            -- ${_mpirun} -np 2 ${_st} --model.name resnet --train.max_steps 1)
   add_test(NAME app_zero_batch COMMAND ${_fail} "train.batch must be positive, got 0" -- ${_st} --train.batch 0)
   add_test(NAME app_negative_batch COMMAND ${_fail} "train.batch must be positive, got -8" -- ${_st} --train.batch -8)

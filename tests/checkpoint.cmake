@@ -33,6 +33,12 @@ if(TARGET scaletrain)
   set_tests_properties(checkpoint_resume_bitwise_mobilenet_v2_np2 PROPERTIES
                        ENVIRONMENT "MODEL=mobilenet_v2;BATCH=12;SAMPLES=480;REQUIRE_BUFFERS=1"
                        PROCESSORS 2 LABELS "checkpoint;mpi" TIMEOUT 300)
+  # A small ViT (16 patches of 7x7, 2 blocks of 2 heads) with dropout: class token, position embedding,
+  # LayerNorm, attention and GELU parameters by torchvision's names, the dropout masks continuing.
+  add_test(NAME checkpoint_resume_bitwise_vit_np2 COMMAND ${_rc} ${_ck}/bitwise_vit bitwise 2 25)
+  set_tests_properties(checkpoint_resume_bitwise_vit_np2 PROPERTIES
+                       ENVIRONMENT "MODEL=vit;BATCH=12;SAMPLES=480;EXTRA=--model.vit.patch_size 7 --model.vit.num_layers 2 --model.vit.num_heads 2 --model.vit.hidden_dim 32 --model.vit.mlp_dim 64 --model.dropout 0.1"
+                       PROCESSORS 2 LABELS "checkpoint;mpi" TIMEOUT 300)
   add_test(NAME checkpoint_resume_2_to_1_ranks COMMAND ${_rc} ${_ck}/2_to_1 ranks 2 1 25 1e-5)
   add_test(NAME checkpoint_resume_2_to_3_ranks COMMAND ${_rc} ${_ck}/2_to_3 ranks 2 3 25 1e-5)
   add_test(NAME checkpoint_crash_between_files_np2 COMMAND ${_rc} ${_ck}/crash crash 2)
@@ -79,8 +85,8 @@ if(TARGET scaletrain)
     # on synthetic 3-channel data and give scaletrain-checkpoint's logits: vgg16 at 32x32, mobilenet_v2 at
     # 64x64 (at 32x32 its last blocks see 1x1 grids, two values per channel and rank, and two steps left
     # weights near 1e3 that overflow float32 in torch's evaluation), inception_v3 at 299x299 (the size its
-    # auxiliary head trains at).
-    foreach(model mobilenet_v2 vgg16 inception_v3)
+    # auxiliary head trains at), and the small ViT of the parity references (patch 8, 2 layers) at 32x32.
+    foreach(model mobilenet_v2 vgg16 inception_v3 vit)
       set(_size 32)
       if(model STREQUAL mobilenet_v2)
         set(_size 64)

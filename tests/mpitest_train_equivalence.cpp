@@ -3,7 +3,8 @@
 // several SGD-momentum steps of lenet on a real HDF5 file, with tiny gradient buckets so that many
 // all-reduces overlap backward, in both progress modes, on the cpu and the simulated device (through
 // MPI and through the simulated NCCL path), with augmentation and dropout on, and for the graph models
-// (resmlp's residual Adds, branchnet's Concat and Add), and resnet20 and mobilenet_v2 (its dropout on)
+// (resmlp's residual Adds, branchnet's Concat and Add), a small ViT (its dropout on), and resnet20 and
+// mobilenet_v2 (its dropout on)
 // with SyncBatchNorm (statistics over the global batch; plain BatchNorm's per-rank statistics are
 // exempt, as in DDP). The data is
 // staged once per node in shared memory (the default), and with every rank a node of its own
@@ -50,6 +51,14 @@ train::RunConfig small_run(const std::string& dir, const Case& k) {
   // chunks instead of 256 differs from itself by 2e-6 absolute in those biases after one step, and
   // the difference grows with every step. Hence one step and the wider tolerance below.
   if (k.sync_bn) c.max_steps = 1;
+  if (k.model == "vit") {  // a small ViT on the 28x28 images: 16 patches of 7x7, dropout on
+    c.vit_patch_size = 7;
+    c.vit_num_layers = 2;
+    c.vit_num_heads = 2;
+    c.vit_hidden_dim = 32;
+    c.vit_mlp_dim = 64;
+    c.dropout = 0.1;
+  }
   return c;
 }
 
@@ -140,6 +149,8 @@ INSTANTIATE_TEST_SUITE_P(Runs, Equivalence,
                                            Case{"cpu", "thread", "resnet20", false, "auto", true},
                                            Case{"sim", "test", "resnet20", true, "nccl", true},
                                            Case{"cpu", "thread", "mobilenet_v2", false, "auto", true},
+                                           Case{"cpu", "thread", "vit", false},
+                                           Case{"sim", "test", "vit", false, "nccl"},
                                            Case{"cpu", "test", "lenet", false, "auto", false, 1},
                                            Case{"sim", "test", "lenet_dropout", true, "auto", false, 1}),
                          [](const auto& info) {

@@ -5,7 +5,7 @@
 if(TARGET test_nn_zoo_parity)
   set(_zoo_ref ${CMAKE_CURRENT_BINARY_DIR}/zoo_reference)
   target_compile_definitions(test_nn_zoo_parity PRIVATE SCALETRAIN_ZOO_REFERENCE_DIR="${_zoo_ref}")
-  foreach(ref resnet20 resnet18 resnet50 mobilenet_v2 vgg16 inception_v3 inception_v3_75)
+  foreach(ref resnet20 resnet18 resnet50 mobilenet_v2 vgg16 inception_v3 inception_v3_75 vit vit_tiny)
     add_test(NAME nn_zoo_reference_${ref}
              COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/reference/make_zoo_reference.py
                      --model ${ref} --out ${_zoo_ref}/${ref}.h5)

@@ -4,6 +4,7 @@
 
 #include "scaletrain/nn/conv2d.hpp"
 #include "scaletrain/nn/dense.hpp"
+#include "scaletrain/nn/shape_layers.hpp"
 #include "scaletrain/nn/zoo.hpp"
 #include "support/test_harness.hpp"
 
@@ -60,19 +61,18 @@ TEST(Zoo, FlatParametersAreInReverseLayerOrder) {
 TEST(Zoo, UnknownModelListsTheZoo) {
   const std::string e = error_of([] { nn::make_zoo_model("resnet9000", {28, 28, 1}, 10); });
   EXPECT_NE(e.find("unknown model 'resnet9000' (the zoo has: mlp, lenet, lenet_dropout, fmnist_sepcnn, resmlp, "
-                   "branchnet, resnet20, resnet18, resnet50, mobilenet_v2, vgg16, inception_v3)"),
+                   "branchnet, resnet20, resnet18, resnet50, mobilenet_v2, vgg16, inception_v3, vit, vit_tiny, vit_b_16)"),
             std::string::npos)
       << e;
 }
 
 TEST(Zoo, ShapeMismatchNamesTheLayer) {
   nn::Model m("broken");
-  m.emplace<nn::Conv2D>("", nn::Conv2DOptions{4, 3, 1, nn::Padding::same, 1, true, nn::Activation::relu});
+  m.emplace<nn::Flatten>("");
   m.emplace<nn::Dense>("", 10);
+  m.emplace<nn::Conv2D>("", nn::Conv2DOptions{4, 3, 1, nn::Padding::same, 1, true, nn::Activation::relu});
   const std::string e = error_of([&] { m.configure({8, 8, 1}); });
-  EXPECT_NE(e.find("layer 'dense' (Dense): expects a flat [features] input per sample, got [8, 8, 4]"),
-            std::string::npos)
-      << e;
+  EXPECT_NE(e.find("layer 'conv2d' (Conv2D): expects [H, W, C] input per sample, got [10]"), std::string::npos) << e;
   const std::string small = error_of([] { nn::make_zoo_model("lenet", {3, 3, 1}, 10); });
   EXPECT_NE(small.find("is larger than the input"), std::string::npos) << small;
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Trains a zoo model on Fashion-MNIST on this machine with 2 MPI ranks (one per core), packing the
 # data set from Debian's dataset-fashion-mnist first if needed.
-# usage: jobs/local/train_fmnist.sh [lenet|fmnist_sepcnn|resnet20|mobilenet_v2|mlp] [extra scaletrain options...]
+# usage: jobs/local/train_fmnist.sh [lenet|fmnist_sepcnn|resnet20|mobilenet_v2|vit|mlp] [extra scaletrain options...]
 # In the source tree it works in the repository root with the programs of SCALETRAIN_BUILD (build/cpu); installed
 # (cmake --install) it takes the installed programs and configurations and works in the current directory.
 # Either way the data set goes to data/fashion-mnist.h5 and the run to runs/fmnist-<model>-<time>.
@@ -34,6 +34,7 @@ case "$model" in
   fmnist_sepcnn) config=$configs/fmnist_sepcnn.toml ;;
   resnet20) config=$configs/resnet20_fmnist.toml ;;
   mobilenet_v2) config=$configs/mobilenet_v2_fmnist.toml ;;
+  vit) config=$configs/vit_fmnist.toml ;;
   *) config=$configs/lenet_fmnist.toml ;;
 esac
 run_dir=runs/fmnist-$model-$(date +%Y%m%d-%H%M%S)

@@ -40,14 +40,14 @@ std::string identity_value(const train::CheckpointMeta& m, const std::string& ke
 }
 
 // The checkpoint's model, for the sample shape and classes of its data set (data.path), with the
-// model keys it records (a checkpoint from before model.classifier_width, model.dropout and
-// model.stem_stride: their defaults).
+// model keys it records (a checkpoint from before model.classifier_width, model.dropout,
+// model.stem_stride and model.vit.* and model.vit.*: their defaults).
 std::unique_ptr<nn::Model> model_for(const train::CheckpointMeta& m) {
   train::RunConfig cfg;
   cfg.data_path = identity_value(m, "data.path");
   cfg.model = identity_value(m, "model.name");
   for (const auto& [k, v] : m.identity)
-    if (k == "model.classifier_width" || k == "model.dropout" || k == "model.stem_stride")
+    if (k == "model.classifier_width" || k == "model.dropout" || k == "model.stem_stride" || k.starts_with("model.vit."))
       train::find_config_key(k)->set(cfg, v);
   return train::make_run_model(cfg, train::dataset_shape(cfg));
 }

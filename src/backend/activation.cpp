@@ -15,6 +15,7 @@ std::string activation_name(Activation a) {
     case Activation::relu6:
       return "relu6";
     case Activation::selu: return "selu";
+    case Activation::gelu: return "gelu";
   }
   return "?";
 }
@@ -29,6 +30,8 @@ void launch_activation_forward(Stream& stream, Activation act, DType dtype, cons
       launch_elements(stream, "relu_forward", n, kernels::ReluForward<T>{x, y});
     else if (act == Activation::relu6)
       launch_elements(stream, "relu6_forward", n, kernels::Relu6Forward<T>{x, y});
+    else if (act == Activation::gelu)
+      launch_elements(stream, "gelu_forward", n, kernels::GeluForward<T>{x, y});
     else
       launch_elements(stream, "selu_forward", n, kernels::SeluForward<T>{x, y});
   });
@@ -52,6 +55,8 @@ void launch_gradient(Stream& stream, Activation act, DType dtype, const void* fr
       launch_elements(stream, relu_label, n, Relu<T>{a, dy, dx});
     else if (act == Activation::relu6)
       launch_elements(stream, "relu6_backward", n, kernels::Relu6Backward<T>{a, dy, dx});
+    else if (act == Activation::gelu)
+      launch_elements(stream, "gelu_backward", n, kernels::GeluBackward<T>{a, dy, dx});
     else
       launch_elements(stream, selu_label, n, Selu<T>{a, dy, dx});
   });
@@ -67,6 +72,7 @@ void launch_activation_backward(Stream& stream, Activation act, DType dtype, con
 
 void launch_activation_backward_from_output(Stream& stream, Activation act, DType dtype, const void* post,
                                             const void* dpost, void* dpre, int64_t n) {
+  ST_CHECK(act != Activation::gelu, "GELU's gradient needs its input: it has no form from its output");
   launch_gradient<kernels::ReluBackwardFromOutput, kernels::SeluBackwardFromOutput>(
       stream, act, dtype, post, dpost, dpre, n, "relu_backward_from_output", "selu_backward_from_output");
 }

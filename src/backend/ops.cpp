@@ -23,6 +23,32 @@ std::string InnerProductShape::to_string() const {
   return os.str();
 }
 
+std::string matmul_epilogue_name(MatmulEpilogue e) { return e == MatmulEpilogue::gelu ? "gelu" : "none"; }
+
+std::string MatmulShape::to_string() const {
+  std::ostringstream os;
+  os << "matmul{batch " << batch << ", " << m << "x" << n << "x" << k << (trans_a ? ", A^T" : ", A")
+     << (trans_b ? ", B^T" : ", B");
+  if (lda > 0 || ldb > 0 || ldc > 0) os << ", ld " << lda_or() << "," << ldb_or() << "," << ldc_or();
+  if (batch > 1) os << ", strides " << stride_a_or() << "," << stride_b_or() << "," << stride_c_or();
+  if (alpha != 1.0f) os << ", alpha " << alpha;
+  if (bias) os << ", bias";
+  if (epilogue != MatmulEpilogue::none) os << ", " << matmul_epilogue_name(epilogue);
+  os << ", " << dtype_name(dtype) << " -> " << dtype_name(out_dtype) << "}";
+  return os.str();
+}
+
+void MatmulShape::validate() const {
+  ST_CHECK(batch > 0 && m > 0 && n > 0 && k > 0, "invalid matmul ", to_string(), ": batch, m, n and k must be positive");
+  ST_CHECK(lda_or() >= (trans_a ? m : k) && ldb_or() >= (trans_b ? k : n) && ldc_or() >= n, "invalid matmul ",
+           to_string(), ": a leading dimension is shorter than its matrix's rows");
+  ST_CHECK(lda >= 0 && ldb >= 0 && ldc >= 0 && stride_a >= 0 && stride_b >= 0 && stride_c >= 0, "invalid matmul ",
+           to_string(), ": strides must not be negative");
+  const auto is_float = [](DType t) { return t == DType::f32 || t == DType::bf16 || t == DType::f16; };
+  ST_CHECK(is_float(dtype) && (out_dtype == dtype || out_dtype == DType::f32), "invalid matmul ", to_string(),
+           ": the operands must be f32, bf16 or f16 and the output their type or f32");
+}
+
 std::string PoolShape::to_string() const {
   std::ostringstream os;
   os << (kind == PoolKind::max ? "max_pool" : "avg_pool") << "{batch " << batch << ", in " << in_h << "x" << in_w << "x"

@@ -8,7 +8,8 @@ Activation parse_activation(const std::string& name) {
   if (name == "relu") return Activation::relu;
   if (name == "relu6") return Activation::relu6;
   if (name == "selu") return Activation::selu;
-  ST_FAIL("unknown activation '", name, "' (expected none, relu, relu6 or selu)");
+  if (name == "gelu") return Activation::gelu;
+  ST_FAIL("unknown activation '", name, "' (expected none, relu, relu6, selu or gelu)");
 }
 
 void FusedActivation::build(Backend& backend, const Shape& shape, const std::string& layer, DType dtype) {

@@ -19,6 +19,7 @@ Shape Conv2D::configure(const Shape& in) {
   const KernelSize k = opt_.kernel;
   if (opt_.filters <= 0 || k.h <= 0 || k.w <= 0 || opt_.stride <= 0 || opt_.groups <= 0)
     shape_error("filters, kernel, stride and groups must be positive");
+  if (opt_.activation == Activation::gelu) shape_error("takes no fused GELU (add a GELU layer after it)");
   const int64_t h = in[0], w = in[1], c = in[2];
   if (c % opt_.groups != 0 || opt_.filters % opt_.groups != 0)
     shape_error("channels " + std::to_string(c) + " and filters " + std::to_string(opt_.filters) +

@@ -1,4 +1,5 @@
-// Dense forward/backward through the backend's InnerProductOp.
+// Dense forward/backward through the backend's InnerProductOp, over every row of the last dimension
+// (a sample of [T, C] tokens is T rows).
 #include "scaletrain/nn/dense.hpp"
 
 namespace scaletrain::nn {
@@ -7,20 +8,22 @@ Dense::Dense(std::string name, int64_t units, Activation act, bool bias, std::op
     : Layer(std::move(name)), units_(units), bias_(bias), init_(init), act_(act) {}
 
 Shape Dense::configure(const Shape& in) {
-  if (in.size() != 1)
-    shape_error("expects a flat [features] input per sample, got " + shape_string(in) + " (add a Flatten first)");
+  if (in.empty()) shape_error("expects [..., features] input per sample, got a scalar");
   if (units_ <= 0) shape_error("units must be positive");
+  const int64_t features = in.back();
+  rows_ = shape_numel(in) / features;
   ip_ = InnerProductShape{};
-  ip_.in_features = in[0];
+  ip_.in_features = features;
   ip_.out_features = units_;
   ip_.bias = bias_;
   in_shape_ = in;
-  out_shape_ = {units_};
+  out_shape_ = in;
+  out_shape_.back() = units_;
   params_.clear();
   const Init winit = init_.value_or(act_.kind() == Activation::selu ? Init::lecun_normal : Init::glorot_uniform);
-  declare("weight", {units_, in[0]}, winit, in[0], units_);
+  declare("weight", {units_, features}, winit, features, units_);
   if (bias_ && init_ == Init::pytorch_default) {
-    declare("bias", {units_}, *init_, in[0], units_);
+    declare("bias", {units_}, *init_, features, units_);
   } else if (bias_) {
     declare("bias", {units_}, Init::zeros, 0, 0);
   }
@@ -28,11 +31,11 @@ Shape Dense::configure(const Shape& in) {
 }
 
 void Dense::build(Backend& backend, int64_t batch) {
-  ip_.batch = batch;
+  ip_.batch = batch * rows_;
   ip_.dtype = dtype_;
   op_ = backend.make_inner_product(ip_);
-  act_.build(backend, {batch, units_}, name_, dtype_);
-  dx_ = buffer({batch, ip_.in_features}, "dx");
+  act_.build(backend, with_batch(batch, out_shape_), name_, dtype_);
+  dx_ = buffer(with_batch(batch, in_shape_), "dx");
 }
 
 const Tensor& Dense::forward(const Tensor& x, bool training) {

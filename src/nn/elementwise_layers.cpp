@@ -17,6 +17,8 @@ std::string ActivationLayer::type() const {
       return "ReLU6";
     case Activation::selu:
       return "SELU";
+    case Activation::gelu:
+      return "GELU";
     case Activation::none:
       break;
   }
@@ -24,7 +26,7 @@ std::string ActivationLayer::type() const {
 }
 
 Shape ActivationLayer::configure(const Shape& in) {
-  if (act_ == Activation::none) shape_error("an activation layer needs an activation (relu, relu6 or selu)");
+  if (act_ == Activation::none) shape_error("an activation layer needs an activation (relu, relu6, selu or gelu)");
   in_shape_ = out_shape_ = in;
   return out_shape_;
 }

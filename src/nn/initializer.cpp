@@ -55,6 +55,9 @@ void Model::init_parameters(uint64_t seed) {
       case Init::normal_001:
         for (int64_t i = 0; i < n; ++i) w[i] = standard_normal(seed, stream, static_cast<uint64_t>(i)) * 0.01f;
         break;
+      case Init::normal_002:
+        for (int64_t i = 0; i < n; ++i) w[i] = standard_normal(seed, stream, static_cast<uint64_t>(i)) * 0.02f;
+        break;
       case Init::glorot_uniform: {
         const float limit = static_cast<float>(std::sqrt(6.0 / (fan_in + fan_out)));
         for (int64_t i = 0; i < n; ++i) w[i] = (2.0f * kernels::uniform01(seed, stream, i) - 1.0f) * limit;

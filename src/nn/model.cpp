@@ -151,15 +151,17 @@ std::vector<std::string> Model::parameter_names(size_t layer) const {
   int module = 0;
   for (size_t i = 0; i < layer; ++i) module += layers_[i]->torch_module_count();
   const Layer& l = *layers_[layer];
+  const std::string scope = l.parameter_scope();
+  const auto in_scope = [&](const std::string& n) { return scope.empty() ? n : scope + "." + n; };
   std::vector<std::string> names;
   for (size_t k = 0; k < l.parameters().size(); ++k) {
     const TorchParameterPlace place = l.torch_place(k);
     names.push_back(naming_ == ParameterNaming::sequential
                         ? std::to_string(module + place.module_offset) + "." + place.name
-                        : l.name() + "." + l.parameters()[k].name);
+                        : in_scope(l.parameters()[k].name));
   }
   for (const Buffer& b : l.buffers())
-    names.push_back((naming_ == ParameterNaming::sequential ? std::to_string(module) : l.name()) + "." + b.name);
+    names.push_back(naming_ == ParameterNaming::sequential ? std::to_string(module) + "." + b.name : in_scope(b.name));
   return names;
 }
 

@@ -11,6 +11,7 @@ SeparableConv2D::SeparableConv2D(std::string name, int64_t filters, int64_t kern
 Shape SeparableConv2D::configure(const Shape& in) {
   if (in.size() != 3) shape_error("expects [H, W, C] input per sample, got " + shape_string(in));
   if (filters_ <= 0 || kernel_ <= 0 || stride_ <= 0) shape_error("filters, kernel and stride must be positive");
+  if (act_.kind() == Activation::gelu) shape_error("takes no fused GELU (add a GELU layer after it)");
   const int64_t h = in[0], w = in[1], c = in[2];
   const Pad2D pad = compute_padding(padding_, h, w, kernel_, kernel_, stride_, stride_);
   if (h + pad.top + pad.bottom < kernel_ || w + pad.left + pad.right < kernel_)

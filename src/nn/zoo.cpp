@@ -35,6 +35,13 @@ const std::vector<ZooEntry>& zoo_entries() {
        {224, 224, 3}, N::node, kClassifierWidth | kDropout, build_vgg16},
       {"inception_v3", "torchvision 0.14's inception_v3 with its auxiliary classifier (weight 0.4 in training)",
        {299, 299, 3}, N::node, kDropout, build_inception_v3},
+      {"vit", "torchvision 0.14's VisionTransformer with model.vit.* (patch_size, num_layers, num_heads, hidden_dim, "
+       "mlp_dim; vit_tiny's by default)",
+       {224, 224, 3}, N::node, kDropout | kVitArchitecture, build_vit},
+      {"vit_tiny", "a VisionTransformer of patch 16, 12 layers, 3 heads, hidden 192, MLP 768",
+       {224, 224, 3}, N::node, kDropout, build_vit_tiny},
+      {"vit_b_16", "torchvision 0.14's vit_b_16 (patch 16, 12 layers, 12 heads, hidden 768, MLP 3072)",
+       {224, 224, 3}, N::node, kDropout, build_vit_b_16},
   };
   // clang-format on
   return table;
@@ -75,6 +82,16 @@ std::unique_ptr<Model> make_zoo_model(const std::string& name, const Shape& inpu
   ST_USER_CHECK(options.classifier_width == 0 || e.takes_option(kClassifierWidth),
                 "model.classifier_width = ", options.classifier_width, " is set, but model '", name,
                 "' has no hidden classifier layers");
+  ST_USER_CHECK(!options.vit.any_architecture() || e.takes_option(kVitArchitecture), "model.vit.* is set, but model '",
+                name, "' keeps its architecture (model.name = vit takes it)");
+  const VitOptions& v = options.vit;
+  ST_USER_CHECK(v.image_size >= 0 && v.patch_size >= 0 && v.num_layers >= 0 && v.num_heads >= 0 && v.hidden_dim >= 0 &&
+                    v.mlp_dim >= 0,
+                "model.vit.* must be >= 0 (0: the network's own)");
+  ST_USER_CHECK(v.image_size == 0 || (input_sample.size() == 3 && input_sample[0] == v.image_size &&
+                                      input_sample[1] == v.image_size),
+                "model.vit.image_size = ", v.image_size, " but the input is ", shape_string(input_sample),
+                ": leave it unset to take the input's size");
   auto m = std::make_unique<Model>(name, e.naming);
   ZooOptions o = options;
   o.input = input_sample;

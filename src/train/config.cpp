@@ -287,6 +287,16 @@ const std::vector<ConfigKey>& config_keys() {
       key_of("model.stem_stride", &RunConfig::stem_stride,
              "the stem convolution's stride where the network lets it change (mobilenet_v2: 2; 1 for 28x28 images; 0: "
              "the network's own)"),
+      key_of("model.vit.image_size", &RunConfig::vit_image_size,
+             "a ViT's image size (torchvision's image_size): set, it must be the input's height and width (0: the "
+             "input's)"),
+      key_of("model.vit.patch_size", &RunConfig::vit_patch_size,
+             "model.name = vit: the patch size, the patch embedding's kernel and stride (0: 16)"),
+      key_of("model.vit.num_layers", &RunConfig::vit_num_layers, "model.name = vit: encoder blocks (0: 12)"),
+      key_of("model.vit.num_heads", &RunConfig::vit_num_heads,
+             "model.name = vit: attention heads, which hidden_dim divides into (0: 3)"),
+      key_of("model.vit.hidden_dim", &RunConfig::vit_hidden_dim, "model.name = vit: the token width (0: 192)"),
+      key_of("model.vit.mlp_dim", &RunConfig::vit_mlp_dim, "model.name = vit: the MLP's hidden width (0: 768)"),
       key_of("model.sync_bn", &RunConfig::sync_bn,
              "SyncBatchNorm: BatchNorm statistics over the global batch, summed over the ranks (false: each "
              "rank's own, rank 0's running statistics broadcast before evaluation and checkpoints)"),

@@ -27,6 +27,8 @@ std::unique_ptr<nn::Model> make_run_model(const RunConfig& cfg, const DatasetSha
   o.classifier_width = cfg.classifier_width;
   o.dropout = static_cast<float>(cfg.dropout);
   o.stem_stride = cfg.stem_stride;
+  o.vit = {cfg.vit_image_size, cfg.vit_patch_size, cfg.vit_num_layers, cfg.vit_num_heads, cfg.vit_hidden_dim,
+           cfg.vit_mlp_dim};
   return nn::make_zoo_model(cfg.model, shape.sample_shape, o);
 }
 

@@ -31,6 +31,12 @@ const std::vector<KeyRule>& rules() {
       {"model.classifier_width", false, "the parameters do not fit", true},
       {"model.dropout", true, "the classifier's dropout rate changes", true},
       {"model.stem_stride", true, "the stem's stride, and every grid after it, change", true},
+      {"model.vit.image_size", false, "the position embedding does not fit", true},
+      {"model.vit.patch_size", false, "the parameters do not fit", true},
+      {"model.vit.num_layers", false, "the parameters do not fit", true},
+      {"model.vit.num_heads", true, "the attention heads change", true},
+      {"model.vit.hidden_dim", false, "the parameters do not fit", true},
+      {"model.vit.mlp_dim", false, "the parameters do not fit", true},
   };
   return r;
 }

@@ -8,7 +8,10 @@
          32x32x3 (features end at 1x1: the adaptive pooling repeats it to 7x7), batch 4;
   inception_v3: torchvision's with the auxiliary classifier, 299x299x3, batch 2 (training: loss =
          main + 0.4 auxiliary cross-entropy, the auxiliary logits stored as aux_logits);
-  inception_v3_75: the same network at 75x75x3, evaluation only (too small for the auxiliary head).
+  inception_v3_75: the same network at 75x75x3, evaluation only (too small for the auxiliary head);
+  vit: torchvision's VisionTransformer of patch 8, 2 layers, 2 heads, hidden 64, MLP 128 on 32x32x3, batch 4
+       (the architecture in the attributes patch_size, num_layers, num_heads, hidden_dim, mlp_dim);
+  vit_tiny: patch 16, 12 layers, 3 heads, hidden 192, MLP 768 on 224x224x3, batch 2.
 Dropout is off in training (dropout=0.0, as the C++ side builds with model.dropout 0). Made at test
 time by the CTest fixture in tests/nn_zoo_parity.cmake (resnet50's weights are 100 MB: never
 committed). The file holds, at its root:
@@ -43,7 +46,9 @@ AUX_WEIGHT = 0.4
 # model: (input size, batch, trains)
 CASES = {"resnet20": (32, 4, True), "resnet18": (64, 4, True), "resnet50": (64, 4, True),
          "mobilenet_v2": (64, 4, True), "vgg16": (32, 4, True), "inception_v3": (299, 2, True),
-         "inception_v3_75": (75, 2, False)}
+         "inception_v3_75": (75, 2, False), "vit": (32, 4, True), "vit_tiny": (224, 2, True)}
+# The ViTs' architectures: patch_size, num_layers, num_heads, hidden_dim, mlp_dim.
+VIT = {"vit": (8, 2, 2, 64, 128), "vit_tiny": (16, 12, 3, 192, 768)}
 
 
 class ShortcutA(nn.Module):
@@ -98,7 +103,11 @@ class CifarResNet(nn.Module):
         return self.linear(out.view(out.size(0), -1))
 
 
-def make_model(name, width):
+def make_model(name, width, size):
+    if name in VIT:
+        patch, layers, heads, hidden, mlp = VIT[name]
+        return torchvision.models.VisionTransformer(size, patch, layers, heads, hidden, mlp, dropout=0.0,
+                                                    attention_dropout=0.0, num_classes=CLASSES)
     if name == "resnet20":
         return CifarResNet(3, CLASSES)
     if name.startswith("resnet"):
@@ -120,8 +129,24 @@ def main_output(out):
     return out[0] if isinstance(out, tuple) else out
 
 
+def make_vit_nontrivial(model, gen):
+    """torchvision zeroes the head and the class token (every gradient but the head's would vanish) and
+    starts LayerNorms at 1 and 0: all of them are drawn instead, with every bias."""
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("weight") and p.dim() == 1:  # LayerNorm
+                p.copy_(0.5 + torch.rand(p.shape, generator=gen))
+            elif name.endswith("bias") or name.endswith("in_proj_bias") or name == "class_token":
+                p.copy_(0.1 * torch.randn(p.shape, generator=gen))
+            elif name == "heads.head.weight":
+                p.copy_(0.1 * torch.randn(p.shape, generator=gen))
+
+
 def make_nontrivial(model, size, gen):
     """Channel scales, BN affine parameters and running statistics as described in the docstring."""
+    if isinstance(model, torchvision.models.VisionTransformer):
+        make_vit_nontrivial(model, gen)
+        return
     bns = [m for m in model.modules() if isinstance(m, nn.BatchNorm2d)]
     with torch.no_grad():
         for m in model.modules():
@@ -152,9 +177,9 @@ def make_nontrivial(model, size, gen):
             bn.num_batches_tracked.fill_(3)
 
 
-def double_twin(name, width, state):
+def double_twin(name, width, size, state):
     """A float64 copy of the model holding exactly the float32 values of `state`."""
-    m = make_model(name, width).double()
+    m = make_model(name, width, size).double()
     m.load_state_dict({k: v.double() if v.is_floating_point() else v.clone() for k, v in state.items()})
     return m
 
@@ -177,7 +202,7 @@ def main():
 
     torch.manual_seed(SEED)
     gen = torch.Generator().manual_seed(SEED + 1)
-    model = make_model(name, width)
+    model = make_model(name, width, size)
     make_nontrivial(model, size, gen)
     state = {k: v.detach().clone() for k, v in model.state_dict().items()}  # float32 as loaded
     param_keys = [k for k, _ in model.named_parameters()]
@@ -189,13 +214,13 @@ def main():
     y = torch.tensor(labels, dtype=torch.long)
 
     if trains:
-        train = double_twin(name, width, state).train()
+        train = double_twin(name, width, size, state).train()
         out = train(x)
         logits = main_output(out)
         main_loss = F.cross_entropy(logits, y)
         loss = main_loss + AUX_WEIGHT * F.cross_entropy(out[1], y) if isinstance(out, tuple) else main_loss
         loss.backward()
-    evaluate = double_twin(name, width, state).eval()
+    evaluate = double_twin(name, width, size, state).eval()
     with torch.no_grad():
         eval_logits = evaluate(x)
         eval_loss = F.cross_entropy(eval_logits, y)
@@ -205,6 +230,9 @@ def main():
         f.attrs["model"] = name
         f.attrs["state_dict"] = "\n".join(state)
         f.attrs["size"], f.attrs["batch"], f.attrs["width"], f.attrs["train"] = size, batch, width, int(trains)
+        if name in VIT:
+            for key, v in zip(("patch_size", "num_layers", "num_heads", "hidden_dim", "mlp_dim"), VIT[name]):
+                f.attrs[key] = v
         f.create_dataset("x", data=x_nhwc)
         f.create_dataset("labels", data=labels)
         for k in param_keys:

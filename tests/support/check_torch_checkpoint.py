@@ -18,7 +18,8 @@ rounding of each other. fc follows global average pooling, so none of its column
 (checked against scaletrain-checkpoint info); and with the running statistics left at their initial
 values the accuracy must differ (the check sees the buffers).
 
-mobilenet_v2, vgg16 (--width W: model.classifier_width) and inception_v3 (--size S): trains it for --steps
+mobilenet_v2, vgg16 (--width W: model.classifier_width), inception_v3 and vit (the small ViT of the parity
+references) (--size S): trains it for --steps
 steps on 2 ranks on a synthetic SxSx3 data set written with st-synth (--synth BIN), loads model.h5 into
 torchvision's network (built as tests/reference/make_zoo_reference.py builds it) with
 load_state_dict(strict=True), and requires the eval-mode logits PyTorch computes on the first samples to
@@ -133,7 +134,8 @@ NEAR_TIE = 1e-4
 
 # The torchvision networks checked on synthetic 3-channel data, and the first layer of each one's
 # classifier (the one whose shuffled columns must change the logits).
-TORCHVISION_ZOO = {"mobilenet_v2": "classifier.1.weight", "vgg16": "classifier.0.weight", "inception_v3": "fc.weight"}
+TORCHVISION_ZOO = {"mobilenet_v2": "classifier.1.weight", "vgg16": "classifier.0.weight", "inception_v3": "fc.weight",
+                   "vit": "heads.head.weight"}
 
 
 def check_torchvision_zoo(a, run_dir):
@@ -144,6 +146,10 @@ def check_torchvision_zoo(a, run_dir):
     run([a.synth, "--shape", f"{a.size},{a.size},3", "--train", "64", "--test", "16", "-o", data],
         os.path.join(a.out, "synth.log"))
     extra = ["--model.classifier_width", str(a.width)] if a.model == "vgg16" else []
+    if a.model in make_zoo_reference.VIT:  # the reference's small architecture
+        for key, v in zip(("patch_size", "num_layers", "num_heads", "hidden_dim", "mlp_dim"),
+                          make_zoo_reference.VIT[a.model]):
+            extra += ["--model.vit." + key, str(v)]
     run(shlex.split(a.mpirun) + ["-np", "2", a.scaletrain, "--model.name", a.model, "--data.path", data,
                                  "--train.batch", "4", "--train.max_steps", str(a.steps), "--train.evaluate", "false",
                                  "--optimizer.lr", str(a.lr), "--run.threads", "1", "--run.dir", run_dir] + extra,
@@ -158,7 +164,7 @@ def check_torchvision_zoo(a, run_dir):
         x = torch.from_numpy(np.array(f["input"])).permute(0, 3, 1, 2).contiguous()
         ours = np.array(f["logits"])
     make_zoo_reference.CLASSES = ours.shape[1]
-    model = make_zoo_reference.make_model(a.model, a.width)
+    model = make_zoo_reference.make_model(a.model, a.width, a.size)
     return compare_logits(model, state, x, ours, TORCHVISION_ZOO[a.model],
                           f"{a.model}: PyTorch load_state_dict(strict=True) took {len(state)} tensors from "
                           f"{ckpt}/model.h5 into torchvision's {a.model}; logits of {x.shape[0]} "

@@ -139,6 +139,7 @@ class Backend {
   virtual std::unique_ptr<InnerProductOp> make_inner_product(const InnerProductShape& shape,
                                                              Stream* stream = nullptr) = 0;
   virtual std::unique_ptr<PoolOp> make_pool(const PoolShape& shape, Stream* stream = nullptr) = 0;
+  virtual std::unique_ptr<MatmulOp> make_matmul(const MatmulShape& shape, Stream* stream = nullptr) = 0;
   // By default the ConvOp and the activation's kernels composed (compose_activated_conv).
   virtual std::unique_ptr<ActivatedConvOp> make_activated_conv(const ConvShape& shape, Activation activation,
                                                                Stream* stream = nullptr);

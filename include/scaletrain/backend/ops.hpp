@@ -168,6 +168,49 @@ class InnerProductOp : public OpImplementation {
   virtual void backward_weights(const void* x, const void* dy, float* dw, float* db) = 0;
 };
 
+// The matmul op family: batch independent products C = alpha op(A) op(B) (+ bias) of row-major
+// matrices, op(X) = X or X^T, with an optional epilogue. Dense layers' rows and attention's products
+// over (sample x head) batches are all of this one shape. Strides are in elements; 0 takes the
+// contiguous value (lda: op(A)'s stored row length, k without a transpose and m with one; stride_a:
+// m * k; likewise for B and C).
+enum class MatmulEpilogue {
+  none,
+  gelu,  // aux = the pre-activation (alpha op(A) op(B) + bias), C = gelu(aux) (exact erf form)
+};
+std::string matmul_epilogue_name(MatmulEpilogue e);
+
+struct MatmulShape {
+  int64_t batch = 1, m = 0, n = 0, k = 0;
+  bool trans_a = false, trans_b = false;
+  int64_t lda = 0, ldb = 0, ldc = 0;
+  int64_t stride_a = 0, stride_b = 0, stride_c = 0;
+  float alpha = 1.0f;
+  bool bias = false;  // an f32 [n] bias added to every row of C, before the epilogue
+  MatmulEpilogue epilogue = MatmulEpilogue::none;
+  DType dtype = DType::f32;      // A and B (f32, bf16, f16)
+  DType out_dtype = DType::f32;  // C and aux: dtype or f32
+  // The strides with the contiguous values filled in.
+  int64_t lda_or() const { return lda > 0 ? lda : (trans_a ? m : k); }
+  int64_t ldb_or() const { return ldb > 0 ? ldb : (trans_b ? k : n); }
+  int64_t ldc_or() const { return ldc > 0 ? ldc : n; }
+  int64_t stride_a_or() const { return stride_a > 0 ? stride_a : m * k; }
+  int64_t stride_b_or() const { return stride_b > 0 ? stride_b : k * n; }
+  int64_t stride_c_or() const { return stride_c > 0 ? stride_c : m * n; }
+  std::string to_string() const;  // "matmul{batch 24, 65x65x32, A^T, B, alpha 0.177, gelu, bf16 -> bf16}"
+  // Error naming the shape when a size is not positive, a leading dimension is shorter than its row,
+  // the types are not float types, or out_dtype is neither dtype nor f32.
+  void validate() const;
+};
+
+// Made once per shape by Backend::make_matmul and reused: nothing is allocated when it runs.
+class MatmulOp : public OpImplementation {
+ public:
+  virtual ~MatmulOp() = default;
+  // c = alpha op(a) op(b) (+ bias) (-> epilogue); bias is null without one; aux (the pre-activation,
+  // C's layout and type) is written with the gelu epilogue and null otherwise.
+  virtual void run(const void* a, const void* b, const float* bias, void* c, void* aux) = 0;
+};
+
 enum class PoolKind { max, average };
 
 struct PoolShape {

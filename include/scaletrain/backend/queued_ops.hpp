@@ -107,6 +107,18 @@ class QueuedPoolOp final : public PoolOp {
   Stream& s_;
 };
 
+class QueuedMatmulOp final : public MatmulOp {
+ public:
+  QueuedMatmulOp(std::unique_ptr<MatmulOp> op, Stream& s) : op_(std::move(op)), s_(s) {}
+  void run(const void* a, const void* b, const float* bias, void* c, void* aux) override {
+    queue_call(s_, "matmul", [=, op = op_.get()] { op->run(a, b, bias, c, aux); });
+  }
+
+ private:
+  std::unique_ptr<MatmulOp> op_;
+  Stream& s_;
+};
+
 // The host op queued on `stream` by a Queued*Op wrapper, which reports the host op's implementation.
 template <class Wrapper, class Op>
 std::unique_ptr<Wrapper> queued(std::unique_ptr<Op> host_op, Stream& stream) {
@@ -125,6 +137,9 @@ inline std::unique_ptr<InnerProductOp> wrap(std::unique_ptr<InnerProductOp> op, 
 }
 inline std::unique_ptr<PoolOp> wrap(std::unique_ptr<PoolOp> op, Stream& stream) {
   return queued<QueuedPoolOp>(std::move(op), stream);
+}
+inline std::unique_ptr<MatmulOp> wrap(std::unique_ptr<MatmulOp> op, Stream& stream) {
+  return queued<QueuedMatmulOp>(std::move(op), stream);
 }
 inline std::unique_ptr<ActivatedConvOp> wrap(std::unique_ptr<ActivatedConvOp> op, Stream& stream) {
   return queued<QueuedActivatedConvOp>(std::move(op), stream);

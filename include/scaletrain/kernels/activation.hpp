@@ -1,4 +1,4 @@
-// Activation functors: ReLU, ReLU6 and SELU forward and backward (index i over all elements), templated
+// Activation functors: ReLU, ReLU6, SELU and GELU forward and backward (index i over all elements), templated
 // over the storage type (float, bf16, f16) with float arithmetic.
 #pragma once
 #include <cmath>
@@ -65,12 +65,21 @@ struct SeluFn {
   }
 };
 
+// GELU in its exact form, x Phi(x) = x (1 + erf(x / sqrt 2)) / 2, as torch.nn.GELU() (the ViT's MLP).
+constexpr float kInvSqrt2 = 0.70710678118654752f;
+constexpr float kInvSqrt2Pi = 0.39894228040143268f;
+struct GeluFn {
+  SCALETRAIN_INLINE static float apply(float v) { return 0.5f * v * (1.0f + erff(v * kInvSqrt2)); }
+};
+
 template <class T>
 using ReluForward = ActivationForward<T, ReluFn>;
 template <class T>
 using Relu6Forward = ActivationForward<T, Relu6Fn>;
 template <class T>
 using SeluForward = ActivationForward<T, SeluFn>;
+template <class T>
+using GeluForward = ActivationForward<T, GeluFn>;
 
 // dx = slope(a) * dy over packs, Slope::of(a) the activation's derivative from `a`.
 template <class T, class Slope>
@@ -115,12 +124,22 @@ struct SeluSlopeFromOutput {
   }
 };
 
+// GELU's slope from its input: Phi(x) + x phi(x). (From the output there is none: GELU is not monotonic.)
+struct GeluSlope {
+  SCALETRAIN_INLINE static float apply(float x, float g) {
+    const float cdf = 0.5f * (1.0f + erff(x * kInvSqrt2));
+    return g * (cdf + x * kInvSqrt2Pi * expf(-0.5f * x * x));
+  }
+};
+
 template <class T>
 using ReluBackward = ActivationGradient<T, ReluSlope>;
 template <class T>
 using Relu6Backward = ActivationGradient<T, Relu6Slope>;
 template <class T>
 using SeluBackward = ActivationGradient<T, SeluSlopeFromInput>;
+template <class T>
+using GeluBackward = ActivationGradient<T, GeluSlope>;
 template <class T>
 using ReluBackwardFromOutput = ActivationGradient<T, ReluSlope>;
 template <class T>

@@ -1,4 +1,4 @@
-// Activations a layer can fuse after its bias (Keras' `activation=` argument): none, relu, relu6, selu.
+// Activations a layer can fuse after its bias (Keras' `activation=` argument): none, relu, relu6, selu, gelu.
 // FusedActivation keeps the pre-activation values that the backward pass needs.
 #pragma once
 #include <string>

@@ -1,4 +1,5 @@
-// Dense (fully connected): y = x W^T + b with a fused activation; W is [units, in] as in PyTorch.
+// Dense (fully connected): y = x W^T + b with a fused activation; W is [units, in] as in PyTorch. Like
+// torch.nn.Linear it maps the last dimension of any input, [..., in] -> [..., units].
 #pragma once
 #include <memory>
 #include <optional>
@@ -20,12 +21,13 @@ class Dense : public Layer {
   void build(Backend& backend, int64_t batch) override;
   const Tensor& forward(const Tensor& x, bool training) override;
   const Tensor& backward(const Tensor& dy, bool need_dx) override;
-  int64_t flops_per_sample() const override { return 2 * ip_.in_features * ip_.out_features; }
+  int64_t flops_per_sample() const override { return 2 * rows_ * ip_.in_features * ip_.out_features; }
   std::string implementation() const override { return op_ ? op_->implementation() : std::string(); }
   int torch_module_count() const override { return act_.kind() == Activation::none ? 1 : 2; }
 
  private:
   int64_t units_;
+  int64_t rows_ = 1;  // rows per sample: the product of the input's dimensions before the last
   bool bias_;
   std::optional<Init> init_;
   InnerProductShape ip_;

@@ -25,7 +25,8 @@ struct TorchParameterPlace {
 
 // How a parameter's initial values are drawn. he_normal_fan_out: normal with std sqrt(2 / fan_out)
 // (torch.nn.init.kaiming_normal_(mode='fan_out', nonlinearity='relu'), torchvision's ResNet convolutions);
-// normal_001: normal with std 0.01 (torchvision's VGG and MobileNetV2 classifiers).
+// normal_001: normal with std 0.01 (torchvision's VGG and MobileNetV2 classifiers); normal_002: std 0.02
+// (torchvision's ViT position embedding).
 enum class Init {
   zeros,
   ones,
@@ -34,6 +35,7 @@ enum class Init {
   he_uniform,
   he_normal_fan_out,
   normal_001,
+  normal_002,
   pytorch_default
 };
 
@@ -107,6 +109,10 @@ class Layer {
   // its parameters lives among them (default: one module, the parameter's own name).
   virtual int torch_module_count() const { return 1; }
   virtual TorchParameterPlace torch_place(size_t parameter) const { return {0, params_.at(parameter).name}; }
+  // Under node naming, what its parameters' and buffers' names start with: the node's name. A layer
+  // whose parameter is an attribute of a module rather than a submodule's (the ViT's class_token,
+  // encoder.pos_embedding) returns that module's name, which may be empty.
+  virtual std::string parameter_scope() const { return name_; }
 
   // Called by Model::build before build(): the backend whose memory and compute stream it uses,
   // and the compute type of its activations, their gradients and the weights its ops read.

@@ -13,7 +13,7 @@
 namespace scaletrain::nn {
 
 // The ZooOptions a network takes (ZooEntry::takes, a bitwise or).
-enum ZooOption : unsigned { kNoOptions = 0, kClassifierWidth = 1, kDropout = 2, kStemStride = 4 };
+enum ZooOption : unsigned { kNoOptions = 0, kClassifierWidth = 1, kDropout = 2, kStemStride = 4, kVitArchitecture = 8 };
 
 struct ZooEntry {
   const char* name;

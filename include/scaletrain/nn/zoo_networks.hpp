@@ -7,6 +7,13 @@
 
 namespace scaletrain::nn {
 
+// torchvision's VisionTransformer arguments (model.vit.*); 0: the network's own (vit: vit_tiny's).
+struct VitOptions {
+  int64_t image_size = 0;  // set, it must equal the input's height and width
+  int64_t patch_size = 0, num_layers = 0, num_heads = 0, hidden_dim = 0, mlp_dim = 0;
+  bool any_architecture() const { return patch_size || num_layers || num_heads || hidden_dim || mlp_dim; }
+};
+
 struct ZooOptions {
   Shape input;  // the per-sample input [H, W, C] the model is configured for (make_zoo_model sets it)
   int64_t classes = 0;
@@ -18,6 +25,7 @@ struct ZooOptions {
   // The stem convolution's stride where a network lets it change (mobilenet_v2: 2; 1 keeps small
   // images such as Fashion-MNIST's 28x28 from ending on 1x1 grids); 0: the network's own.
   int64_t stem_stride = 0;
+  VitOptions vit;
   float dropout_or(float own) const { return dropout >= 0.0f ? dropout : own; }
   int64_t stem_stride_or(int64_t own) const { return stem_stride > 0 ? stem_stride : own; }
 };
@@ -37,5 +45,9 @@ void build_resnet50(Model& m, const ZooOptions& o);
 void build_mobilenet_v2(Model& m, const ZooOptions& o);
 void build_vgg16(Model& m, const ZooOptions& o);
 void build_inception_v3(Model& m, const ZooOptions& o);
+// zoo_vit.cpp: torchvision's VisionTransformer; vit takes model.vit.*, the presets are fixed.
+void build_vit(Model& m, const ZooOptions& o);
+void build_vit_tiny(Model& m, const ZooOptions& o);
+void build_vit_b_16(Model& m, const ZooOptions& o);
 
 }  // namespace scaletrain::nn

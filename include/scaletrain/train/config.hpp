@@ -34,6 +34,10 @@ struct RunConfig {
   int64_t classifier_width = 0;
   double dropout = -1.0;
   int64_t stem_stride = 0;  // mobilenet_v2's stem stride (0: the network's own, 2)
+  // model.vit.*: torchvision's VisionTransformer arguments for model.name = vit (0: vit_tiny's); image_size,
+  // set, must be the input's size (any ViT).
+  int64_t vit_image_size = 0, vit_patch_size = 0, vit_num_layers = 0, vit_num_heads = 0, vit_hidden_dim = 0,
+          vit_mlp_dim = 0;
   // [data]
   std::string data_path = "synthetic";  // an HDF5 dataset, or "synthetic"
   data::LoaderMode data_mode = data::LoaderMode::stage;

@@ -129,6 +129,10 @@ class CpuBackend final : public Backend, public Bf16GemmTuning {
     return queued_ops::wrap(cpu::choose_pool(op_context(stream), shape), stream ? *stream : compute_);
   }
 
+  std::unique_ptr<MatmulOp> make_matmul(const MatmulShape& shape, Stream* stream = nullptr) override {
+    return queued_ops::wrap(cpu::make_onednn_matmul(ctx_, shape, native_bf16_), stream ? *stream : compute_);
+  }
+
   void drain_all() override { ST_DNNL_CHECK(ctx_->stream.wait()); }
 
   Bf16GemmTuning* bf16_gemm_tuning() override { return bf16_gemm_tuning_available() ? this : nullptr; }

@@ -18,6 +18,7 @@ dnnl::post_ops activation_post_ops(Activation act) {
   if (act == Activation::relu6) ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip, 0.0f, 6.0f);
   if (act == Activation::selu)
     ops.append_eltwise(kernels::kSeluScale, dnnl::algorithm::eltwise_elu, kernels::kSeluAlpha, 0.0f);
+  if (act == Activation::gelu) ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_gelu_erf, 0.0f, 0.0f);
   return ops;
 }
 

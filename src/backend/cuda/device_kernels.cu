@@ -8,6 +8,7 @@
 #include "scaletrain/core/error.hpp"
 #include "scaletrain/kernels/activation.hpp"
 #include "scaletrain/kernels/adaptive_pool.hpp"
+#include "scaletrain/kernels/attention.hpp"
 #include "scaletrain/kernels/batch_norm.hpp"
 #include "scaletrain/kernels/bias.hpp"
 #include "scaletrain/kernels/cast.hpp"
@@ -15,6 +16,7 @@
 #include "scaletrain/kernels/dropout.hpp"
 #include "scaletrain/kernels/launch_cuda.hpp"
 #include "scaletrain/kernels/launch_device.cuh"
+#include "scaletrain/kernels/layer_norm.hpp"
 #include "scaletrain/kernels/merge.hpp"
 #include "scaletrain/kernels/normalize.hpp"
 #include "scaletrain/kernels/optimizer_update.hpp"
@@ -23,6 +25,7 @@
 #include "scaletrain/kernels/scale.hpp"
 #include "scaletrain/kernels/softmax_cross_entropy.hpp"
 #include "scaletrain/kernels/subsample_pad.hpp"
+#include "scaletrain/kernels/tokens.hpp"
 
 namespace scaletrain::kernels {
 
@@ -87,6 +90,8 @@ ST_INSTANTIATE_ELEMENTS_STORAGE(Relu6Backward)  // also Relu6BackwardFromOutput
 ST_INSTANTIATE_ELEMENTS_STORAGE(ReluBackward)  // also ReluBackwardFromOutput: the same functor
 ST_INSTANTIATE_ELEMENTS_STORAGE(SeluBackward)
 ST_INSTANTIATE_ELEMENTS_STORAGE(SeluBackwardFromOutput)
+ST_INSTANTIATE_ELEMENTS_STORAGE(GeluForward)
+ST_INSTANTIATE_ELEMENTS_STORAGE(GeluBackward)
 ST_INSTANTIATE_ELEMENTS_STORAGE(AddTensors)
 ST_INSTANTIATE_ELEMENTS(Cast<float, float>)
 ST_INSTANTIATE_ELEMENTS(Cast<float, bf16>)
@@ -135,6 +140,14 @@ ST_INSTANTIATE_STORAGE(PoolBackwardDirect)
 ST_INSTANTIATE_STORAGE(AdaptivePoolForward)
 ST_INSTANTIATE_STORAGE(AdaptivePoolBackward)
 ST_INSTANTIATE(SoftmaxCrossEntropyBackward)
+// Attention's head-order copies and the token layers.
+ST_INSTANTIATE_STORAGE(TokensToHeads)
+ST_INSTANTIATE_STORAGE(HeadsToTokens)
+ST_INSTANTIATE_STORAGE(PrependToken)
+ST_INSTANTIATE_STORAGE(DropFirstToken)
+ST_INSTANTIATE_STORAGE(AddPositions)
+ST_INSTANTIATE_STORAGE(SelectToken)
+ST_INSTANTIATE_STORAGE(SelectTokenBackward)
 ST_INSTANTIATE(AugmentCropFlip<uint8_t>)
 ST_INSTANTIATE(AugmentCropFlip<f16>)
 ST_INSTANTIATE(AugmentCropFlip<float>)
@@ -155,6 +168,16 @@ ST_INSTANTIATE_ROWS_PACKS(CopyChannels)
 // The per-row reductions.
 template void launch_cuda_row_reductions<SoftmaxCrossEntropyForward>(void*, const char*, const RowsPlan&,
                                                                      const SoftmaxCrossEntropyForward&);
+#define ST_INSTANTIATE_ROW_REDUCTIONS(...) \
+  template void launch_cuda_row_reductions<__VA_ARGS__>(void*, const char*, const RowsPlan&, const __VA_ARGS__&);
+#define ST_INSTANTIATE_ROW_REDUCTIONS_STORAGE(F) \
+  ST_INSTANTIATE_ROW_REDUCTIONS(F<float>) ST_INSTANTIATE_ROW_REDUCTIONS(F<bf16>) ST_INSTANTIATE_ROW_REDUCTIONS(F<f16>)
+ST_INSTANTIATE_ROW_REDUCTIONS_STORAGE(LayerNormForward)
+ST_INSTANTIATE_ROW_REDUCTIONS_STORAGE(LayerNormBackwardData)
+ST_INSTANTIATE_ROW_REDUCTIONS_STORAGE(SoftmaxRowsForward)
+ST_INSTANTIATE_ROW_REDUCTIONS_STORAGE(SoftmaxRowsBackward)
+#undef ST_INSTANTIATE_ROW_REDUCTIONS_STORAGE
+#undef ST_INSTANTIATE_ROW_REDUCTIONS
 // The reduction primitive's (source, sink) pairs.
 #define ST_INSTANTIATE_SUMS(S, K) \
   template void launch_cuda_column_sums<S, K>(void*, const char*, const ColumnSumsPlan&, const S&, double*, const K&);
@@ -166,6 +189,7 @@ ST_INSTANTIATE_SUMS_STORAGE(ColumnValues, StoreDouble)
 ST_INSTANTIATE_SUMS_STORAGE(BnSquaredDeviations, BnSquaredDeviationSums)
 ST_INSTANTIATE_SUMS_STORAGE(BnGradientTerms, BnGradientSums)
 ST_INSTANTIATE_SUMS(LossTerms, AddDouble)
+ST_INSTANTIATE_SUMS_STORAGE(LayerNormGradientTerms, StoreTwoVectors)
 // The per-segment sums: the non-finite count, values and squared values (per-tensor norms) of every
 // storage type.
 #define ST_INSTANTIATE_SEGMENTS(S)                                                                   \

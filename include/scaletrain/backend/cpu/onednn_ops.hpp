@@ -22,6 +22,11 @@ std::unique_ptr<InnerProductOp> make_gemm_inner_product(const InnerProductShape&
 // activation (not none) the forward writes act(x w^T + b), the activation a oneDNN post-op.
 std::unique_ptr<InnerProductOp> make_matmul_inner_product(OneDnnContextPtr ctx, const InnerProductShape& s,
                                                           Activation act = Activation::none);
+// The matmul family (backend/ops.hpp) on oneDNN's matmul primitive with the shape's strides (batched
+// products in one call, transposes as strides): f32, and bf16 where the CPU has bf16 instructions
+// (native_bf16); other storage computes in f32 on widened copies. The gelu epilogue runs after it on
+// the host (matmul_onednn.cpp).
+std::unique_ptr<MatmulOp> make_onednn_matmul(OneDnnContextPtr ctx, const MatmulShape& s, bool native_bf16);
 // 1x1, stride 1, unpadded, ungrouped: a GEMM over N*H*W rows (pointwise_conv.cpp), sgemm for f32,
 // matmul for bf16. A bf16 one may take the layer's activation into its forward (a matmul post-op).
 bool is_pointwise(const ConvShape& s);

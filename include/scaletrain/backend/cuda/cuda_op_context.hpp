@@ -153,6 +153,9 @@ std::unique_ptr<BatchNormOp> make_cudnn_batch_norm(CudaOpContext& ctx, const Bat
 // has said whether it runs and agrees (the GPU kit's question, tests/cuda/cudatest_cudnn_bf16_batch_norm.cpp).
 std::unique_ptr<BatchNormOp> make_cudnn_bf16_batch_norm_probe(CudaOpContext& ctx, const BatchNormShape& shape,
                                                               cudaStream_t stream);
+// The matmul family on cuBLASLt (cublaslt_matmul.cpp): one strided-batched cublasLtMatmul, the gelu
+// epilogue as GELU_AUX(_BIAS) where cuBLASLt's heuristic has an algorithm for it, else a kernel after it.
+std::unique_ptr<MatmulOp> make_cublaslt_matmul(CudaOpContext& ctx, const MatmulShape& shape, cudaStream_t stream);
 std::unique_ptr<InnerProductOp> make_cublaslt_inner_product(CudaOpContext& ctx, const InnerProductShape& shape,
                                                             cudaStream_t stream);
 
