@@ -13,7 +13,8 @@
                                                  [--anchors debian pytorch2] [--anchor-env DIR]
 
 Models: mlp, lenet and fmnist_sepcnn by default; --models resnet20 resnet18 resnet50 runs the ResNets,
---models mobilenet_v2 vgg16 inception_v3 the other torchvision networks (224x224x3; inception_v3 at
+--models vit vit_tiny the ViTs (vit: jobs/configs/vit_fmnist.toml's on 28x28x1, batch 128; vit_tiny on 224x224x3,
+batch 16), --models mobilenet_v2 vgg16 inception_v3 the other torchvision networks (224x224x3; inception_v3 at
 299x299x3 with its auxiliary classifier, whose loss both sides weight 0.4; global batches 16, 4 and 8).
 mlp, lenet, fmnist_sepcnn and resnet20 train on scaletrain's synthetic data (--data.path synthetic:
 28x28x1, 10 classes). resnet18 and resnet50 train on 224x224x3 images of 1000 classes: a file that
@@ -53,13 +54,13 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 BATCH = {"mlp": 256, "lenet": 256, "fmnist_sepcnn": 128, "resnet20": 128, "resnet18": 16, "resnet50": 8,
-         "mobilenet_v2": 16, "vgg16": 4, "inception_v3": 8}
-IMAGENET = ("resnet18", "resnet50", "mobilenet_v2", "vgg16", "inception_v3")
+         "mobilenet_v2": 16, "vgg16": 4, "inception_v3": 8, "vit": 128, "vit_tiny": 16}
+IMAGENET = ("resnet18", "resnet50", "mobilenet_v2", "vgg16", "inception_v3", "vit_tiny")
 # resnet18 and resnet50 take seconds a step: few steps, of which the first 3 (max(3, steps // 10), as for
 # every model) are excluded from img/s: the first step's allocations, and the steps before
 # comm.bucket_mb = auto chooses its buckets (after step 3; until then one bucket, all-reduced after backward).
 STEPS = {"mlp": 300, "lenet": 200, "fmnist_sepcnn": 30, "resnet20": 30, "resnet18": 6, "resnet50": 6,
-         "mobilenet_v2": 6, "vgg16": 6, "inception_v3": 6}
+         "mobilenet_v2": 6, "vgg16": 6, "inception_v3": 6, "vit": 30, "vit_tiny": 6}
 DEFAULT_MODELS = ["mlp", "lenet", "fmnist_sepcnn"]  # the ResNets run when --models names them
 # The models that train on a data file rather than scaletrain's synthetic 28x28x1 data: its sample
 # shape (H,W,C) and classes. st-synth writes it into the work directory, once per shape, classes and size.
@@ -67,6 +68,9 @@ DATA_FILE = {**{m: ("224,224,3", 1000) for m in IMAGENET}, "inception_v3": ("299
 # scaletrain flags per model, unless the caller's own set the same key: the end-of-run checkpoints of
 # resnet18 and resnet50 (their parameters and momentum, each run's) are no part of the step: skipped.
 MODEL_FLAGS = {m: {"--run.checkpoint_at_end": "false"} for m in IMAGENET}
+# vit: jobs/configs/vit_fmnist.toml's architecture (pytorch_anchor.py's VIT["vit"]) on the synthetic 28x28x1 data.
+MODEL_FLAGS["vit"] = {"--model.vit.patch_size": "4", "--model.vit.num_layers": "4", "--model.vit.num_heads": "4",
+                      "--model.vit.hidden_dim": "64", "--model.vit.mlp_dim": "128"}
 # pytorch_anchor.py's time limit (a guard against a hung DDP teardown), seconds, PYTORCH_TIMEOUT_DEFAULT_S
 # unless given: longer for the
 # ImageNet-shaped ResNets, whose bf16 convolutions PyTorch 1.13 runs on its slow fallback (thnn) rather

@@ -53,12 +53,17 @@ import torch.nn.functional as F
 # --summary`; resnet18 and resnet50: torchvision's, as scaletrain's summary on 224,224,3 and 1000).
 EXPECTED_PARAMS = {"mlp": 235_146, "lenet": 61_706, "lenet_dropout": 61_706, "fmnist_sepcnn": 2_887_306,
                    "resnet20": 269_434, "resnet18": 11_689_512, "resnet50": 25_557_032,
-                   "mobilenet_v2": 3_504_872, "vgg16": 138_357_544, "inception_v3": 27_161_264}
+                   "mobilenet_v2": 3_504_872, "vgg16": 138_357_544, "inception_v3": 27_161_264,
+                   "vit": 139_018, "vit_tiny": 5_717_416}
 # The torchvision networks at ImageNet shapes (1000 classes).
-TORCHVISION = ("resnet18", "resnet50", "mobilenet_v2", "vgg16", "inception_v3")
+TORCHVISION = ("resnet18", "resnet50", "mobilenet_v2", "vgg16", "inception_v3", "vit_tiny")
+# The ViTs as torchvision's VisionTransformer: patch_size, num_layers, num_heads, hidden_dim, mlp_dim. vit is
+# jobs/configs/vit_fmnist.toml's (bench_train_step passes scaletrain the same model.vit.*), on 28x28x1.
+VIT = {"vit": (4, 4, 4, 64, 128), "vit_tiny": (16, 12, 3, 192, 768)}
 DEFAULT_MODELS = ["mlp", "lenet", "lenet_dropout", "fmnist_sepcnn"]  # the ResNets run when --models names them
 DEFAULT_BATCH = {"mlp": 256, "lenet": 256, "lenet_dropout": 256, "fmnist_sepcnn": 128, "resnet20": 128,
-                 "resnet18": 16, "resnet50": 8, "mobilenet_v2": 16, "vgg16": 4, "inception_v3": 8}
+                 "resnet18": 16, "resnet50": 8, "mobilenet_v2": 16, "vgg16": 4, "inception_v3": 8,
+                 "vit": 128, "vit_tiny": 16}
 # Each model's input (C, H, W) and classes: 28x28x1 and 10 (scaletrain's synthetic data), but the
 # ImageNet-shaped ResNets, which bench_train_step feeds a 224x224x3, 1000-class st-synth file.
 INPUT = {**{name: (1, 28, 28) for name in EXPECTED_PARAMS}, **{name: (3, 224, 224) for name in TORCHVISION},
@@ -67,7 +72,7 @@ CLASSES = {**{name: 10 for name in EXPECTED_PARAMS}, **{name: 1000 for name in T
 # Untimed steps after the first, from which the timed step count is estimated (--warmup, where given,
 # is for every model): fewer for the models whose step takes seconds on 2 cores.
 WARMUP = {**{name: 3 for name in EXPECTED_PARAMS}, "resnet18": 2, "resnet50": 1, "mobilenet_v2": 2, "vgg16": 1,
-          "inception_v3": 1}
+          "inception_v3": 1, "vit_tiny": 2}
 # Timed steps at least, whatever --seconds says: fewer for the models whose step takes seconds.
 MIN_STEPS = {**{name: 3 for name in EXPECTED_PARAMS}, **{name: 2 for name in TORCHVISION}}
 
@@ -151,6 +156,15 @@ def make_model(name, classes=None):
                              nn.Flatten(), nn.Linear(4608, 512), nn.SELU(), nn.Linear(512, classes))
     if name == "resnet20":
         return CifarResNet(3, classes, channels=INPUT[name][0])
+    if name in VIT:
+        import torchvision
+
+        channels, size, _ = INPUT[name]
+        model = torchvision.models.VisionTransformer(size, *VIT[name], num_classes=classes)
+        if channels != 3:  # scaletrain's patch embedding takes the data's channels
+            hidden, patch = VIT[name][3], VIT[name][0]
+            model.conv_proj = nn.Conv2d(channels, hidden, patch, stride=patch)
+        return model
     if name in TORCHVISION:
         import torchvision  # here only: the GPU kit's nodes may have PyTorch without torchvision
 

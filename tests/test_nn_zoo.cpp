@@ -102,3 +102,36 @@ TEST(Zoo, InitializationIsDeterministicAndScaled) {
 }
 
 }  // namespace
+
+// The ViTs' configuration errors name what is wrong: the architecture on a preset, an image size that
+// is not the input's, a patch that does not tile the image, heads that do not divide the tokens' width.
+TEST(Zoo, VitOptionsAreCheckedByName) {
+  nn::ZooOptions o;
+  o.classes = 10;
+  o.vit.patch_size = 7;
+  EXPECT_NE(error_of([&] { nn::make_zoo_model("vit_tiny", {224, 224, 3}, o); })
+                .find("model.vit.* is set, but model 'vit_tiny' keeps its architecture"),
+            std::string::npos);
+  o.vit.image_size = 32;
+  EXPECT_NE(error_of([&] { nn::make_zoo_model("vit", {28, 28, 1}, o); })
+                .find("model.vit.image_size = 32 but the input is [28, 28, 1]"),
+            std::string::npos);
+  o.vit.image_size = 0;
+  o.vit.patch_size = 5;
+  EXPECT_NE(error_of([&] { nn::make_zoo_model("vit", {28, 28, 1}, o); })
+                .find("must be [H, W, C] with H and W multiples of the patch size 5"),
+            std::string::npos);
+  o.vit.patch_size = 7;
+  o.vit.hidden_dim = 30;
+  o.vit.num_heads = 4;
+  EXPECT_NE(error_of([&] { nn::make_zoo_model("vit", {28, 28, 1}, o); }).find("hidden_dim 30 must divide into 4 heads"),
+            std::string::npos);
+  o.vit.hidden_dim = 32;
+  o.vit.num_layers = 1;
+  o.vit.mlp_dim = 64;
+  const auto m = nn::make_zoo_model("vit", {28, 28, 1}, o);
+  // conv_proj 32x1x7x7 + 32, class token 32, positions 17x32, per block 2 LayerNorms (4 x 32), attention
+  // (3 x 32 x 32 + 96 + 32 x 32 + 32), MLP (64 x 32 + 64 + 32 x 64 + 32); the final LayerNorm; the head.
+  const int64_t block = 4 * 32 + (3 * 32 * 32 + 96 + 32 * 32 + 32) + (64 * 32 + 64 + 32 * 64 + 32);
+  EXPECT_EQ(m->parameter_count(), 32 * 49 + 32 + 32 + 17 * 32 + block + 64 + 32 * 10 + 10);
+}

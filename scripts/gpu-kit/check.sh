@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The GPU kit's correctness call (scripts/gpu-kit.sh check), run from the unpacked kit with env.sh
 # sourced: the device and library versions; every cudatest_* suite; cuda against cpu (lenet and
-# fmnist_sepcnn in fp32, bf16 and fp16, resnet20 in fp32 and fp16; then mobilenet_v2 and inception_v3
-# in fp32 and bf16, vgg16 in fp32) with the per-step loss differences seen; a checkpoint and a bitwise resume; an HDF5 file through the input pipeline; the
+# fmnist_sepcnn in fp32, bf16 and fp16, resnet20 in fp32 and fp16; then mobilenet_v2, inception_v3, a
+# small ViT and vit_tiny in fp32 and bf16, vgg16 in fp32) with the per-step loss differences seen; a checkpoint and a bitwise resume; an HDF5 file through the input pipeline; the
 # NCCL all-reduce at one rank and MPI on device buffers; NVML telemetry in metrics.jsonl;
 # compute-sanitizer memcheck over a few steps. Each step has its own time limit; their sum stays under
 # 4 minutes. KIT_DRY=1: run.device = sim in place of cuda, smaller runs.
@@ -91,8 +91,10 @@ step_cuda_vs_cpu() {
 # The torchvision networks of the zoo, cuda against cpu, a few steps each: mobilenet_v2 on the synthetic
 # 28x28x1 data (model.stem_stride 1) and inception_v3 on 299x299x3, the size its auxiliary classifier
 # trains at, in fp32 and bf16; vgg16 on 32x32x3 (a 64-wide classifier) in fp32 (its bf16 layers are
-# lenet's and fmnist_sepcnn's kinds). Every run starts a process (a few seconds on a GPU node), so the
-# pairs are few. cuDNN's heuristic algorithms: timing inception_v3's 94 convolutions would take the
+# lenet's and fmnist_sepcnn's kinds); a small ViT (16 patches of 7x7, 2 blocks) on the 28x28x1 data and
+# vit_tiny on 224x224x3, in fp32 and bf16 (attention's strided-batched cuBLASLt products, the GELU
+# epilogue, LayerNorm and softmax on the row reductions). Every run starts a process (a few seconds on a
+# GPU node), so the pairs are few. cuDNN's heuristic algorithms: timing inception_v3's 94 convolutions would take the
 # step's time.
 step_zoo_vs_cpu() {
   local failed=0 model precision tol d steps batch flags
@@ -101,12 +103,15 @@ step_zoo_vs_cpu() {
   : > "$KIT_WORK/zoo.jsonl"
   local samples=256
   [ "$dry" = 1 ] && samples=32
-  for size in 32 299; do
+  for size in 32 224 299; do
     st-synth --shape "$size,$size,3" --train "$samples" --test 8 -o "$runs/synth-$size.h5" > "$runs/st-synth-$size.log" 2>&1 ||
       { cat "$runs/st-synth-$size.log"; return 1; }
   done
-  for model in mobilenet_v2 vgg16 inception_v3; do
+  for model in mobilenet_v2 vgg16 inception_v3 vit vit_tiny; do
     case $model in
+      vit) steps=8 batch=32 flags=(--model.vit.patch_size 7 --model.vit.num_layers 2 --model.vit.num_heads 2
+                                   --model.vit.hidden_dim 64 --model.vit.mlp_dim 128) ;;
+      vit_tiny) steps=4 batch=8 flags=(--data.path "$runs/synth-224.h5") ;;
       mobilenet_v2) steps=8 batch=32 flags=(--model.stem_stride 1) ;;
       vgg16) steps=8 batch=16 flags=(--data.path "$runs/synth-32.h5" --model.classifier_width 64) ;;
       inception_v3) steps=4 batch=8 flags=(--data.path "$runs/synth-299.h5") ;;
@@ -115,6 +120,7 @@ step_zoo_vs_cpu() {
     for precision in fp32 bf16; do
       [ "$model" = vgg16 ] && [ "$precision" = bf16 ] && continue
       [ "$dry" = 1 ] && [ "$precision" = bf16 ] && [ "$model" = inception_v3 ] && continue  # 299x299 on sim: slow
+      [ "$dry" = 1 ] && [ "$precision" = bf16 ] && [ "$model" = vit_tiny ] && continue
       case $precision in fp32) tol=1e-3 ;; *) tol=3e-2 ;; esac
       d=$runs/${model}_$precision
       mkdir -p "$d"
@@ -204,7 +210,7 @@ if [ "${1:-}" = __step ]; then
 fi
 
 # Limits: 235 s in all; the other steps' limits sit closer to what the last GPU call took
-# (perf/gpu/*/check.md) to make room for zoo_vs_cpu.
+# (perf/gpu/*/check.md) to make room for zoo_vs_cpu (its ViTs not yet timed on a GPU).
 kit_call "$0" check "${1:?usage: check.sh OUT}" \
-  device:5 cudatests:25 cuda_vs_cpu:70 zoo_vs_cpu:50 resume:15 hdf5_input:10 nccl_allreduce:12 \
-  mpi_device_allreduce:8 telemetry:5 memcheck:30
+  device:5 cudatests:25 cuda_vs_cpu:70 zoo_vs_cpu:60 resume:15 hdf5_input:10 nccl_allreduce:12 \
+  mpi_device_allreduce:8 telemetry:5 memcheck:25

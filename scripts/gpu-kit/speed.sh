@@ -23,7 +23,7 @@ dry=${KIT_DRY:-0}
 not_run="mlp and lenet_dropout; run.deterministic = true outside the algorithm table (which has lenet's and \
 fmnist_sepcnn's in fp32, resnet50's in bf16; the H200's first call has lenet's and fmnist_sepcnn's in every \
 precision); resnet50 in tf32 (both sides) and scaletrain's in fp32 (TF32 off); PyTorch's lenet and torch.compile; \
-mobilenet_v2, vgg16 and inception_v3 (no bf16 row of theirs fits beside resnet50's and the algorithm tables: \
+mobilenet_v2, vgg16, inception_v3 and vit_b_16 (no bf16 row of theirs fits beside resnet50's and the algorithm tables: \
 perf/bench_train_step.py times them on CPUs, the check call compares them with the CPU)"
 export KIT_SPEED_NOT_RUN="$not_run; PyTorch's NCHW (channels_last only)"
 if [ "$dry" = 1 ]; then
