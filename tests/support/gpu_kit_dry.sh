@@ -45,10 +45,12 @@ for call, steps in expect.items():
     assert limits <= {"check": 235, "speed": 230}[call], f"{call}: step limits add up to {limits} s, over 4 minutes"
 vs = json.load(open(os.path.join(out, "check.json")))["figures"]["cuda_vs_cpu"]
 assert len(vs) == 8 and all(r["worst_rel"] == 0 for r in vs), f"sim against cpu must be bitwise: {vs}"
-# The torchvision networks: mobilenet_v2 in fp32 and bf16, vgg16 and inception_v3 in fp32 (a dry run).
+# The torchvision networks: mobilenet_v2 in fp32 and bf16, vgg16 and inception_v3 in fp32, a small ViT in fp32 and
+# bf16, vit_tiny in fp32 (a dry run).
 zoo = json.load(open(os.path.join(out, "check.json")))["figures"]["zoo_vs_cpu"]
 got = [(r["model"], r["precision"]) for r in zoo]
-want = [("mobilenet_v2", "fp32"), ("mobilenet_v2", "bf16"), ("vgg16", "fp32"), ("inception_v3", "fp32")]
+want = [("mobilenet_v2", "fp32"), ("mobilenet_v2", "bf16"), ("vgg16", "fp32"), ("inception_v3", "fp32"),
+        ("vit", "fp32"), ("vit", "bf16"), ("vit_tiny", "fp32")]
 assert got == want and all(r["worst_rel"] == 0 for r in zoo), f"zoo_vs_cpu: sim against cpu must be bitwise: {zoo}"
 speed = json.load(open(os.path.join(out, "speed.json")))["speed"]
 rows = speed["rows"]
