@@ -37,7 +37,9 @@ class NamedDeviceBackend final : public Backend {
     return inner_->make_inner_product(s, st);
   }
   std::unique_ptr<PoolOp> make_pool(const PoolShape& s, Stream* st) override { return inner_->make_pool(s, st); }
-  std::unique_ptr<MatmulOp> make_matmul(const MatmulShape& s, Stream* st) override { return inner_->make_matmul(s, st); }
+  std::unique_ptr<MatmulOp> make_general_matmul(const MatmulShape& s, Stream* st) override {
+    return inner_->make_matmul(s, st);
+  }
   void drain_all() override { inner_->synchronize(); }
 
  private:

@@ -1,7 +1,9 @@
 // The matmul op family (backend/ops.hpp) on cpu and sim against a float64 loop over the same stored
 // values: plain and transposed operands, strided batches with leading dimensions wider than the rows
 // (the gaps of C left as they were), alpha, the bias, the gelu epilogue (aux the pre-activation, C its
-// exact GELU), f32 and bf16 operands, bf16 into f32, and shapes the family rejects by name.
+// exact GELU), the bias gradient epilogue (aux the sums of op(A) over k), f32 and bf16 operands, bf16
+// into f32, and shapes the family rejects by name. A dense layer's three products run on the backend's
+// inner-product op (inner_product_form), every other shape on the general matmul: both are checked.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,6 +11,7 @@
 #include <vector>
 
 #include "scaletrain/backend/backend.hpp"
+#include "scaletrain/backend/inner_product_matmul.hpp"
 #include "support/device_tensors.hpp"
 #include "support/test_harness.hpp"
 
@@ -59,11 +62,21 @@ void check_matmul(DeviceKind kind, const MatmulShape& s) {
   const Tensor da = values_on_device(*backend, {na}, a, s.dtype), db = values_on_device(*backend, {nb}, b, s.dtype);
   const Tensor dbias = values_on_device(*backend, {s.n}, bias, DType::f32);
   const Tensor dc = values_on_device(*backend, {nc}, sentinel, s.out_dtype);
-  const Tensor daux = values_on_device(*backend, {nc}, sentinel, s.out_dtype);
-  const bool gelu = s.epilogue == MatmulEpilogue::gelu;
+  const bool gelu = s.epilogue == MatmulEpilogue::gelu, sums = s.epilogue == MatmulEpilogue::bias_gradient;
+  const Tensor daux = sums ? values_on_device(*backend, {s.m}, std::vector<float>(s.m, 7.0f), DType::f32)
+                           : values_on_device(*backend, {nc}, sentinel, s.out_dtype);
   op->run(da.device_raw(), db.device_raw(), s.bias ? dbias.device_data<float>() : nullptr, dc.device_raw(),
-          gelu ? daux.device_raw() : nullptr);
+          s.epilogue != MatmulEpilogue::none ? daux.device_raw() : nullptr);
   const std::vector<float> c = device_values(*backend, dc), aux = device_values(*backend, daux);
+  for (int64_t i = 0; sums && i < s.m; ++i) {
+    double sum = 0, mag = 0;
+    for (int64_t l = 0; l < s.k; ++l) {
+      const double av = a[s.trans_a ? l * s.lda_or() + i : i * s.lda_or() + l];
+      sum += av;
+      mag += std::fabs(av);
+    }
+    ASSERT_NEAR(aux[i], sum, 1e-5 * mag + 1e-6) << "bias gradient at row " << i;
+  }
   // Each output's error bound: f32 accumulation over k products, then the output's rounding.
   const double out_eps = s.out_dtype == DType::bf16 ? 1.0 / 256 : s.out_dtype == DType::f16 ? 1.0 / 2048 : 1e-6;
   std::vector<bool> written(static_cast<size_t>(nc), false);
@@ -125,9 +138,35 @@ TEST_P(Matmul, AlphaScalesTheProduct) {
   check_matmul(kind(), s);
 }
 
+// A dense layer's forward (the inner-product op) and, with C's rows padded, the general matmul.
 TEST_P(Matmul, BiasOnEveryRow) {
   MatmulShape s = shape(1, 33, 19, 40, false, true, dtype());
   s.bias = true;
+  check_matmul(kind(), s);
+  s.ldc = 23;
+  check_matmul(kind(), s);
+}
+
+// A dense layer's weight gradient dW = dY^T X with db (the inner-product op's backward_weights), then
+// the general matmul's host pass: A not transposed, and A^T read from padded rows.
+TEST_P(Matmul, BiasGradientSumsOpAOverK) {
+  MatmulShape s = shape(1, 13, 21, 37, true, false, dtype());
+  s.out_dtype = DType::f32;
+  s.epilogue = MatmulEpilogue::bias_gradient;
+  ASSERT_TRUE(inner_product_form(s).has_value());
+  check_matmul(kind(), s);
+  s.trans_a = false;
+  check_matmul(kind(), s);
+  s.trans_a = true;
+  s.lda = 17;
+  ASSERT_FALSE(inner_product_form(s).has_value());
+  check_matmul(kind(), s);
+}
+
+// A dense layer's backward-data product, dX = dY W.
+TEST_P(Matmul, DenseBackwardData) {
+  const MatmulShape s = shape(1, 12, 30, 18, false, false, dtype());
+  ASSERT_TRUE(inner_product_form(s).has_value());
   check_matmul(kind(), s);
 }
 
@@ -156,6 +195,51 @@ TEST_P(Matmul, IntoF32) {
   check_matmul(kind(), s);
 }
 
+// The three products of y = x w^T + b over 6 rows, 5 features in, 4 out, as inner_product_form reads them.
+TEST(MatmulShapes, DenseProductsAreInnerProductDirections) {
+  MatmulShape fwd = shape(1, 6, 4, 5, false, true, DType::bf16);
+  fwd.bias = true;
+  auto f = inner_product_form(fwd);
+  ASSERT_TRUE(f.has_value());
+  EXPECT_EQ(f->direction, InnerProductDirection::forward);
+  EXPECT_EQ(f->shape.to_string(), "inner_product{batch 6, in 5, out 4, bias, bf16}");
+  auto d = inner_product_form(shape(1, 6, 5, 4, false, false, DType::bf16));
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->direction, InnerProductDirection::backward_data);
+  EXPECT_EQ(d->shape.to_string(), "inner_product{batch 6, in 5, out 4, bf16}");
+  MatmulShape w = shape(1, 4, 5, 6, true, false, DType::bf16);
+  w.out_dtype = DType::f32;
+  w.epilogue = MatmulEpilogue::bias_gradient;
+  auto g = inner_product_form(w);
+  ASSERT_TRUE(g.has_value());
+  EXPECT_EQ(g->direction, InnerProductDirection::backward_weights);
+  EXPECT_EQ(g->shape.to_string(), "inner_product{batch 6, in 5, out 4, bias, bf16}");
+  // Not a dense layer's: a batch, alpha, a gelu epilogue, padded rows, dW in bf16, a transposed dY.
+  MatmulShape batched = fwd, scaled = fwd, gelu = fwd, padded = fwd, narrow_dw = w, both = w;
+  batched.batch = 2;
+  scaled.alpha = 0.5f;
+  gelu.epilogue = MatmulEpilogue::gelu;
+  padded.ldb = 7;
+  narrow_dw.out_dtype = DType::bf16;
+  narrow_dw.epilogue = MatmulEpilogue::none;
+  both.trans_b = true;
+  for (const MatmulShape& s : {batched, scaled, gelu, padded, narrow_dw, both})
+    EXPECT_FALSE(inner_product_form(s).has_value()) << s.to_string();
+}
+
+// Those three run on the kernels make_inner_product chose; the rest on the general matmul.
+TEST(MatmulShapes, DenseProductsRunOnTheInnerProductOp) {
+  for (DeviceKind kind : {DeviceKind::cpu, DeviceKind::sim}) {
+    const auto backend = backend_of(kind);
+    MatmulShape fwd = shape(1, 6, 4, 5, false, true);
+    fwd.bias = true;
+    const std::string inner = backend->make_inner_product({6, 5, 4, true, DType::f32})->implementation();
+    EXPECT_EQ(backend->make_matmul(fwd)->implementation(), inner);
+    fwd.ldc = 8;
+    EXPECT_EQ(backend->make_matmul(fwd)->implementation(), "oneDNN matmul");
+  }
+}
+
 std::string matmul_name(const ::testing::TestParamInfo<Matmul::ParamType>& info) {
   return std::string(std::get<0>(info.param) == DeviceKind::cpu ? "cpu_" : "sim_") +
          std::string(dtype_name(std::get<1>(info.param)));
@@ -177,6 +261,15 @@ TEST(MatmulShapes, InvalidShapesAreRejectedByName) {
   MatmulShape mixed = shape(1, 3, 3, 4, false, false, DType::bf16);
   mixed.out_dtype = DType::f16;
   EXPECT_NE(error_of([&] { backend->make_matmul(mixed); }).find("the output their type or f32"), std::string::npos);
+  MatmulShape sums = shape(2, 3, 3, 4, true, false);
+  sums.epilogue = MatmulEpilogue::bias_gradient;
+  EXPECT_NE(error_of([&] { backend->make_matmul(sums); }).find("one matrix (batch 1) with an f32 output"),
+            std::string::npos);
+  sums = shape(1, 3, 3, 4, true, false, DType::bf16);
+  sums.epilogue = MatmulEpilogue::bias_gradient;
+  EXPECT_NE(error_of([&] { backend->make_matmul(sums); })
+                .find("matmul{batch 1, 3x3x4, A^T, B, bias gradient, bf16 -> bf16}"),
+            std::string::npos);
   MatmulShape gelu = shape(1, 3, 3, 4, false, false);
   gelu.epilogue = MatmulEpilogue::gelu;
   auto op = backend->make_matmul(gelu);

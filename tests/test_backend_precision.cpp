@@ -355,6 +355,28 @@ TEST(CpuBf16Gemm, RecordsTheGemmShapesItMakesAndTimesBothWays) {
   EXPECT_NE(make_backend(so)->bf16_gemm_tuning(), nullptr);
 }
 
+// A dense layer asks for its three products as matmuls (nn/linear_products.hpp); they share one
+// inner-product op, so its shape counts once per layer: two layers of one shape, twice.
+TEST(CpuBf16Gemm, DenseLayersRecordTheirShapeOncePerLayer) {
+  auto be = make_cpu_backend(1, false, Bf16GemmCompute::automatic);
+  Bf16GemmTuning* tuning = be->bf16_gemm_tuning();
+  if (!tuning) GTEST_SKIP() << "bf16 is emulated on this CPU: no choice to time";
+  MatmulShape fwd, weights, data;
+  fwd.m = weights.k = data.m = 16;   // rows
+  fwd.k = weights.n = data.n = 100;  // in
+  fwd.n = weights.m = data.k = 30;   // out
+  fwd.trans_b = weights.trans_a = true;
+  fwd.bias = true;
+  weights.epilogue = MatmulEpilogue::bias_gradient;
+  fwd.dtype = fwd.out_dtype = weights.dtype = data.dtype = data.out_dtype = DType::bf16;
+  weights.out_dtype = DType::f32;
+  std::vector<std::unique_ptr<MatmulOp>> layers;
+  for (int layer = 0; layer < 2; ++layer)
+    for (const MatmulShape* s : {&fwd, &weights, &data}) layers.push_back(be->make_matmul(*s));
+  expect_timed(tuning->time_bf16_gemm_shapes(1, 10.0),
+               {{InnerProductShape{16, 100, 30, true, DType::bf16}.to_string(), 2}});
+}
+
 // The timing itself, on any CPU (both ways here are the backend's own bf16 ops, native or emulated): each
 // recorded shape once, with its count, each way's forward and backward passes run on operands of the
 // shape's sizes (a wrong size would read or write out of bounds), one warm-up call, then the rounds

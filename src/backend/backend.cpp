@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "scaletrain/backend/inner_product_matmul.hpp"
 #include "scaletrain/core/error.hpp"
 
 namespace scaletrain {
@@ -85,6 +86,19 @@ std::unique_ptr<KernelTrace> Backend::make_kernel_trace(std::string& why_not) {
             " backend keeps no record of kernels (cuda's comes from CUPTI, sim's from its streams' work items); "
             "run.profile = layers times its layers on the host clock";
   return nullptr;
+}
+
+std::unique_ptr<MatmulOp> Backend::make_matmul(const MatmulShape& shape, Stream* stream) {
+  shape.validate();
+  if (auto form = inner_product_form(shape)) {
+    if (!inner_products_) inner_products_ = std::make_shared<SharedInnerProducts>();
+    auto make = [&](const InnerProductShape& s) {
+      return std::shared_ptr<InnerProductOp>(make_inner_product(s, stream));
+    };
+    const Stream* on = stream ? stream : &compute_stream();
+    return make_inner_product_matmul(inner_products_->get(*form, on, make), *form);
+  }
+  return make_general_matmul(shape, stream);
 }
 
 Tensor Backend::zeros(Shape shape, DType dtype, std::string name) {

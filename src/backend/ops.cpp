@@ -23,7 +23,14 @@ std::string InnerProductShape::to_string() const {
   return os.str();
 }
 
-std::string matmul_epilogue_name(MatmulEpilogue e) { return e == MatmulEpilogue::gelu ? "gelu" : "none"; }
+std::string matmul_epilogue_name(MatmulEpilogue e) {
+  switch (e) {
+    case MatmulEpilogue::gelu: return "gelu";
+    case MatmulEpilogue::bias_gradient: return "bias gradient";
+    case MatmulEpilogue::none: break;
+  }
+  return "none";
+}
 
 std::string MatmulShape::to_string() const {
   std::ostringstream os;
@@ -47,6 +54,8 @@ void MatmulShape::validate() const {
   const auto is_float = [](DType t) { return t == DType::f32 || t == DType::bf16 || t == DType::f16; };
   ST_CHECK(is_float(dtype) && (out_dtype == dtype || out_dtype == DType::f32), "invalid matmul ", to_string(),
            ": the operands must be f32, bf16 or f16 and the output their type or f32");
+  ST_CHECK(epilogue != MatmulEpilogue::bias_gradient || (batch == 1 && out_dtype == DType::f32), "invalid matmul ",
+           to_string(), ": the bias gradient epilogue takes one matrix (batch 1) with an f32 output");
 }
 
 std::string PoolShape::to_string() const {

@@ -1,4 +1,4 @@
-// Multi-head self-attention: the projections as inner products, the heads' products as MatmulOps over
+// Multi-head self-attention: the projections as linear maps, the heads' products as MatmulOps over
 // the (sample, head) batch, and the softmax and head-order copies of kernels/attention.hpp.
 #include "scaletrain/nn/attention.hpp"
 
@@ -49,10 +49,8 @@ MatmulShape MultiheadSelfAttention::product(bool trans_a, bool trans_b, int64_t 
 void MultiheadSelfAttention::build(Backend& backend, int64_t batch) {
   batch_ = batch;
   const int64_t t = tokens_, c = channels_, bh = batch * heads_;
-  InnerProductShape ip{batch * t, c, 3 * c, true, dtype_};
-  in_proj_ = backend.make_inner_product(ip);
-  ip.out_features = c;
-  out_proj_ = backend.make_inner_product(ip);
+  in_proj_.build(backend, batch * t, c, 3 * c, true, dtype_);
+  out_proj_.build(backend, batch * t, c, c, true, dtype_);
   const float scale = 1.0f / std::sqrt(static_cast<float>(dim_));
   scores_ = backend.make_matmul(product(false, true, t, dim_, scale));
   weighted_values_ = backend.make_matmul(product(false, false, dim_, t, 1.0f));
@@ -113,8 +111,8 @@ const Tensor& MultiheadSelfAttention::forward(const Tensor& x, bool training) {
   const int64_t part = batch_ * heads_ * tokens_ * dim_;
   char* heads = static_cast<char*>(heads_qkv_.device_raw());
   const void *q = heads, *k = heads + part * esz, *v = heads + 2 * part * esz;
-  in_proj_->forward(x.device_raw(), params_[0].compute_value.device_raw(), params_[1].value.device_data<float>(),
-                    qkv_.device_raw());
+  in_proj_.forward(x.device_raw(), params_[0].compute_value.device_raw(), params_[1].value.device_data<float>(),
+                   qkv_.device_raw());
   launch_copy(qkv_, heads_qkv_, 3, true);
   scores_->run(q, k, nullptr, scores_buf_.device_raw(), nullptr);
   dropped_ = training && dropout_ > 0.0f;
@@ -131,8 +129,8 @@ const Tensor& MultiheadSelfAttention::forward(const Tensor& x, bool training) {
   const Tensor& p = dropped_ ? dropped_probs_ : probs_;
   weighted_values_->run(p.device_raw(), v, nullptr, context_heads_.device_raw(), nullptr);
   launch_copy(context_heads_, context_, 1, false);
-  out_proj_->forward(context_.device_raw(), params_[2].compute_value.device_raw(),
-                     params_[3].value.device_data<float>(), y_.device_raw());
+  out_proj_.forward(context_.device_raw(), params_[2].compute_value.device_raw(),
+                    params_[3].value.device_data<float>(), y_.device_raw());
   return y_;
 }
 
@@ -142,9 +140,9 @@ const Tensor& MultiheadSelfAttention::backward(const Tensor& dy, bool need_dx) {
   char* heads = static_cast<char*>(heads_qkv_.device_raw());
   char* dheads = static_cast<char*>(dheads_qkv_.device_raw());
   const void *q = heads, *k = heads + part * esz, *v = heads + 2 * part * esz;
-  out_proj_->backward_weights(context_.device_raw(), dy.device_raw(), params_[2].grad.device_data<float>(),
-                              params_[3].grad.device_data<float>());
-  out_proj_->backward_data(dy.device_raw(), params_[2].compute_value.device_raw(), dcontext_.device_raw());
+  out_proj_.backward_weights(context_.device_raw(), dy.device_raw(), params_[2].grad.device_data<float>(),
+                             params_[3].grad.device_data<float>());
+  out_proj_.backward_data(dy.device_raw(), params_[2].compute_value.device_raw(), dcontext_.device_raw());
   launch_copy(dcontext_, dcontext_heads_, 1, true);
   const Tensor& p = dropped_ ? dropped_probs_ : probs_;
   grad_probs_->run(dcontext_heads_.device_raw(), v, nullptr, dprobs_.device_raw(), nullptr);
@@ -162,10 +160,10 @@ const Tensor& MultiheadSelfAttention::backward(const Tensor& dy, bool need_dx) {
   grad_q_->run(dscores_.device_raw(), k, nullptr, dheads, nullptr);
   grad_k_->run(dscores_.device_raw(), q, nullptr, dheads + part * esz, nullptr);
   launch_copy(dheads_qkv_, dqkv_, 3, false);
-  in_proj_->backward_weights(x_.device_raw(), dqkv_.device_raw(), params_[0].grad.device_data<float>(),
-                             params_[1].grad.device_data<float>());
+  in_proj_.backward_weights(x_.device_raw(), dqkv_.device_raw(), params_[0].grad.device_data<float>(),
+                            params_[1].grad.device_data<float>());
   if (!need_dx) return no_gradient();
-  in_proj_->backward_data(dqkv_.device_raw(), params_[0].compute_value.device_raw(), dx_.device_raw());
+  in_proj_.backward_data(dqkv_.device_raw(), params_[0].compute_value.device_raw(), dx_.device_raw());
   return dx_;
 }
 

@@ -1,5 +1,5 @@
-// Dense forward/backward through the backend's InnerProductOp, over every row of the last dimension
-// (a sample of [T, C] tokens is T rows).
+// Dense forward/backward as the backend's matmuls (nn/linear_products.hpp), over every row of the last
+// dimension (a sample of [T, C] tokens is T rows).
 #include "scaletrain/nn/dense.hpp"
 
 namespace scaletrain::nn {
@@ -12,10 +12,7 @@ Shape Dense::configure(const Shape& in) {
   if (units_ <= 0) shape_error("units must be positive");
   const int64_t features = in.back();
   rows_ = shape_numel(in) / features;
-  ip_ = InnerProductShape{};
-  ip_.in_features = features;
-  ip_.out_features = units_;
-  ip_.bias = bias_;
+  features_ = features;
   in_shape_ = in;
   out_shape_ = in;
   out_shape_.back() = units_;
@@ -31,26 +28,24 @@ Shape Dense::configure(const Shape& in) {
 }
 
 void Dense::build(Backend& backend, int64_t batch) {
-  ip_.batch = batch * rows_;
-  ip_.dtype = dtype_;
-  op_ = backend.make_inner_product(ip_);
+  products_.build(backend, batch * rows_, features_, units_, bias_, dtype_);
   act_.build(backend, with_batch(batch, out_shape_), name_, dtype_);
   dx_ = buffer(with_batch(batch, in_shape_), "dx");
 }
 
 const Tensor& Dense::forward(const Tensor& x, bool training) {
   x_ = x;
-  op_->forward(x.device_raw(), params_[0].compute_value.device_raw(),
-               bias_ ? params_[1].value.device_data<float>() : nullptr, act_.pre().device_raw());
+  products_.forward(x.device_raw(), params_[0].compute_value.device_raw(),
+                    bias_ ? params_[1].value.device_data<float>() : nullptr, act_.pre().device_raw());
   return act_.forward();
 }
 
 const Tensor& Dense::backward(const Tensor& dy, bool need_dx) {
   const Tensor& dz = act_.backward(dy);
-  op_->backward_weights(x_.device_raw(), dz.device_raw(), params_[0].grad.device_data<float>(),
-                        bias_ ? params_[1].grad.device_data<float>() : nullptr);
+  products_.backward_weights(x_.device_raw(), dz.device_raw(), params_[0].grad.device_data<float>(),
+                             bias_ ? params_[1].grad.device_data<float>() : nullptr);
   if (!need_dx) return no_gradient();
-  op_->backward_data(dz.device_raw(), params_[0].compute_value.device_raw(), dx_.device_raw());
+  products_.backward_data(dz.device_raw(), params_[0].compute_value.device_raw(), dx_.device_raw());
   return dx_;
 }
 

@@ -87,6 +87,7 @@ struct PrecisionSupport {
 
 class Bf16GemmTuning;
 class AlgorithmTuning;
+class SharedInnerProducts;
 
 class Backend {
  public:
@@ -139,7 +140,9 @@ class Backend {
   virtual std::unique_ptr<InnerProductOp> make_inner_product(const InnerProductShape& shape,
                                                              Stream* stream = nullptr) = 0;
   virtual std::unique_ptr<PoolOp> make_pool(const PoolShape& shape, Stream* stream = nullptr) = 0;
-  virtual std::unique_ptr<MatmulOp> make_matmul(const MatmulShape& shape, Stream* stream = nullptr) = 0;
+  // A dense layer's products (inner_product_form) run on make_inner_product's op for that direction
+  // (backend/inner_product_matmul.hpp); every other shape on make_general_matmul's.
+  std::unique_ptr<MatmulOp> make_matmul(const MatmulShape& shape, Stream* stream = nullptr);
   // By default the ConvOp and the activation's kernels composed (compose_activated_conv).
   virtual std::unique_ptr<ActivatedConvOp> make_activated_conv(const ConvShape& shape, Activation activation,
                                                                Stream* stream = nullptr);
@@ -181,12 +184,16 @@ class Backend {
  protected:
   // What synchronize() waits with: every stream drained, uncounted.
   virtual void drain_all() = 0;
+  // The matmuls that are not a dense layer's products (make_matmul lowers those), on `stream`.
+  virtual std::unique_ptr<MatmulOp> make_general_matmul(const MatmulShape& shape, Stream* stream) = 0;
   // Counts a copy of dst.bytes() by direction (host and device memory as the tensors' devices say;
   // within one memory it is a call) and returns its kernel-trace label ("memcpy HtoD").
   static const char* count_copy(DeviceCounters& counters, const Tensor& dst, const Tensor& src);
 
  private:
   DeviceCounters counters_;
+  // The inner-product ops make_matmul's lowered products share (backend/inner_product_matmul.hpp).
+  std::shared_ptr<SharedInnerProducts> inner_products_;
 };
 
 // The CPU backend: oneDNN primitives with as many threads as this process's affinity mask

@@ -176,6 +176,9 @@ class InnerProductOp : public OpImplementation {
 enum class MatmulEpilogue {
   none,
   gelu,  // aux = the pre-activation (alpha op(A) op(B) + bias), C = gelu(aux) (exact erf form)
+  // aux = f32 [m], aux[i] = the sum over k of op(A)[i, k]: a dense layer's bias gradient where the
+  // product is its weight gradient dW = dY^T X (op(A) = dY^T). One matrix (batch 1), f32 output.
+  bias_gradient,
 };
 std::string matmul_epilogue_name(MatmulEpilogue e);
 
@@ -198,7 +201,8 @@ struct MatmulShape {
   int64_t stride_c_or() const { return stride_c > 0 ? stride_c : m * n; }
   std::string to_string() const;  // "matmul{batch 24, 65x65x32, A^T, B, alpha 0.177, gelu, bf16 -> bf16}"
   // Error naming the shape when a size is not positive, a leading dimension is shorter than its row,
-  // the types are not float types, or out_dtype is neither dtype nor f32.
+  // the types are not float types, out_dtype is neither dtype nor f32, or a bias gradient is asked of
+  // a batch or into a 16-bit output.
   void validate() const;
 };
 
@@ -206,8 +210,8 @@ struct MatmulShape {
 class MatmulOp : public OpImplementation {
  public:
   virtual ~MatmulOp() = default;
-  // c = alpha op(a) op(b) (+ bias) (-> epilogue); bias is null without one; aux (the pre-activation,
-  // C's layout and type) is written with the gelu epilogue and null otherwise.
+  // c = alpha op(a) op(b) (+ bias) (-> epilogue); bias is null without one; aux is the epilogue's
+  // second output (gelu: the pre-activation in C's layout and type; bias_gradient: f32 [m]), null without.
   virtual void run(const void* a, const void* b, const float* bias, void* c, void* aux) = 0;
 };
 

@@ -3,8 +3,8 @@
 // project each token to q, k and v; each of the heads (dim D = C / heads) takes
 // softmax(q k^T / sqrt(D)) v, the softmax in f32 on the per-row reductions, with attention dropout on
 // its probabilities; out_proj (weight [C, C], bias [C]) maps the heads' outputs, side by side, back.
-// The projections are inner products over the batch's tokens; the four products per head (two
-// forward, four backward) are the backend's MatmulOp, one strided-batched call over every
+// The projections are linear maps over the batch's tokens (nn/linear_products.hpp); the products per
+// head (two forward, four backward) are the backend's MatmulOp too, one strided-batched call over every
 // (sample, head) pair. q, k and v are copied from token order into head order (each pair's matrix
 // contiguous) rather than read through strided views: a product's batch can only step by one stride,
 // and (sample, head) steps by two.
@@ -13,6 +13,7 @@
 
 #include "scaletrain/kernels/attention.hpp"
 #include "scaletrain/nn/layer.hpp"
+#include "scaletrain/nn/linear_products.hpp"
 
 namespace scaletrain::nn {
 
@@ -36,7 +37,7 @@ class MultiheadSelfAttention : public Layer {
   float dropout_;
   uint64_t seed_ = 0, step_ = 0;
   bool dropped_ = false;  // the last forward applied attention dropout
-  std::unique_ptr<InnerProductOp> in_proj_, out_proj_;
+  LinearProducts in_proj_, out_proj_;
   // scores = q k^T / sqrt(D); weighted_values (the context) = p v; backward: dp = dcontext v^T, dv = p^T dcontext,
   // dq = ds k / sqrt(D), dk = ds^T q / sqrt(D).
   std::unique_ptr<MatmulOp> scores_, weighted_values_, grad_probs_, grad_v_, grad_q_, grad_k_;

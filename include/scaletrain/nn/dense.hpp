@@ -6,6 +6,7 @@
 
 #include "scaletrain/nn/activation.hpp"
 #include "scaletrain/nn/layer.hpp"
+#include "scaletrain/nn/linear_products.hpp"
 
 namespace scaletrain::nn {
 
@@ -21,17 +22,17 @@ class Dense : public Layer {
   void build(Backend& backend, int64_t batch) override;
   const Tensor& forward(const Tensor& x, bool training) override;
   const Tensor& backward(const Tensor& dy, bool need_dx) override;
-  int64_t flops_per_sample() const override { return 2 * rows_ * ip_.in_features * ip_.out_features; }
-  std::string implementation() const override { return op_ ? op_->implementation() : std::string(); }
+  int64_t flops_per_sample() const override { return 2 * rows_ * features_ * units_; }
+  std::string implementation() const override { return products_.implementation(); }
   int torch_module_count() const override { return act_.kind() == Activation::none ? 1 : 2; }
 
  private:
   int64_t units_;
   int64_t rows_ = 1;  // rows per sample: the product of the input's dimensions before the last
+  int64_t features_ = 0;
   bool bias_;
   std::optional<Init> init_;
-  InnerProductShape ip_;
-  std::unique_ptr<InnerProductOp> op_;
+  LinearProducts products_;
   FusedActivation act_;
   Tensor x_, dx_;
 };

@@ -129,7 +129,7 @@ class CpuBackend final : public Backend, public Bf16GemmTuning {
     return queued_ops::wrap(cpu::choose_pool(op_context(stream), shape), stream ? *stream : compute_);
   }
 
-  std::unique_ptr<MatmulOp> make_matmul(const MatmulShape& shape, Stream* stream = nullptr) override {
+  std::unique_ptr<MatmulOp> make_general_matmul(const MatmulShape& shape, Stream* stream) override {
     return queued_ops::wrap(cpu::make_onednn_matmul(ctx_, shape, native_bf16_), stream ? *stream : compute_);
   }
 

@@ -3,7 +3,7 @@
 // alpha as the primitive's output scale and the bias as its [1, 1, n] bias. Storage the CPU has no
 // kernels for (f16; bf16 without AVX512-BF16) is widened to f32 copies, multiplied in f32 and rounded
 // once. The gelu epilogue is a host pass after the product: the matmul writes the pre-activation into
-// aux, which backward needs anyway, and C = gelu(aux).
+// aux, which backward needs anyway, and C = gelu(aux). The bias gradient is a host pass over A.
 #include <algorithm>
 #include <unordered_map>
 
@@ -42,8 +42,8 @@ class OneDnnMatmul final : public MatmulOp {
   }
 
   void run(const void* a, const void* b, const float* bias, void* c, void* aux) override {
-    ST_CHECK(s_.epilogue == MatmulEpilogue::none || aux != nullptr, "matmul ", s_.to_string(),
-             ": the gelu epilogue needs the aux buffer");
+    ST_CHECK(s_.epilogue == MatmulEpilogue::none || aux != nullptr, "matmul ", s_.to_string(), ": the ",
+             matmul_epilogue_name(s_.epilogue), " epilogue needs the aux buffer");
     void* product = s_.epilogue == MatmulEpilogue::gelu ? aux : c;
     if (emulated_) {
       widen(a, a_wide_, a_extent_);
@@ -54,6 +54,7 @@ class OneDnnMatmul final : public MatmulOp {
       run_primitive(a, b, bias, product);
     }
     if (s_.epilogue == MatmulEpilogue::gelu) apply_gelu(aux, c);
+    if (s_.epilogue == MatmulEpilogue::bias_gradient) sum_over_k(a, static_cast<float*>(aux));
   }
 
  private:
@@ -136,6 +137,21 @@ class OneDnnMatmul final : public MatmulOp {
       kernels::launch_host("matmul_gelu", rows, [=](int64_t r) {
         const int64_t at = (r / m) * sc + (r % m) * ld;
         for (int64_t j = 0; j < n; ++j) out[at + j] = from_float<T>(kernels::GeluFn::apply(to_float(x[at + j])));
+      });
+    });
+  }
+
+  // sums[i] = the sum over k of op(A)[i, k], in f32 (one matrix: validate allows no batch).
+  void sum_over_k(const void* a, float* sums) {
+    const int64_t k = s_.k, ld = s_.lda_or();
+    const bool trans = s_.trans_a;
+    visit_float_type(s_.dtype, [&](auto t) {
+      using T = decltype(t);
+      const T* x = static_cast<const T*>(a);
+      kernels::launch_host("matmul_bias_gradient", s_.m, [=](int64_t i) {
+        float sum = 0.0f;
+        for (int64_t j = 0; j < k; ++j) sum += to_float(trans ? x[j * ld + i] : x[i * ld + j]);
+        sums[i] = sum;
       });
     });
   }

@@ -63,6 +63,9 @@ class CublasLtMatmul final : public MatmulOp {
   CublasLtMatmul(CudaOpContext& ctx, const MatmulShape& s, cudaStream_t stream)
       : ctx_(ctx), s_(s), stream_(stream), who_(s.to_string()) {
     s.validate();
+    ST_CHECK(s.epilogue != MatmulEpilogue::bias_gradient, "matmul ", who_,
+             ": on cuda the bias gradient epilogue runs in a dense layer's weight gradient only (dW = dY^T X, one "
+             "contiguous matrix: backend/inner_product_matmul.hpp), on the inner-product op's BGRADB");
     const int64_t limit = ctx.workspace_limit(stream);
     const bool gelu = s.epilogue == MatmulEpilogue::gelu;
     if (gelu) {

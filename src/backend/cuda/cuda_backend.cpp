@@ -109,7 +109,7 @@ class CudaBackend final : public Backend, public AlgorithmTuning {
   std::unique_ptr<InnerProductOp> make_inner_product(const InnerProductShape& shape, Stream* stream) override {
     return cuda::make_cublaslt_inner_product(*ops_, shape, handle_of(stream ? *stream : compute_));
   }
-  std::unique_ptr<MatmulOp> make_matmul(const MatmulShape& shape, Stream* stream) override {
+  std::unique_ptr<MatmulOp> make_general_matmul(const MatmulShape& shape, Stream* stream) override {
     return cuda::make_cublaslt_matmul(*ops_, shape, handle_of(stream ? *stream : compute_));
   }
   std::unique_ptr<PoolOp> make_pool(const PoolShape& shape, Stream* stream) override {

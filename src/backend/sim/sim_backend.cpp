@@ -128,7 +128,7 @@ class SimBackend final : public Backend {
   std::unique_ptr<InnerProductOp> make_inner_product(const InnerProductShape& shape, Stream* s) override {
     return queued_ops::wrap(host_->make_inner_product(shape), s ? *s : compute_);
   }
-  std::unique_ptr<MatmulOp> make_matmul(const MatmulShape& shape, Stream* s) override {
+  std::unique_ptr<MatmulOp> make_general_matmul(const MatmulShape& shape, Stream* s) override {
     return queued_ops::wrap(host_->make_matmul(shape), s ? *s : compute_);
   }
   std::unique_ptr<PoolOp> make_pool(const PoolShape& shape, Stream* s) override {
