@@ -138,7 +138,7 @@ if(TARGET scaletrain)
   # optimizer.no_decay: an unknown category names the key and the allowed values; a TOML array prints
   # back in one canonical order.
   add_test(NAME app_no_decay_unknown_category COMMAND ${_fail}
-           "scaletrain: error: command line: optimizer.no_decay: 'weights' is not one of bias, norm"
+           "scaletrain: error: command line: optimizer.no_decay: 'weights' is not one of bias, norm, embedding"
            -- ${_mpirun} -q -np 2 ${_st} --optimizer.no_decay bias,weights)
   set_tests_properties(app_no_decay_unknown_category PROPERTIES PROCESSORS 2 LABELS "app;mpi")
   file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/no_decay.toml "[optimizer]\nno_decay = [\"norm\", \"bias\"]\n")

@@ -2,6 +2,8 @@
 // errors for an unknown model, a shape mismatch between layers and a non-positive batch.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "scaletrain/nn/conv2d.hpp"
 #include "scaletrain/nn/dense.hpp"
 #include "scaletrain/nn/shape_layers.hpp"
@@ -134,4 +136,10 @@ TEST(Zoo, VitOptionsAreCheckedByName) {
   // (3 x 32 x 32 + 96 + 32 x 32 + 32), MLP (64 x 32 + 64 + 32 x 64 + 32); the final LayerNorm; the head.
   const int64_t block = 4 * 32 + (3 * 32 * 32 + 96 + 32 * 32 + 32) + (64 * 32 + 64 + 32 * 64 + 32);
   EXPECT_EQ(m->parameter_count(), 32 * 49 + 32 + 32 + 17 * 32 + block + 64 + 32 * 10 + 10);
+  // optimizer.no_decay = embedding: the class token and the position embedding, nothing else.
+  std::vector<std::string> embeddings;
+  for (const nn::ParameterSlot& slot : m->slots())
+    if (m->layers()[slot.layer]->parameters()[slot.index].embedding) embeddings.push_back(slot.name);
+  std::sort(embeddings.begin(), embeddings.end());
+  EXPECT_EQ(embeddings, (std::vector<std::string>{"class_token", "encoder.pos_embedding"}));
 }

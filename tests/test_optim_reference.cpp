@@ -177,6 +177,16 @@ TEST(UpdateRanges, NoDecayOnBiasesSplitsWhereTheOptionsChange) {
   EXPECT_EQ(both[1].count, 22);
 }
 
+TEST(UpdateRanges, EmbeddingsAreTheTensorsMarkedSo) {
+  const std::vector<optim::NoDecayCategory> embedding = {optim::NoDecayCategory::embedding};
+  EXPECT_FALSE(optim::tensor_options({"class_token", 0, 1, false, true}, embedding).weight_decay);
+  EXPECT_TRUE(optim::tensor_options({"class_token", 0, 1, false, false}, embedding).weight_decay);
+  EXPECT_TRUE(optim::tensor_options({"encoder.pos_embedding", 0, 1, false, true}, {optim::NoDecayCategory::bias})
+                  .weight_decay);
+  EXPECT_EQ(optim::parse_no_decay_category("embedding"), optim::NoDecayCategory::embedding);
+  EXPECT_EQ(optim::no_decay_category_name(optim::NoDecayCategory::embedding), "embedding");
+}
+
 TEST(UpdateRanges, BiasIsTheNamesLastComponent) {
   const std::vector<optim::NoDecayCategory> bias = {optim::NoDecayCategory::bias};
   EXPECT_FALSE(optim::tensor_options({"layer1.0.bn1.bias", 0, 1}, bias).weight_decay);
@@ -199,7 +209,7 @@ TEST(UpdateRanges, TensorsThatDoNotTileTheBufferAreClearErrors) {
     optim::parse_no_decay_category("weights");
     ADD_FAILURE() << "unknown category accepted";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("optimizer.no_decay: 'weights' is not one of bias, norm"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("optimizer.no_decay: 'weights' is not one of bias, norm, embedding"), std::string::npos);
   }
 }
 

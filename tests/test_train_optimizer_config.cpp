@@ -50,9 +50,9 @@ TEST(NoDecayKey, TomlArrayAndCommandLineListGiveOneCanonicalForm) {
 TEST(NoDecayKey, UnknownCategoryNamesTheKeyAndTheAllowedValues) {
   RunConfig cfg;
   EXPECT_EQ(error_of([&] { set_config_value(cfg, "optimizer.no_decay", "bias,weights", "command line"); }),
-            "command line: optimizer.no_decay: 'weights' is not one of bias, norm");
+            "command line: optimizer.no_decay: 'weights' is not one of bias, norm, embedding");
   EXPECT_NE(error_of([&] { apply_toml_string(cfg, "[optimizer]\nno_decay = [\"biases\"]\n", "job.toml"); })
-                .find("job.toml: optimizer.no_decay: 'biases' is not one of bias, norm"),
+                .find("job.toml: optimizer.no_decay: 'biases' is not one of bias, norm, embedding"),
             std::string::npos);
   EXPECT_NE(error_of([&] { apply_toml_string(cfg, "[optimizer]\nno_decay = [1]\n", "job.toml"); })
                 .find("job.toml: key 'optimizer.no_decay' must be an array of strings"),

@@ -45,7 +45,7 @@ Shape ClassToken::configure(const Shape& in) {
   in_shape_ = in;
   out_shape_ = {tokens_ + 1, channels_};
   params_.clear();
-  declare(parameter_name(), {1, 1, channels_}, Init::zeros, 0, 0);  // torchvision: zeros
+  declare(parameter_name(), {1, 1, channels_}, Init::zeros, 0, 0).embedding = true;  // torchvision: zeros
   return out_shape_;
 }
 
@@ -84,7 +84,7 @@ Shape PositionEmbedding::configure(const Shape& in) {
   if (in.size() != 2) shape_error("expects [tokens, channels] input per sample, got " + shape_string(in));
   in_shape_ = out_shape_ = in;
   params_.clear();
-  declare(parameter_name(), {1, in[0], in[1]}, Init::normal_002, 0, 0);  // torchvision: normal, std 0.02
+  declare(parameter_name(), {1, in[0], in[1]}, Init::normal_002, 0, 0).embedding = true;  // torchvision: std 0.02
   return out_shape_;
 }
 

@@ -17,17 +17,25 @@ OptimizerKind parse_optimizer_kind(const std::string& name) {
 std::string optimizer_kind_name(OptimizerKind k) { return k == OptimizerKind::sgd ? "sgd" : "adamw"; }
 
 const std::vector<std::string>& no_decay_category_names() {
-  static const std::vector<std::string> names = {"bias", "norm"};
+  static const std::vector<std::string> names = {"bias", "norm", "embedding"};
   return names;
 }
 
 NoDecayCategory parse_no_decay_category(const std::string& name) {
   if (name == "bias") return NoDecayCategory::bias;
   if (name == "norm") return NoDecayCategory::norm;
+  if (name == "embedding") return NoDecayCategory::embedding;
   ST_FAIL("optimizer.no_decay: '", name, "' is not one of ", join(no_decay_category_names()));
 }
 
-std::string no_decay_category_name(NoDecayCategory c) { return c == NoDecayCategory::bias ? "bias" : "norm"; }
+std::string no_decay_category_name(NoDecayCategory c) {
+  switch (c) {
+    case NoDecayCategory::bias: return "bias";
+    case NoDecayCategory::norm: return "norm";
+    case NoDecayCategory::embedding: break;
+  }
+  return "embedding";
+}
 
 TensorOptions tensor_options(const ParameterTensor& tensor, const std::vector<NoDecayCategory>& no_decay) {
   const size_t dot = tensor.name.rfind('.');
@@ -36,6 +44,7 @@ TensorOptions tensor_options(const ParameterTensor& tensor, const std::vector<No
   for (NoDecayCategory c : no_decay) {
     if (c == NoDecayCategory::bias && last == "bias") o.weight_decay = false;
     if (c == NoDecayCategory::norm && tensor.norm) o.weight_decay = false;
+    if (c == NoDecayCategory::embedding && tensor.embedding) o.weight_decay = false;
   }
   return o;
 }

@@ -355,7 +355,8 @@ const std::vector<ConfigKey>& config_keys() {
       key_of("optimizer.weight_decay", &RunConfig::weight_decay, "L2 weight decay (SGD) or decoupled decay (AdamW)"),
       no_decay_key("optimizer.no_decay",
                    "tensors without weight decay: bias (names ending in .bias), norm (normalization layers' "
-                   "parameters); a TOML array, or bias,norm on the command line"),
+                   "parameters), embedding (a transformer's class token and position embedding); a TOML array, "
+                   "or bias,norm on the command line"),
       key_of("optimizer.beta1", &RunConfig::beta1, "AdamW beta1"),
       key_of("optimizer.beta2", &RunConfig::beta2, "AdamW beta2"),
       key_of("optimizer.eps", &RunConfig::eps, "AdamW epsilon"),

@@ -54,9 +54,10 @@ optim::LrScheduleOptions lr_schedule_options(const RunConfig& cfg, int64_t steps
 
 std::vector<optim::ParameterTensor> optimizer_tensors(const nn::Model& model) {
   std::vector<optim::ParameterTensor> tensors;
-  for (const nn::ParameterSlot& s : model.slots())
-    tensors.push_back(
-        optim::ParameterTensor{s.name, s.offset, s.count, model.layers()[s.layer]->parameters()[s.index].norm});
+  for (const nn::ParameterSlot& s : model.slots()) {
+    const nn::Parameter& p = model.layers()[s.layer]->parameters()[s.index];
+    tensors.push_back(optim::ParameterTensor{s.name, s.offset, s.count, p.norm, p.embedding});
+  }
   return tensors;
 }
 

@@ -48,6 +48,7 @@ struct Parameter {
   Tensor grad;           // bound by the Model: f32, a view into its flat gradient buffer
   Tensor compute_value;  // bound by the Model: the weights in the compute type (value itself in f32)
   bool norm = false;     // a normalization layer's affine parameter (optimizer.no_decay = norm)
+  bool embedding = false;  // a transformer's class token or position embedding (optimizer.no_decay = embedding)
 };
 
 // Model state that is not trained: never all-reduced as a gradient, never touched by the optimizer,

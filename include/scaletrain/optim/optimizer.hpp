@@ -20,12 +20,14 @@ struct ParameterTensor {
   int64_t offset = 0;  // first element in the flat buffer
   int64_t count = 0;   // elements
   bool norm = false;   // an affine parameter (scale or shift) of a normalization layer
+  bool embedding = false;  // a transformer's class token or position embedding
 };
 
 // What optimizer.no_decay can exclude from weight decay: tensors whose name's last component is
-// "bias", and tensors marked norm.
-enum class NoDecayCategory { bias, norm };
-// "bias" | "norm"; Error naming optimizer.no_decay and the allowed values otherwise.
+// "bias", tensors marked norm, and tensors marked embedding (torchvision's recipes give the last
+// their own --transformer-embedding-decay, usually 0).
+enum class NoDecayCategory { bias, norm, embedding };
+// "bias" | "norm" | "embedding"; Error naming optimizer.no_decay and the allowed values otherwise.
 NoDecayCategory parse_no_decay_category(const std::string& name);
 std::string no_decay_category_name(NoDecayCategory c);
 const std::vector<std::string>& no_decay_category_names();  // every category, in enum order
