@@ -8,6 +8,7 @@
 // threads (default 1: one core, as one rank).
 //   bench_layers --model fmnist_sepcnn --batch 64 --steps 10
 //   bench_layers --model resnet50 --input 224,224,3 --classes 1000 --batch 8 --steps 3
+//   bench_layers --model vit --vit 4,4,4,64,128 --batch 128   (model.vit.*: patch, layers, heads, hidden, MLP)
 #include <mpi.h>
 
 #include <CLI/CLI.hpp>
@@ -51,6 +52,7 @@ struct Workload {
   std::string model;
   Shape input{28, 28, 1};
   int64_t classes = 10, batch = 64, steps = 10, warmup = 3;
+  nn::VitOptions vit;  // the vit network's architecture (--vit)
 };
 
 // Adds each layer's forward and backward seconds of `steps` training steps (after `warmup` untimed
@@ -94,7 +96,10 @@ void time_steps(nn::Model& model, const Tensor& x, int64_t steps, int64_t warmup
 }
 
 LayerTimes time_layers(Backend& backend, const Workload& w, DType dtype) {
-  auto model = nn::make_zoo_model(w.model, w.input, w.classes);
+  nn::ZooOptions options;
+  options.classes = w.classes;
+  options.vit = w.vit;
+  auto model = nn::make_zoo_model(w.model, w.input, options);
   model->build(backend, w.batch, dtype);
   model->init_parameters(1);
   Shape shape{w.batch};
@@ -170,7 +175,8 @@ std::string share(double gflops, double peak) {
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   CLI::App app{"Per-layer fp32 and bf16 forward+backward time of a zoo model's training step"};
-  Workload w{"fmnist_sepcnn"};
+  Workload w;
+  w.model = "fmnist_sepcnn";
   std::string input = "28,28,1";
   int threads = 1;
   app.add_option("--model", w.model)->capture_default_str();
@@ -180,7 +186,10 @@ int main(int argc, char** argv) {
   app.add_option("--steps", w.steps)->capture_default_str();
   app.add_option("--warmup", w.warmup)->capture_default_str();
   app.add_option("--threads", threads)->capture_default_str();
+  std::vector<int64_t> vit;
+  app.add_option("--vit", vit, "vit: patch_size,num_layers,num_heads,hidden_dim,mlp_dim")->delimiter(',')->expected(5);
   CLI11_PARSE(app, argc, argv);
+  if (!vit.empty()) w.vit = {0, vit[0], vit[1], vit[2], vit[3], vit[4]};
   w.input = train::parse_model_input(input);
   {
     kernels::KokkosScope kokkos;

@@ -1,7 +1,7 @@
 # Where PyTorch's training step of a zoo model goes, by kind of operator: pytorch_anchor.py's twin and
 # step (SGD momentum, cross-entropy; bf16: forward and loss under autocast), eager, one process, under
-# torch.profiler; the operators' own CPU time per step grouped as convolution, linear, batch norm,
-# pooling, activation, elementwise, loss, optimizer and the rest
+# torch.profiler; the operators' own CPU time per step grouped as convolution, linear, layer norm,
+# attention (its softmax), batch norm, pooling, activation, elementwise, loss, optimizer and the rest
 # (autograd's and the dispatcher's own time among them). Beside bench_layers' time per layer
 # type it tells which layers scaletrain loses on. Runs under any PyTorch: Debian's, or perf/anchor-env.sh's.
 """usage: PYTHON perf/pytorch_op_profile.py --model resnet50 [--batch 4] [--threads 1] [--dtype fp32|bf16]
@@ -23,7 +23,8 @@ KINDS = [("optimizer", r"_foreach|sgd|SGD|Optimizer"), ("convolution", r"conv"),
          ("linear", r"addmm|::mm$|matmul|linear|bmm"), ("bias gradient sums", r"::sum$"),
          ("batch norm", r"batch_norm"), ("pooling", r"pool"),
          ("activation", r"relu|threshold|selu|elu|gelu|sigmoid|tanh|hardtanh|clamp"),
-         ("loss", r"softmax|nll_loss|cross_entropy"),
+         ("layer norm", r"layer_norm"), ("loss", r"log_softmax|nll_loss|cross_entropy"),
+         ("attention", r"scaled_dot_product|softmax"),
          ("elementwise", r"::add|::mul|::sub|::div|copy_|::fill_|::zero_|::pad|constant_pad|::cat|::clone"),
          ("autograd and dispatch", r"autograd|Backward|::empty|::view|::reshape|::slice|::t$|::as_strided|::to$|"
                                    r"::contiguous|::detach|::flatten|::expand|::transpose|::permute|::_to_copy")]
