@@ -2,14 +2,17 @@
 // on input and parameter coordinates, and the loss gradient likewise.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <random>
 
+#include "scaletrain/nn/attention.hpp"
 #include "scaletrain/nn/batch_norm.hpp"
 #include "scaletrain/nn/conv2d.hpp"
 #include "scaletrain/nn/dense.hpp"
 #include "scaletrain/nn/elementwise_layers.hpp"
+#include "scaletrain/nn/layer_norm.hpp"
 #include "scaletrain/nn/pooling.hpp"
 #include "scaletrain/nn/separable_conv2d.hpp"
 #include "scaletrain/nn/shape_layers.hpp"
@@ -114,8 +117,42 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"dropout", [] { return std::make_unique<nn::Dropout>("", 0.3f); }, {20}},
         Case{"batch_norm", [] { return std::make_unique<nn::BatchNorm2d>(""); }, {3, 3, 4}, 2, 1e-3},
         Case{"batch_norm_relu", [] { return std::make_unique<nn::BatchNorm2d>("", nn::Activation::relu); }, {3, 2, 3}, 3, 1e-4},
-        Case{"batch_norm_features", [] { return std::make_unique<nn::BatchNorm2d>(""); }, {5}, 4, 1e-3}),
+        Case{"batch_norm_features", [] { return std::make_unique<nn::BatchNorm2d>(""); }, {5}, 4, 1e-3},
+        // Token tensors [T, C]: Dense over the last dimension with the exact GELU, LayerNorm, and
+        // self-attention with and without dropout on its probabilities (one mask: a fixed random state).
+        Case{"dense_gelu_tokens", [] { return std::make_unique<nn::Dense>("", 6, nn::Activation::gelu); }, {3, 5}, 2, 1e-3},
+        Case{"layer_norm", [] { return std::make_unique<nn::LayerNorm>(""); }, {3, 8}, 2, 1e-3},
+        Case{"attention", [] { return std::make_unique<nn::MultiheadSelfAttention>("", 2); }, {4, 6}, 2, 1e-3},
+        Case{"attention_dropout", [] { return std::make_unique<nn::MultiheadSelfAttention>("", 2, 0.3f); }, {4, 6}, 2,
+             1e-3}),
     [](const auto& info) { return info.param.name; });
+
+// Attention dropout in training only: evaluation gives the layer without dropout, training differs
+// from it (a mask drops some of the 2 x 2 x 16 x 16 probabilities), and a new step a new mask.
+TEST(AttentionDropout, DropsProbabilitiesInTrainingOnly) {
+  std::mt19937 rng(5);
+  LayerHarness with(std::make_unique<nn::MultiheadSelfAttention>("", 2, 0.5f), {16, 8}, 2);
+  LayerHarness without(std::make_unique<nn::MultiheadSelfAttention>("", 2), {16, 8}, 2);
+  for (size_t k = 0; k < with.layer().parameters().size(); ++k) {
+    fill_normal(with.layer().parameters()[k].value, rng, 0.3f);
+    std::copy_n(with.layer().parameters()[k].value.data<float>(), with.layer().parameters()[k].value.numel(),
+                without.layer().parameters()[k].value.data<float>());
+  }
+  Tensor x({2, 16, 8});
+  fill_normal(x, rng, 1.0f);
+  auto differs = [](const Tensor& a, const Tensor& b) {
+    for (int64_t i = 0; i < a.numel(); ++i)
+      if (a.data<float>()[i] != b.data<float>()[i]) return true;
+    return false;
+  };
+  with.layer().set_random_state(7, 1, Tensor());
+  const Tensor plain = without.model.forward(x, false).clone();
+  EXPECT_FALSE(differs(with.model.forward(x, false).clone(), plain));
+  const Tensor step1 = with.model.forward(x, true).clone();
+  EXPECT_TRUE(differs(step1, plain));
+  with.layer().set_random_state(7, 2, Tensor());
+  EXPECT_TRUE(differs(with.model.forward(x, true).clone(), step1));
+}
 
 TEST(GradCheckLoss, SoftmaxCrossEntropyMatchesFiniteDifferences) {
   std::mt19937 rng(3);
