@@ -14,6 +14,7 @@
 #include "scaletrain/backend/bf16_gemm_tuning.hpp"
 #include "scaletrain/backend/cpu/bf16_gemm_shapes.hpp"
 #include "scaletrain/backend/cpu/inline_stream.hpp"
+#include "scaletrain/backend/cpu/onednn_ops.hpp"
 #include "scaletrain/backend/cpu/operator_table.hpp"
 #include "scaletrain/backend/queued_ops.hpp"
 #include "scaletrain/core/check_dnnl.hpp"

@@ -2,10 +2,10 @@
 // strided-batched cublasLtMatmul. Row-major C [m, n] is column-major C^T [n, m], so the call computes
 // C^T = op(B)^T op(A)^T: B's stored rows are the first operand's columns (CUBLAS_OP_T where B is
 // transposed), A the second. The bias (f32, over C's columns, the column-major rows) is the BIAS
-// epilogue; the gelu epilogue is GELU_AUX_BIAS / GELU_AUX, which writes the pre-activation to aux as
-// backward needs. Whether cuBLASLt has an algorithm for an epilogue is its heuristic's answer at op
-// creation: where it has none, the op runs the product with the bias epilogue (or none) into aux and
-// the GELU as a kernel from aux to C. Algorithms are asked for twice: for operands aligned to 16 bytes
+// epilogue. The gelu epilogue is the product (with the bias epilogue or none) into aux, then the exact
+// GELU as a kernel from aux to C. cuBLASLt's GELU_AUX epilogues are not used: cublasLt.h documents
+// them as "GELU point-wise transform" without saying whether that is the erf form the family promises
+// or the tanh approximation; they may come back once a GPU run shows them equal to the kernel. Algorithms are asked for twice: for operands aligned to 16 bytes
 // (the caching allocator's buffers, head slices of whole matrices) and to their element size, which
 // runs where a pointer or stride is not.
 #include <cublasLt.h>
@@ -66,20 +66,16 @@ class CublasLtMatmul final : public MatmulOp {
     ST_CHECK(s.epilogue != MatmulEpilogue::bias_gradient, "matmul ", who_,
              ": on cuda the bias gradient epilogue runs in a dense layer's weight gradient only (dW = dY^T X, one "
              "contiguous matrix: backend/inner_product_matmul.hpp), on the inner-product op's BGRADB");
-    const int64_t limit = ctx.workspace_limit(stream);
-    const bool gelu = s.epilogue == MatmulEpilogue::gelu;
-    if (gelu) {
-      make_desc(s.bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX);
-      choose(limit);
-      fused_epilogue_ = vector_.found || element_.found;
-    }
-    if (!fused_epilogue_) {
-      make_desc(s.bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT);
-      choose(limit);
-    }
+    // cublasLt.h: "Bias vector elements are the same type as the elements of output matrix", so an f32
+    // bias is documented for an f32 output only.
+    ST_CHECK(!s.bias || s.out_dtype == DType::f32, "matmul ", who_,
+             ": on cuda a bias needs an f32 output (cuBLASLt's bias is of the output's type); a dense layer's "
+             "forward runs on the inner-product op, which stages it (backend/inner_product_matmul.hpp)");
+    make_desc(s.bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT);
+    choose(ctx.workspace_limit(stream));
     ST_CHECK(vector_.found || element_.found, "cuBLASLt has no algorithm for ", who_);
     ctx.reserve_workspace(stream, std::max(vector_.workspace_bytes, element_.workspace_bytes), who_);
-    set_implementation(std::string("cuBLASLt") + (gelu ? (fused_epilogue_ ? ", GELU epilogue" : ", GELU kernel") : ""));
+    set_implementation(std::string("cuBLASLt") + (s.epilogue == MatmulEpilogue::gelu ? ", GELU kernel" : ""));
   }
 
   void run(const void* a, const void* b, const float* bias, void* c, void* aux) override {
@@ -87,8 +83,7 @@ class CublasLtMatmul final : public MatmulOp {
     ST_CHECK(!gelu || aux != nullptr, "matmul ", who_, ": the gelu epilogue needs the aux buffer");
     ST_CHECK(!s_.bias || bias != nullptr, "matmul ", who_, ": the bias epilogue needs a bias pointer");
     if (s_.bias) set_desc(CUBLASLT_MATMUL_DESC_BIAS_POINTER, static_cast<const void*>(bias));
-    if (fused_epilogue_) set_desc(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, aux);
-    void* d = gelu && !fused_epilogue_ ? aux : c;
+    void* d = gelu ? aux : c;
     const bool vector = vector_.found && aligned(a) && aligned(b) && aligned(c) && aligned(aux);
     ST_CHECK(vector || element_.found, "matmul ", who_, ": cuBLASLt has algorithms for 16-byte aligned operands only; "
              "pass buffers and strides aligned to 16 bytes");
@@ -97,7 +92,7 @@ class CublasLtMatmul final : public MatmulOp {
     ST_CUBLAS_CHECK(cublasLtMatmul(ctx_.cublaslt(), desc_.get(), &alpha, b, first_.get(), a, second_.get(), &beta, d,
                                    c_.get(), d, c_.get(), &use.algo, ctx_.workspace(stream_),
                                    static_cast<size_t>(use.workspace_bytes), stream_));
-    if (gelu && !fused_epilogue_) gelu_kernel(aux, c);
+    if (gelu) gelu_kernel(aux, c);
   }
 
  private:
@@ -116,11 +111,6 @@ class CublasLtMatmul final : public MatmulOp {
     set_desc(CUBLASLT_MATMUL_DESC_TRANSB, op_second);
     set_desc(CUBLASLT_MATMUL_DESC_EPILOGUE, static_cast<uint32_t>(epilogue));
     if (s.bias) set_desc(CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, static_cast<int32_t>(CUDA_R_32F));
-    if (epilogue == CUBLASLT_EPILOGUE_GELU_AUX || epilogue == CUBLASLT_EPILOGUE_GELU_AUX_BIAS) {
-      set_desc(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, s.ldc_or());
-      set_desc(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_BATCH_STRIDE, s.stride_c_or());
-      set_desc(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE, static_cast<int32_t>(data_type(s.out_dtype)));
-    }
     // Column-major: B's stored matrix is [n, k] ([k, n] transposed), A's [k, m] ([m, k] transposed).
     first_ = s.trans_b ? layout(s.dtype, s.k, s.n, s.ldb_or(), s.batch, s.stride_b_or())
                        : layout(s.dtype, s.n, s.k, s.ldb_or(), s.batch, s.stride_b_or());
@@ -192,7 +182,6 @@ class CublasLtMatmul final : public MatmulOp {
   Desc desc_;
   Layout first_, second_, c_;
   Algorithm vector_, element_;
-  bool fused_epilogue_ = false;
 };
 
 }  // namespace

@@ -154,7 +154,8 @@ std::unique_ptr<BatchNormOp> make_cudnn_batch_norm(CudaOpContext& ctx, const Bat
 std::unique_ptr<BatchNormOp> make_cudnn_bf16_batch_norm_probe(CudaOpContext& ctx, const BatchNormShape& shape,
                                                               cudaStream_t stream);
 // The matmul family on cuBLASLt (cublaslt_matmul.cpp): one strided-batched cublasLtMatmul, the gelu
-// epilogue as GELU_AUX(_BIAS) where cuBLASLt's heuristic has an algorithm for it, else a kernel after it.
+// epilogue a kernel after it; a bias only into an f32 output (a dense layer's bf16 forward lowers to
+// the inner-product op, which stages its bias in the storage type).
 std::unique_ptr<MatmulOp> make_cublaslt_matmul(CudaOpContext& ctx, const MatmulShape& shape, cudaStream_t stream);
 std::unique_ptr<InnerProductOp> make_cublaslt_inner_product(CudaOpContext& ctx, const InnerProductShape& shape,
                                                             cudaStream_t stream);
