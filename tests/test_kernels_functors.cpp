@@ -145,11 +145,11 @@ TEST(Functors, ScaleAndNonFiniteFlags) {
   launch_host("scale", 2, Scale{x.data(), 0.5f});
   EXPECT_EQ(x[0], 0.5f);
   EXPECT_EQ(x[1], 1.0f);
-  const NonFiniteFlags flags{x.data(), 7, loss.data()};
+  const NonFiniteFlags flags{x.data(), 7, 2, loss.data()};
   std::vector<float> g, l;
   for (int64_t i = 0; i < 9; ++i) {
     float v[1];
-    flags.load(i, i < 7 ? 0 : 1, v);  // segment 0: the 7 gradients; 1: the losses after them
+    flags.load(i, i < 3 ? 0 : i < 7 ? 1 : 2, v);  // segments 0, 1: the 7 gradients' tensors; 2: the losses
     (i < 7 ? g : l).push_back(v[0]);
   }
   EXPECT_EQ(g, (std::vector<float>{0, 0, 1, 0, 1, 0, 0}));
@@ -451,6 +451,41 @@ TEST(ElementPacks, ScalingAndOptimizerUpdatesMatchOneElementPerIndex) {
                  packed);
     return Out{p.bytes(), m.bytes(), v.bytes()};
   });
+}
+
+// An update given its step values by the device's step state: the update itself where the step is
+// applied (bound once on the host, per pack on a device: the same values), nothing where it is skipped.
+TEST(Functors, StepUpdateTakesTheStepStateOrSkips) {
+  StepState state;
+  state.lr = 0.25f;
+  state.bias_correction1 = 0.19f;
+  state.bias_correction2 = 0.002f;
+  PackedValues<float> p0(kPackedN, 30), g(kPackedN, 31), m0(kPackedN, 32), v0(kPackedN, 33, 0.0f, 2.0f);
+  const auto adamw = [&](PackedValues<float>& p, PackedValues<float>& m, PackedValues<float>& v, float lr, float bc1,
+                         float bc2) {
+    return AdamWUpdate{p.data(), g.data(), m.data(), v.data(), lr, 0.9f, 0.999f, 1e-8f, 0.01f, bc1, bc2};
+  };
+  PackedValues<float> p1 = p0, m1 = m0, v1 = v0, p2 = p0, m2 = m0, v2 = v0, p3 = p0, m3 = m0, v3 = v0;
+  launch_host("adamw", kPackedN, adamw(p1, m1, v1, 0.25f, 0.19f, 0.002f));
+  const StepUpdate<AdamWUpdate> bound{adamw(p2, m2, v2, 0.0f, 1.0f, 1.0f), &state};
+  launch_host("adamw step", kPackedN, bound);
+  EXPECT_EQ(p1.bytes(), p2.bytes());
+  EXPECT_EQ(m1.bytes(), m2.bytes());
+  EXPECT_EQ(v1.bytes(), v2.bytes());
+  launch_host("adamw step packs", kPackedN / kChannelPack,
+              ElementPacks<StepUpdate<AdamWUpdate>, kChannelPack>{{adamw(p3, m3, v3, 0.0f, 1.0f, 1.0f), &state}});
+  EXPECT_EQ(p1.bytes(), p3.bytes()) << "a device's per-pack read of the state";
+  state.skip = 1;
+  launch_host("adamw skipped", kPackedN, bound);
+  EXPECT_EQ(p1.bytes(), p2.bytes()) << "a skipped step writes nothing";
+  EXPECT_EQ(m1.bytes(), m2.bytes());
+  std::vector<float> p{1.0f}, grad{2.0f}, buf{123.0f};
+  StepState first;
+  first.lr = 0.1f;
+  first.first_update = 1;
+  launch_host("sgd", 1, StepUpdate<SgdUpdate>{SgdUpdate{p.data(), grad.data(), buf.data(), 9.0f, 0.9f, 0.0f, 0.0f, false, false}, &first});
+  EXPECT_FLOAT_EQ(buf[0], 2.0f) << "the state's first update starts the momentum";
+  EXPECT_FLOAT_EQ(p[0], 0.8f) << "at the state's learning rate";
 }
 
 TEST(ElementPacks, FitOnlyWherePointersAreAlignedForAPack) {

@@ -215,7 +215,7 @@ TEST(SegmentSums, CountNonFiniteValuesOfTwoTensorsExactly) {
   const std::vector<int64_t> table = kernels::segment_tables(plan, offsets);
   Tensor partial = b->empty({plan.partial_size()}, DType::f64, "partial"), out = b->empty({2}, DType::f64, "out");
   launch_segment_sums(b->compute_stream(), "count_nonfinite", plan, kernels::SegmentTables::in(table.data(), 2),
-                      kernels::NonFiniteFlags{gd.device_data<float>(), kN, ld.device_data<float>()},
+                      kernels::NonFiniteFlags{gd.device_data<float>(), kN, 1, ld.device_data<float>()},
                       partial.device_data<double>(), kernels::StoreDouble{out.device_data<double>()});
   EXPECT_EQ(out.data<double>()[0], static_cast<double>(bad));
   EXPECT_EQ(out.data<double>()[1], 1.0);

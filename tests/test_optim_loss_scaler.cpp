@@ -99,7 +99,8 @@ TEST(LossScaler, RejectsInvalidOptionsNamingTheKey) {
   EXPECT_NE(err(o).find("optimizer.loss_scale_interval"), std::string::npos);
 }
 
-// Gradients on the backend's device: the unscaled values, and whether any is inf or NaN.
+// Gradients on the backend's device: the unscaled values, and whether any is inf or NaN, in the
+// verdict of one step (kernels/step_state.hpp's layout), queued without a read-back.
 class UnscaleAndCheck : public ::testing::TestWithParam<DeviceKind> {
  protected:
   std::unique_ptr<Backend> be = [] {
@@ -108,8 +109,25 @@ class UnscaleAndCheck : public ::testing::TestWithParam<DeviceKind> {
     o.threads = 1;
     return make_backend(o);
   }();
-  NonFiniteScratch scratch;
+  VerdictScratch scratch;
 
+  Tensor on_device(const std::vector<double>& values, const std::string& name) {
+    Tensor host({static_cast<int64_t>(values.size())}, DType::f64, name + " (host)");
+    std::copy(values.begin(), values.end(), host.data<double>());
+    Tensor t = be->empty(host.shape(), DType::f64, name);
+    be->copy_async(be->compute_stream(), t, host);
+    be->compute_stream().synchronize();
+    return t;
+  }
+  // The verdict of `grads` split at `offsets` and of `losses` (may be null), this rank's mark 3.
+  std::vector<double> verdict(const Tensor& grads, const std::vector<int64_t>& offsets, const Tensor* losses,
+                              const Tensor* scale = nullptr) {
+    Tensor v = be->empty({static_cast<int64_t>(offsets.size()) + 1}, DType::f64, "verdict");
+    queue_unscale_and_verdict(*be, grads, scale ? scale->device_data<double>() : nullptr, offsets, losses, 3.0, v,
+                              scratch);
+    const Tensor h = be->download(v);
+    return {h.data<double>(), h.data<double>() + h.numel()};
+  }
   // n gradients of value 3 * scale (two blocks of counts and a partial third), one of them `bad`.
   bool check(float scale, float bad, int64_t at, Tensor* unscaled = nullptr) {
     const int64_t n = (1 << 17) + 5;
@@ -118,9 +136,12 @@ class UnscaleAndCheck : public ::testing::TestWithParam<DeviceKind> {
     if (at >= 0) host.data<float>()[at] = bad;
     Tensor grads = be->empty({n}, DType::f32, "grads");
     be->copy_async(be->compute_stream(), grads, host);
-    const bool found = unscale_and_count_nonfinite(*be, grads, scale, nullptr, scratch).gradients > 0;
+    const Tensor device_scale = on_device({static_cast<double>(scale)}, "scale");
+    const std::vector<double> v = verdict(grads, {0, n}, nullptr, &device_scale);
+    EXPECT_EQ(v[1], 0.0) << "no losses, no mark";
+    EXPECT_EQ(v[2], 0.0) << "nothing injected";
     if (unscaled) *unscaled = be->download(grads);
-    return found;
+    return v[0] > 0;
   }
 };
 
@@ -140,29 +161,26 @@ TEST_P(UnscaleAndCheck, ALargeFiniteGradientIsNoOverflow) {
   EXPECT_FALSE(check(2.0f, FLT_MAX, 3));
 }
 
-// The per-step check of fp32 and bf16 runs (scale 1): inf/NaN counted apart in the gradients and
-// in the per-row losses, with one read-back.
-TEST_P(UnscaleAndCheck, CountsGradientsAndLossesApart) {
+// The per-step check of fp32 and bf16 runs (no unscaling): inf/NaN counted per tensor of the
+// gradients, and the per-row losses' inf/NaN as this rank's mark.
+TEST_P(UnscaleAndCheck, CountsEachTensorAndMarksTheLoss) {
   const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
   Tensor host_g({70001}, DType::f32, "grads.host"), host_l({33}, DType::f32, "losses.host");
   for (int64_t i = 0; i < host_g.numel(); ++i) host_g.data<float>()[i] = 0.5f;
   for (int64_t i = 0; i < host_l.numel(); ++i) host_l.data<float>()[i] = 2.0f;
   host_g.data<float>()[1] = nan;
+  host_g.data<float>()[2] = inf;
   host_g.data<float>()[70000] = -inf;
   host_l.data<float>()[32] = inf;
   Tensor grads = be->empty({host_g.numel()}, DType::f32, "grads"), losses = be->empty({33}, DType::f32, "losses");
   be->copy_async(be->compute_stream(), grads, host_g);
   be->copy_async(be->compute_stream(), losses, host_l);
-  NonFiniteCounts c = unscale_and_count_nonfinite(*be, grads, 1.0f, &losses, scratch);
-  EXPECT_EQ(c.gradients, 2);
-  EXPECT_EQ(c.losses, 1);
+  const std::vector<int64_t> tensors{0, 10, 10, 69000, 70001};  // one empty tensor
+  EXPECT_EQ(verdict(grads, tensors, &losses), (std::vector<double>{2, 0, 0, 1, 3, 0}));
   host_l.data<float>()[32] = 1.0f;
   be->copy_async(be->compute_stream(), losses, host_l);
-  c = unscale_and_count_nonfinite(*be, grads, 1.0f, &losses, scratch);
-  EXPECT_EQ(c.losses, 0);
-  c = unscale_and_count_nonfinite(*be, grads, 1.0f, nullptr, scratch);
-  EXPECT_EQ(c.gradients, 2);
-  EXPECT_EQ(c.losses, 0);
+  EXPECT_EQ(verdict(grads, tensors, &losses), (std::vector<double>{2, 0, 0, 1, 0, 0}));
+  EXPECT_EQ(verdict(grads, {0, 70001}, nullptr), (std::vector<double>{3, 0, 0})) << "other tensors, no losses";
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, UnscaleAndCheck, ::testing::Values(DeviceKind::cpu, DeviceKind::sim),

@@ -1,6 +1,7 @@
-// The non-finite guard's pure parts (train/nonfinite_guard.hpp): the first layer with inf/NaN
-// gradients is found counting from the output in LeNet's real flat-gradient layout, and the stop
-// message gives the step, the learning rate, that layer and the hint. The guard in training runs
+// The non-finite guard's parts (train/nonfinite_guard.hpp): the first layer with inf/NaN gradients
+// is found counting from the output in LeNet's real flat-gradient layout, from the device's verdict
+// of the step as the host reads it back (train/device_step_state.hpp), and the stop message gives
+// the step, the learning rate, that layer and the hint. The guard in training runs
 // (stop, skip, a learning rate driven to NaN) is tested in mpitest_train_step_agreement.cpp and
 // tests/signals.cmake.
 #include <gtest/gtest.h>
@@ -10,6 +11,7 @@
 
 #include "scaletrain/backend/backend.hpp"
 #include "scaletrain/nn/zoo.hpp"
+#include "scaletrain/train/device_step_state.hpp"
 #include "scaletrain/train/nonfinite_guard.hpp"
 #include "support/test_harness.hpp"
 
@@ -32,18 +34,32 @@ class FirstNonFinite : public ::testing::Test {
     for (int64_t k = 0; k < n; ++k)
       grads[static_cast<size_t>(s.offset + k)] = k % 2 ? std::numeric_limits<float>::infinity() : std::nanf("");
   }
+  // The step's verdict of `grads` on the device, read back: the count of each parameter slot.
+  std::vector<double> slot_counts() {
+    std::vector<std::pair<int64_t, int64_t>> tensors;
+    for (const nn::ParameterSlot& s : model->slots()) tensors.emplace_back(s.offset, s.count);
+    DeviceStepState state(*backend, tensors, kernels::StepRules{}, 0, 1);
+    Tensor g = backend->empty({static_cast<int64_t>(grads.size())}, DType::f32, "grads");
+    backend->upload(g, grads);
+    const Tensor losses = backend->zeros({4}, DType::f32, "losses");
+    state.verdict(g, losses, false, false);
+    state.decide(0, 0);
+    const std::vector<StepOutcome> read = state.completed(true);
+    EXPECT_EQ(read.size(), 1u);
+    return read.empty() ? std::vector<double>(model->slots().size()) : state.counts_by_tensor(read.front());
+  }
   std::unique_ptr<Backend> backend;
   std::unique_ptr<nn::Model> model;
   std::vector<float> grads;
 };
 
-TEST_F(FirstNonFinite, FiniteGradientsHaveNone) { EXPECT_FALSE(first_nonfinite_gradient(*model, grads.data())); }
+TEST_F(FirstNonFinite, FiniteGradientsHaveNone) { EXPECT_FALSE(first_nonfinite_gradient(*model, slot_counts())); }
 
 TEST_F(FirstNonFinite, TheLayerNearestTheOutputComesFirst) {
   const size_t first_conv = 0, last_dense = model->layers().size() - 1;
   spoil(first_conv, 0, 3);
   spoil(last_dense, 1, 2);  // its bias
-  const auto f = first_nonfinite_gradient(*model, grads.data());
+  const auto f = first_nonfinite_gradient(*model, slot_counts());
   ASSERT_TRUE(f);
   EXPECT_EQ(f->layer, model->layers()[last_dense]->name());
   EXPECT_EQ(f->parameter, "bias");
@@ -61,7 +77,7 @@ TEST_F(FirstNonFinite, TheMessageNamesStepRateLayerAndHint) {
   s.loss_rank = 2;
   s.gradients = true;
   s.precision = "bf16";
-  const std::string m = nonfinite_stop_message(s, first_nonfinite_gradient(*model, grads.data()));
+  const std::string m = nonfinite_stop_message(s, first_nonfinite_gradient(*model, slot_counts()));
   for (const char* want : {"inf/NaN at step 17 (epoch 2, learning rate 1e+06, bf16)", "the loss of rank 2 is inf/NaN",
                            "counting from the output, is conv2d (conv2d.weight: 150 of 150 values)",
                            "1 layer(s) have inf/NaN gradients", "optimizer.lr", "normalized",

@@ -107,7 +107,7 @@ GradientBuckets::~GradientBuckets() {
 
 void GradientBuckets::begin_step() {
   ST_CHECK(!in_step_, "GradientBuckets::begin_step: the previous step was not finished with wait_all()");
-  read_device_times(true);  // the exchange's events are recorded again in this step
+  read_device_times(false);  // the steps whose all-reduces have completed
   std::fill(slice_ready_.begin(), slice_ready_.end(), 0);
   for (Bucket& b : buckets_) b.pending = b.slices;
   next_to_start_ = 0;
@@ -195,17 +195,17 @@ void GradientBuckets::record(size_t b, double start, double end) {
 
 void GradientBuckets::read_device_times(bool block) {
   std::vector<BucketTimes> times;
-  if (!exchange_->step_times(block, times) || times.empty()) return;
-  {
+  double backward_done = 0;
+  while (exchange_->step_times(block, times, &backward_done)) {
+    if (times.empty()) continue;
+    {
+      std::lock_guard<std::mutex> lk(mutex_);
+      events_.clear();
+    }
+    for (size_t b = 0; b < times.size(); ++b) record(b, times[b].start, times[b].end);
+    // Exposed on the device: how long the last all-reduce ran on after the last bucket was ready.
     std::lock_guard<std::mutex> lk(mutex_);
-    events_.clear();
-  }
-  for (size_t b = 0; b < times.size(); ++b) record(b, times[b].start, times[b].end);
-  // Exposed on the device: how long the last all-reduce ran on after the last bucket was ready.
-  Event& backward_done = *ready_.back();
-  if (backward_done.query()) {
-    std::lock_guard<std::mutex> lk(mutex_);
-    stats_.exposed_seconds += std::max(0.0, times.back().end - backward_done.completion_time());
+    stats_.exposed_seconds += std::max(0.0, times.back().end - backward_done);
   }
 }
 

@@ -41,22 +41,32 @@ void SoftmaxCrossEntropy::forward(const Tensor& logits, const Tensor& labels) {
                                              correct_.device_data<int32_t>(), classes_});
 }
 
-void SoftmaxCrossEntropy::accumulate(const Tensor& sums, int64_t counted_rows) {
+template <class Sink>
+void SoftmaxCrossEntropy::accumulate_into(const Tensor& sums, int64_t rows, const Sink& sink) {
   ST_CHECK(sums.numel() == kLossSumsSize && sums.dtype() == DType::f64, "loss sums '", sums.name(),
            "' must be f64 [", kLossSumsSize, "]");
-  const int64_t rows = counted_rows < 0 ? batch_ : std::min(counted_rows, batch_);
   if (rows == 0) return;
   const kernels::ColumnSumsPlan plan = kernels::plan_column_sums(rows, 1, 3, backend_->multiprocessor_count());
   launch_column_sums(backend_->compute_stream(), "loss_sums", plan,
                      kernels::LossTerms{loss_.device_data<float>(), correct_.device_data<int32_t>()},
-                     sums_partial_.device_data<double>(),
-                     kernels::AddDouble{sums.device_data<double>()});
+                     sums_partial_.device_data<double>(), sink);
 }
 
-const Tensor& SoftmaxCrossEntropy::backward(float scale) {
+void SoftmaxCrossEntropy::accumulate(const Tensor& sums, int64_t counted_rows) {
+  const int64_t rows = counted_rows < 0 ? batch_ : std::min(counted_rows, batch_);
+  accumulate_into(sums, rows, kernels::AddDouble{sums.device_data<double>()});
+}
+
+void SoftmaxCrossEntropy::accumulate_unless(const Tensor& sums, const double* unless) {
+  accumulate_into(sums, batch_, kernels::AddDoubleUnless{sums.device_data<double>(), unless});
+}
+
+const Tensor& SoftmaxCrossEntropy::backward(float scale) { return backward(scale, nullptr, 1.0f); }
+
+const Tensor& SoftmaxCrossEntropy::backward(float scale, const double* loss_scale, float divisor) {
   launch(backend_->compute_stream(), "softmax_xent_backward", batch_ * classes_,
          kernels::SoftmaxCrossEntropyBackward{probs_.device_data<float>(), labels_ref_.device_data<int32_t>(),
-                                              dlogits_.device_data<float>(), classes_, scale});
+                                              dlogits_.device_data<float>(), classes_, scale, loss_scale, divisor});
   return dlogits_;
 }
 

@@ -1,6 +1,5 @@
 // AdamW (decoupled weight decay, bias-corrected moments), as torch.optim.AdamW with amsgrad off;
 // tensors without weight decay are updated as a param group with weight_decay 0.
-#include <cmath>
 #include <utility>
 
 #include "scaletrain/core/error.hpp"
@@ -15,13 +14,13 @@ class AdamW final : public Optimizer {
  public:
   AdamW(const AdamWOptions& o, Backend& backend, std::vector<ParameterTensor> tensors,
         const std::vector<NoDecayCategory>& no_decay)
-      : o_(o), backend_(backend), ranges_(std::move(tensors), no_decay) {
+      : Optimizer(backend), o_(o), ranges_(std::move(tensors), no_decay) {
     ST_CHECK(o.beta1 >= 0.0f && o.beta1 < 1.0f, "AdamW beta1 must be in [0, 1), got ", o.beta1);
     ST_CHECK(o.beta2 >= 0.0f && o.beta2 < 1.0f, "AdamW beta2 must be in [0, 1), got ", o.beta2);
     ST_CHECK(o.eps > 0.0f, "AdamW eps must be > 0, got ", o.eps);
     ST_CHECK(o.weight_decay >= 0.0f, "AdamW weight decay must be >= 0, got ", o.weight_decay);
   }
-  void step(Tensor& params, const Tensor& grads, float lr) override {
+  void step_on_device(Tensor& params, const Tensor& grads, const kernels::StepState* state) override {
     ST_CHECK(params.dtype() == DType::f32 && grads.dtype() == DType::f32, "AdamW updates f32 parameters");
     ST_CHECK(params.numel() == grads.numel(), "AdamW: ", params.numel(), " parameters but ", grads.numel(),
              " gradients");
@@ -30,10 +29,6 @@ class AdamW final : public Optimizer {
       m_ = backend_.zeros({params.numel()}, DType::f32, "adamw.m");
       v_ = backend_.zeros({params.numel()}, DType::f32, "adamw.v");
     }
-    ++steps_;
-    const double t = static_cast<double>(steps_);
-    const float bc1 = static_cast<float>(1.0 - std::pow(static_cast<double>(o_.beta1), t));
-    const float bc2 = static_cast<float>(1.0 - std::pow(static_cast<double>(o_.beta2), t));
     float* param = params.device_data<float>();
     const float* grad = grads.device_data<float>();
     float* m = m_.device_data<float>();
@@ -41,16 +36,18 @@ class AdamW final : public Optimizer {
     for (const UpdateRange& r : ranges)
       launch_elements(
           backend_.compute_stream(), "adamw_update", r.count,
-          kernels::AdamWUpdate{param + r.offset, grad + r.offset, m + r.offset, v + r.offset, lr, o_.beta1, o_.beta2,
-                               o_.eps, r.options.weight_decay ? o_.weight_decay : 0.0f, bc1, bc2});
+          kernels::StepUpdate<kernels::AdamWUpdate>{
+              kernels::AdamWUpdate{param + r.offset, grad + r.offset, m + r.offset, v + r.offset, 0.0f, o_.beta1,
+                                   o_.beta2, o_.eps, r.options.weight_decay ? o_.weight_decay : 0.0f, 1.0f, 1.0f},
+              state});
   }
+  std::pair<float, float> bias_correction_betas() const override { return {o_.beta1, o_.beta2}; }
   std::string name() const override { return "adamw"; }
   std::vector<const Tensor*> state() const override {
     if (m_.numel() == 0) return {};
     return {&m_, &v_};
   }
   std::vector<std::string> state_names() const override { return {"exp_avg", "exp_avg_sq"}; }
-  int64_t steps_taken() const override { return steps_; }
   void restore(int64_t steps, const std::vector<std::vector<float>>& state, int64_t numel) override {
     ST_CHECK(steps >= 0, "AdamW restore: negative step count ", steps);
     const size_t want = steps > 0 ? 2 : 0;
@@ -64,10 +61,8 @@ class AdamW final : public Optimizer {
 
  private:
   AdamWOptions o_;
-  Backend& backend_;
   UpdateRanges ranges_;
   Tensor m_, v_;
-  int64_t steps_ = 0;
 };
 
 }  // namespace

@@ -1,5 +1,5 @@
-// LossScaler's state machine (torch.cuda.amp.GradScaler's _amp_update_scale_) and the unscale-and-
-// check of the reduced gradients.
+// LossScaler's state machine (torch.cuda.amp.GradScaler's _amp_update_scale_) on the host, and the
+// unscale-and-check of the reduced gradients queued on the device.
 #include "scaletrain/optim/loss_scaler.hpp"
 
 #include <algorithm>
@@ -9,6 +9,7 @@
 #include "scaletrain/backend/launch.hpp"
 #include "scaletrain/core/error.hpp"
 #include "scaletrain/kernels/scale.hpp"
+#include "scaletrain/kernels/step_state.hpp"
 
 namespace scaletrain::optim {
 
@@ -49,40 +50,44 @@ bool LossScaler::update(bool found_nonfinite) {
 
 namespace {
 
-// The segment tables of [gradients | losses] under `plan`, queued to the device where the sizes changed.
+// The segment tables of [gradients' tensors | losses] under `plan`, queued to the device where the
+// segments changed.
 void refresh_tables(Backend& backend, const kernels::SegmentSumsPlan& plan, const std::vector<int64_t>& offsets,
-                    NonFiniteScratch& scratch) {
-  if (scratch.gradients == offsets[1] && scratch.losses == offsets[2] - offsets[1]) return;
+                    VerdictScratch& scratch) {
+  if (scratch.offsets == offsets) return;
   const std::vector<int64_t> table = kernels::segment_tables(plan, offsets);
   const int64_t n = static_cast<int64_t>(table.size());
   scratch.tables_host = Tensor({n}, DType::i64, "non-finite segment tables (host)");
   std::copy(table.begin(), table.end(), scratch.tables_host.data<int64_t>());
   scratch.tables = backend.empty({n}, DType::i64, "non-finite segment tables");
   backend.copy_async(backend.compute_stream(), scratch.tables, scratch.tables_host);
-  scratch.sums = backend.empty({2 + plan.partial_size()}, DType::f64, "non-finite counts");
-  scratch.gradients = offsets[1];
-  scratch.losses = offsets[2] - offsets[1];
+  scratch.partial = backend.empty({std::max<int64_t>(1, plan.partial_size())}, DType::f64, "non-finite partial counts");
+  scratch.offsets = offsets;
 }
 
 }  // namespace
 
-NonFiniteCounts unscale_and_count_nonfinite(Backend& backend, const Tensor& grads, float scale, const Tensor* losses,
-                                            NonFiniteScratch& scratch) {
+void queue_unscale_and_verdict(Backend& backend, const Tensor& grads, const double* scale,
+                               std::span<const int64_t> tensor_offsets, const Tensor* losses, double loss_mark,
+                               const Tensor& verdict, VerdictScratch& scratch) {
   const int64_t n = grads.numel(), n_loss = losses ? losses->numel() : 0;
-  if (n + n_loss == 0) return {};
-  const std::vector<int64_t> offsets{0, n, n + n_loss};
+  const kernels::VerdictLayout layout{static_cast<int64_t>(tensor_offsets.size()) - 1};
+  ST_CHECK(layout.tensors >= 1 && tensor_offsets.front() == 0 && tensor_offsets.back() == n,
+           "the inf/NaN verdict's tensors must cover the ", n, " gradients from element 0");
+  ST_CHECK(verdict.dtype() == DType::f64 && verdict.numel() == layout.size(), "the inf/NaN verdict '", verdict.name(),
+           "' must be f64 [", layout.size(), "]");
+  std::vector<int64_t> offsets(tensor_offsets.begin(), tensor_offsets.end());
+  offsets.push_back(n + n_loss);
   const kernels::SegmentSumsPlan plan = kernels::plan_segment_sums(offsets, 1, backend.multiprocessor_count());
   refresh_tables(backend, plan, offsets, scratch);
   Stream& s = backend.compute_stream();
-  double* counts = scratch.sums.device_data<double>();
   float* g = grads.device_data<float>();
-  if (scale != 1.0f && n > 0) launch_elements(s, "unscale_gradients", n, kernels::Scale{g, 1.0f / scale});
+  if (scale && n > 0) launch_elements(s, "unscale_gradients", n, kernels::Unscale{g, scale});
   launch_segment_sums(s, "count_nonfinite", plan,
                       kernels::SegmentTables::in(scratch.tables.device_data<int64_t>(), plan.segments),
-                      kernels::NonFiniteFlags{g, n, losses ? losses->device_data<float>() : nullptr}, counts + 2,
-                      kernels::StoreDouble{counts});
-  const Tensor host = backend.download(scratch.sums.view(0, {2}));
-  return {static_cast<int64_t>(host.data<double>()[0]), static_cast<int64_t>(host.data<double>()[1])};
+                      kernels::NonFiniteFlags{g, n, layout.tensors, losses ? losses->device_data<float>() : nullptr},
+                      scratch.partial.device_data<double>(),
+                      kernels::StoreVerdict{verdict.device_data<double>(), layout, loss_mark});
 }
 
 }  // namespace scaletrain::optim

@@ -3,9 +3,6 @@
 // both counted from the end of the warm-up.
 #include "scaletrain/optim/lr_schedule.hpp"
 
-#include <cmath>
-#include <numbers>
-
 #include "scaletrain/core/error.hpp"
 
 namespace scaletrain::optim {
@@ -37,25 +34,21 @@ LrSchedule::LrSchedule(LrScheduleOptions options) : o_(std::move(options)) {
   ST_CHECK(o_.min_lr >= 0.0f && o_.min_lr <= o_.base_lr, "min_lr must be in [0, base_lr]");
 }
 
-float LrSchedule::lr(int64_t step) const {
-  if (step < 0) step = 0;
-  const double base = o_.base_lr;
-  if (step < o_.warmup_steps) {
-    const double f = o_.warmup_start_factor +
-                     (1.0 - o_.warmup_start_factor) * static_cast<double>(step) / static_cast<double>(o_.warmup_steps);
-    return static_cast<float>(base * f);
-  }
-  const int64_t t = step - o_.warmup_steps;
-  if (o_.kind == LrScheduleKind::step) {
-    if (o_.step_size <= 0) return static_cast<float>(base);
-    return static_cast<float>(base * std::pow(static_cast<double>(o_.gamma), static_cast<double>(t / o_.step_size)));
-  }
-  if (o_.kind == LrScheduleKind::cosine) {
-    const double span = static_cast<double>(o_.total_steps - o_.warmup_steps);
-    const double x = std::min(static_cast<double>(t), span) / span;
-    return static_cast<float>(o_.min_lr + (base - o_.min_lr) * 0.5 * (1.0 + std::cos(std::numbers::pi * x)));
-  }
-  return static_cast<float>(base);
+float LrSchedule::lr(int64_t step) const { return kernels::lr_at(curve(), step); }
+
+kernels::LrCurve LrSchedule::curve() const {
+  kernels::LrCurve c;
+  c.kind = o_.kind == LrScheduleKind::step     ? kernels::LrCurve::step
+           : o_.kind == LrScheduleKind::cosine ? kernels::LrCurve::cosine
+                                               : kernels::LrCurve::constant;
+  c.base_lr = o_.base_lr;
+  c.warmup_steps = o_.warmup_steps;
+  c.warmup_start_factor = o_.warmup_start_factor;
+  c.step_size = o_.step_size;
+  c.gamma = o_.gamma;
+  c.total_steps = o_.total_steps;
+  c.min_lr = o_.min_lr;
+  return c;
 }
 
 float linear_scaled_lr(float base_lr, int64_t global_batch, int64_t reference_batch) {

@@ -1,6 +1,8 @@
 // What every optimizer shares: the kind names of optimizer.name, the categories of
 // optimizer.no_decay, the per-tensor options and their update ranges, and restoring a state buffer.
 #include <algorithm>
+#include <cmath>
+#include <cstring>
 
 #include "scaletrain/core/error.hpp"
 #include "scaletrain/core/join.hpp"
@@ -80,6 +82,24 @@ const std::vector<UpdateRange>& UpdateRanges::of(int64_t numel) {
   ST_CHECK(numel == covered_, "the optimizer's parameter tensors cover ", covered_, " elements, but the buffer has ",
            numel);
   return ranges_;
+}
+
+void Optimizer::step(Tensor& params, const Tensor& grads, float lr) {
+  kernels::StepState s;
+  s.lr = lr;
+  s.updates = static_cast<double>(steps_ + 1);
+  s.first_update = steps_ == 0 ? 1 : 0;
+  const auto [beta1, beta2] = bias_correction_betas();
+  s.bias_correction1 = static_cast<float>(1.0 - std::pow(static_cast<double>(beta1), s.updates));
+  s.bias_correction2 = static_cast<float>(1.0 - std::pow(static_cast<double>(beta2), s.updates));
+  if (host_step_state_.numel() == 0)
+    host_step_state_ = backend_.empty({kernels::kStepStateDoubles}, DType::f64, "optimizer step state (host steps)");
+  Tensor host({kernels::kStepStateDoubles}, DType::f64, "optimizer step state (host copy)");
+  std::memcpy(host.raw(), &s, sizeof s);
+  backend_.copy_async(backend_.compute_stream(), host_step_state_, host);
+  backend_.compute_stream().synchronize();  // the host copy goes out of scope
+  step_on_device(params, grads, reinterpret_cast<const kernels::StepState*>(host_step_state_.device_data<double>()));
+  ++steps_;
 }
 
 Tensor restore_buffer(Backend& backend, const std::vector<float>& values, int64_t numel, const std::string& name) {

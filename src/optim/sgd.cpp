@@ -14,13 +14,13 @@ class Sgd final : public Optimizer {
  public:
   Sgd(const SgdOptions& o, Backend& backend, std::vector<ParameterTensor> tensors,
       const std::vector<NoDecayCategory>& no_decay)
-      : o_(o), backend_(backend), ranges_(std::move(tensors), no_decay) {
+      : Optimizer(backend), o_(o), ranges_(std::move(tensors), no_decay) {
     ST_CHECK(o.momentum >= 0.0f, "SGD momentum must be >= 0, got ", o.momentum);
     ST_CHECK(o.weight_decay >= 0.0f, "SGD weight decay must be >= 0, got ", o.weight_decay);
     ST_CHECK(!o.nesterov || (o.momentum > 0.0f && o.dampening == 0.0f),
              "Nesterov momentum needs momentum > 0 and zero dampening");
   }
-  void step(Tensor& params, const Tensor& grads, float lr) override {
+  void step_on_device(Tensor& params, const Tensor& grads, const kernels::StepState* state) override {
     ST_CHECK(params.dtype() == DType::f32 && grads.dtype() == DType::f32, "SGD updates f32 parameters");
     ST_CHECK(params.numel() == grads.numel(), "SGD: ", params.numel(), " parameters but ", grads.numel(),
              " gradients");
@@ -33,10 +33,11 @@ class Sgd final : public Optimizer {
     float* momentum = o_.momentum != 0.0f ? buffer_.device_data<float>() : nullptr;
     for (const UpdateRange& r : ranges)
       launch_elements(backend_.compute_stream(), "sgd_update", r.count,
-                      kernels::SgdUpdate{param + r.offset, grad + r.offset, momentum ? momentum + r.offset : nullptr,
-                                         lr, o_.momentum, o_.dampening, r.options.weight_decay ? o_.weight_decay : 0.0f,
-                                         o_.nesterov, steps_ == 0});
-    ++steps_;
+                      kernels::StepUpdate<kernels::SgdUpdate>{
+                          kernels::SgdUpdate{param + r.offset, grad + r.offset, momentum ? momentum + r.offset : nullptr,
+                                             0.0f, o_.momentum, o_.dampening,
+                                             r.options.weight_decay ? o_.weight_decay : 0.0f, o_.nesterov, false},
+                          state});
   }
   std::string name() const override { return "sgd"; }
   std::vector<const Tensor*> state() const override {
@@ -47,7 +48,6 @@ class Sgd final : public Optimizer {
     if (o_.momentum == 0.0f) return {};
     return {"momentum_buffer"};
   }
-  int64_t steps_taken() const override { return steps_; }
   void restore(int64_t steps, const std::vector<std::vector<float>>& state, int64_t numel) override {
     ST_CHECK(steps >= 0, "SGD restore: negative step count ", steps);
     const size_t want = steps > 0 ? state_names().size() : 0;
@@ -60,10 +60,8 @@ class Sgd final : public Optimizer {
 
  private:
   SgdOptions o_;
-  Backend& backend_;
   UpdateRanges ranges_;
   Tensor buffer_;
-  int64_t steps_ = 0;
 };
 
 }  // namespace

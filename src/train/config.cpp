@@ -467,6 +467,11 @@ const std::vector<ConfigKey>& config_keys() {
              "this rank reports inf/NaN gradients at testing.inject_overflow_step (-1: off)"),
       key_of("testing.inject_overflow_step", &RunConfig::inject_overflow_step,
              "the step at which testing.inject_overflow_rank reports inf/NaN gradients"),
+      key_of("testing.inject_inf_loss_rank", &RunConfig::inject_inf_loss_rank,
+             "this rank sets its first logit to inf at testing.inject_inf_loss_step, on the device, so that its "
+             "loss and the gradients turn inf/NaN (-1: off)"),
+      key_of("testing.inject_inf_loss_step", &RunConfig::inject_inf_loss_step,
+             "the step at which testing.inject_inf_loss_rank's logits turn inf"),
       key_of("testing.extra_host_syncs", &RunConfig::extra_host_syncs,
              "this many extra compute-stream synchronizations in every training step's forward (device counters)"),
       key_of("testing.extra_launches", &RunConfig::extra_launches,

@@ -1,7 +1,6 @@
 // The non-finite guard's policy names, the search for the first inf/NaN gradient, and the message.
 #include "scaletrain/train/nonfinite_guard.hpp"
 
-#include <cmath>
 #include <cstdio>
 
 #include "scaletrain/core/error.hpp"
@@ -18,7 +17,9 @@ std::string nonfinite_policy_name(NonFinitePolicy policy) {
   return policy == NonFinitePolicy::stop ? "stop" : "skip";
 }
 
-std::optional<NonFiniteParameter> first_nonfinite_gradient(const nn::Model& model, const float* host_gradients) {
+std::optional<NonFiniteParameter> first_nonfinite_gradient(const nn::Model& model, std::span<const double> slot_counts) {
+  ST_CHECK(slot_counts.size() == model.slots().size(), "inf/NaN counts for ", slot_counts.size(),
+           " parameter tensors; the model has ", model.slots().size());
   std::optional<NonFiniteParameter> first;
   int layers_affected = 0;
   const auto& slots = model.slots();
@@ -27,8 +28,7 @@ std::optional<NonFiniteParameter> first_nonfinite_gradient(const nn::Model& mode
     bool affected = false;
     for (size_t i = 0; i < l.parameters().size(); ++i) {
       const nn::ParameterSlot& s = slots[model.first_slot(layer) + i];
-      int64_t bad = 0;
-      for (int64_t k = 0; k < s.count; ++k) bad += std::isfinite(host_gradients[s.offset + k]) ? 0 : 1;
+      const int64_t bad = static_cast<int64_t>(slot_counts[model.first_slot(layer) + i]);
       if (bad == 0) continue;
       affected = true;
       if (!first) first = NonFiniteParameter{l.name(), l.parameters()[i].name, bad, s.count, 0};
@@ -55,7 +55,7 @@ std::string nonfinite_stop_message(const NonFiniteStep& s, const std::optional<N
   } else {
     m += "the gradients are finite. ";
   }
-  m += "The run stops here, before this step's update. Try a smaller optimizer.lr (or a warm-up: "
+  m += "Every rank skipped this step's update, and the run stops. Try a smaller optimizer.lr (or a warm-up: "
        "optimizer.warmup_epochs), and check that the inputs are normalized (the data set's mean and std "
        "attributes, data-tools/). train.on_nonfinite = skip skips such steps instead and counts them.";
   return m;

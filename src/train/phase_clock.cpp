@@ -1,24 +1,37 @@
 // PhaseClock: device phases through compute-stream events in a ring of steps, host phases by clock.
 #include "scaletrain/train/phase_clock.hpp"
 
+#include <algorithm>
+
 #include "scaletrain/core/error.hpp"
 
 namespace scaletrain::train {
 
 PhaseClock::PhaseClock(Backend& backend, PhaseTimers& timers, Timeline& timeline, int depth)
-    : backend_(backend), timers_(timers), timeline_(timeline), ring_(static_cast<size_t>(depth)) {
+    : backend_(backend), timers_(timers), timeline_(timeline) {
   ST_CHECK(depth >= 1, "PhaseClock depth must be >= 1");
-  for (size_t i = 0; i < ring_.size(); ++i)
-    for (int p = 0; p < kPhaseCount; ++p) {
-      const std::string name(phase_name(static_cast<Phase>(p)));
-      ring_[i].begin[static_cast<size_t>(p)] = backend_.make_event(name + " begin");
-      ring_[i].end[static_cast<size_t>(p)] = backend_.make_event(name + " end");
-    }
+  for (int i = 0; i < depth; ++i) add_marks();
+}
+
+PhaseClock::Marks& PhaseClock::add_marks() {
+  auto m = std::make_unique<Marks>();
+  for (int p = 0; p < kPhaseCount; ++p) {
+    const std::string name(phase_name(static_cast<Phase>(p)));
+    m->begin[static_cast<size_t>(p)] = backend_.make_event(name + " begin");
+    m->end[static_cast<size_t>(p)] = backend_.make_event(name + " end");
+  }
+  ring_.push_back(std::move(m));
+  return *ring_.back();
 }
 
 void PhaseClock::begin_step(int64_t step) {
-  Marks& m = ring_[static_cast<size_t>(step % static_cast<int64_t>(ring_.size()))];
-  if (m.pending) harvest(m);
+  Marks* free = nullptr;
+  for (auto& m : ring_)
+    if (!m->pending) {
+      free = m.get();
+      break;
+    }
+  Marks& m = free ? *free : add_marks();
   m.step = step;
   m.used.fill(false);
   cur_ = &m;
@@ -33,14 +46,17 @@ void PhaseClock::end(Phase p) { backend_.compute_stream().record(*cur_->end[stat
 
 void PhaseClock::end_step() {
   cur_->pending = true;
-  // Read every finished step now (all of them on the CPU backend).
-  for (Marks& m : ring_) {
-    if (!m.pending) continue;
-    bool done = true;
-    for (int p = 0; p < kPhaseCount && done; ++p)
-      if (m.used[static_cast<size_t>(p)]) done = m.end[static_cast<size_t>(p)]->query();
-    if (done) harvest(m);
+  // Read every finished step now (all of them on the CPU backend), oldest first.
+  std::vector<Marks*> done;
+  for (auto& m : ring_) {
+    if (!m->pending) continue;
+    bool complete = true;
+    for (int p = 0; p < kPhaseCount && complete; ++p)
+      if (m->used[static_cast<size_t>(p)]) complete = m->end[static_cast<size_t>(p)]->query();
+    if (complete) done.push_back(m.get());
   }
+  std::sort(done.begin(), done.end(), [](const Marks* a, const Marks* b) { return a->step < b->step; });
+  for (Marks* m : done) harvest(*m);
 }
 
 void PhaseClock::add_host(Phase p, double start, double end) {
@@ -51,8 +67,11 @@ void PhaseClock::add_host(Phase p, double start, double end) {
 }
 
 void PhaseClock::flush() {
-  for (Marks& m : ring_)
-    if (m.pending) harvest(m);
+  std::vector<Marks*> pending;
+  for (auto& m : ring_)
+    if (m->pending) pending.push_back(m.get());
+  std::sort(pending.begin(), pending.end(), [](const Marks* a, const Marks* b) { return a->step < b->step; });
+  for (Marks* m : pending) harvest(*m);
 }
 
 void PhaseClock::harvest(Marks& m) {

@@ -1,6 +1,8 @@
 // Trainer: start-up (backend, gradient transport, data, model, identical weights, optimizer,
-// buckets, a resumed checkpoint), the step with its one agreement across ranks (stop signal,
-// inf/NaN, checkpoint time), the epoch loop with its intervals and checkpoints, and distributed
+// buckets, a resumed checkpoint), the step that never waits for the device (the inf/NaN verdict,
+// the skip, the loss scale and the learning rate live on the device; the host reads them a step or
+// more later) with the host's agreement across ranks (stop signal, a read-back inf/NaN stop,
+// checkpoint time) started as it starts and completed as it ends, the epoch loop with its intervals and checkpoints, and distributed
 // evaluation. Every piece of device work goes through the backend's streams; loss and accuracy
 // sums stay on the device until an interval ends. Interval and epoch figures are the
 // IntervalReducer's; what comes from the configuration alone is training_setup's. The watchdog
@@ -15,8 +17,11 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <limits>
 #include <numeric>
+#include <optional>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "scaletrain/backend/algorithm_tuning.hpp"
@@ -37,6 +42,7 @@
 #include "scaletrain/optim/optimizer.hpp"
 #include "scaletrain/train/bucket_tuner.hpp"
 #include "scaletrain/train/device_setup.hpp"
+#include "scaletrain/train/device_step_state.hpp"
 #include "scaletrain/train/device_step_counts.hpp"
 #include "scaletrain/train/errors.hpp"
 #include "scaletrain/train/gpu_telemetry.hpp"
@@ -84,8 +90,10 @@ struct Trainer::Impl {
   std::unique_ptr<comm::GradientBuckets> buckets;
   std::unique_ptr<BucketTuner> bucket_tuner;  // comm.bucket_mb (auto: probe, timed backward, choice)
   double retired_allreduce_seconds = 0;       // of buckets replaced by the choice, not yet reported
-  std::unique_ptr<optim::LossScaler> scaler;
-  optim::NonFiniteScratch nonfinite_counts;  // the inf/NaN count's sums and segment tables
+  std::unique_ptr<optim::LossScaler> scaler;  // the host's view of the device's, brought up to date by pull
+  std::unique_ptr<DeviceStepState> step_state;  // the verdict, skip, loss scale and lr on the device
+  std::unique_ptr<HostAgreement> agreement;     // this step's host flags across ranks
+  std::optional<StepOutcome> nonfinite_stop;    // the first step read back as inf/NaN that stops the run
   int64_t local_batch = 0;
   std::unique_ptr<data::InputPipeline> input;  // the loader's batch to the model's input
   Tensor interval_sums, eval_sums;  // f64 [3] on the device: loss, correct, rows
@@ -132,10 +140,14 @@ struct Trainer::Impl {
   TrainingState state() { return TrainingState{*backend, *model, *optimizer, *scaler}; }
   StepFlags train_step(const data::Batch& b, int64_t step);
   void wait_for_gradients();
-  StepFlags agree_on_step(int64_t step, const data::NonFiniteScan& input_scan);
+  void start_agreement(const data::NonFiniteScan& input_scan);
+  StepFlags finish_agreement();
+  void judge_step();
+  void apply_update(int64_t step);
+  void read_outcomes(bool drain);
+  void drain_step_state();
   [[noreturn]] void stop_at_nonfinite_input(int32_t mark, data::NonFiniteScan scan, int64_t step);
-  [[noreturn]] void stop_at_nonfinite(const StepFlags& flags, int64_t step);
-  void apply_update(const StepFlags& flags, int64_t step);
+  [[noreturn]] void stop_at_nonfinite(const StepOutcome& o);
   void inject_signal(int64_t step);
   int64_t run_epoch(int64_t epoch, int64_t planned, IntervalReducer& reducer, ProgressPrinter& progress);
   void finish_interval(int64_t epoch, IntervalReducer& reducer, ProgressPrinter& progress);
@@ -408,8 +420,20 @@ void Trainer::Impl::setup_optimizer() {
   collective_check(comm, [&] {
     schedule = std::make_unique<optim::LrSchedule>(lr_schedule_options(cfg, train_loader->steps_per_epoch()));
     optimizer = make_optimizer(cfg, *backend, *model);
-    scaler = std::make_unique<optim::LossScaler>(loss_scaler_options(cfg));
+    const optim::LossScalerOptions so = loss_scaler_options(cfg);
+    scaler = std::make_unique<optim::LossScaler>(so);
+    kernels::StepRules rules;
+    rules.lr = schedule->curve();
+    rules.scaler_enabled = so.enabled;
+    rules.growth = so.growth;
+    rules.backoff = so.backoff;
+    rules.growth_interval = so.interval;
+    std::tie(rules.beta1, rules.beta2) = optimizer->bias_correction_betas();
+    std::vector<std::pair<int64_t, int64_t>> tensors;
+    for (const auto& slot : model->slots()) tensors.emplace_back(slot.offset, slot.count);
+    step_state = std::make_unique<DeviceStepState>(*backend, tensors, rules, comm.rank(), comm.size());
   });
+  agreement = std::make_unique<HostAgreement>(comm);
   std::vector<int64_t> slice_elements;
   for (const auto& s : model->slots()) slice_elements.push_back(s.count);
   bucket_tuner = std::make_unique<BucketTuner>(cfg, comm, gradient_comm(), *backend, std::move(slice_elements));
@@ -451,9 +475,11 @@ void Trainer::Impl::setup_checkpoints() {
   const IdentityKeys identity = identity_keys(cfg, train_loader->info().num_samples);
   checkpointer = std::make_unique<Checkpointer>(cfg, comm, identity);
   resumed = resume_from_checkpoint(cfg, comm, state(), identity, train_loader->steps_per_epoch());
-  if (!resumed) return;
-  position = resumed->start;
-  checkpointer->mark_saved(resumed->saved.step);
+  if (resumed) {
+    position = resumed->start;
+    checkpointer->mark_saved(resumed->saved.step);
+  }
+  step_state->push(position.step, *scaler, optimizer->steps_taken());
 }
 
 // What the input pipeline needs: the data set's shape, type and statistics, data.augment, the
@@ -484,11 +510,15 @@ void Trainer::Impl::setup_input() {
 
 StepFlags Trainer::Impl::train_step(const data::Batch& b, int64_t step) {
   const data::NonFiniteScan input_scan = b.nonfinite;  // the reader refills the slot once it is released
+  start_agreement(input_scan);
   device_phase(Phase::input, [&] { input->prepare(b, step, true); });
   device_phase(Phase::forward, [&] {
     model->set_random_state(cfg.seed, static_cast<uint64_t>(step), b.device_indices);
     const Tensor& logits = model->forward(input->input(), true);
     if (profile) profile->device_begin("loss");
+    if (comm.rank() == cfg.inject_inf_loss_rank && step == cfg.inject_inf_loss_step)
+      launch(backend->compute_stream(), "testing_inject_inf", 1,
+             kernels::SetValue<float>{logits.device_data<float>(), std::numeric_limits<float>::infinity()});
     loss.forward(logits, b.device_labels);
     for (size_t k = 0; k < auxiliary_losses.size(); ++k)
       auxiliary_losses[k].forward(model->auxiliary_logits(k), b.device_labels);
@@ -499,15 +529,19 @@ StepFlags Trainer::Impl::train_step(const data::Batch& b, int64_t step) {
   device_phase(Phase::backward, [&] {
     buckets->begin_step();
     if (timed) bucket_tuner->backward_begin();
-    // fp16: the loss scale multiplies the gradient of the mean loss. Pre-divided buckets: the mean
-    // over the global batch, so that the all-reduce's sum is the mean.
+    // fp16: the loss scale (on the device) multiplies the gradient of the mean loss. Pre-divided
+    // buckets: the mean over the global batch, so that the all-reduce's sum is the mean.
     const int64_t mean_over = buckets->pre_divided() ? local_batch * comm.size() : local_batch;
+    const double* loss_scale = scaler->enabled() ? step_state->loss_scale() : nullptr;
+    const auto loss_gradient = [&](nn::SoftmaxCrossEntropy& l, float weight) -> const Tensor& {
+      if (loss_scale) return l.backward(weight, loss_scale, static_cast<float>(mean_over));
+      return l.backward(weight / static_cast<float>(mean_over));
+    };
     if (profile) profile->device_begin("loss", true);
-    const Tensor& dlogits = loss.backward(scaler->scale() / static_cast<float>(mean_over));
+    const Tensor& dlogits = loss_gradient(loss, 1.0f);
     std::vector<const Tensor*> auxiliary_dlogits;
     for (size_t k = 0; k < auxiliary_losses.size(); ++k)
-      auxiliary_dlogits.push_back(&auxiliary_losses[k].backward(model->auxiliary_outputs()[k].weight * scaler->scale() /
-                                                                static_cast<float>(mean_over)));
+      auxiliary_dlogits.push_back(&loss_gradient(auxiliary_losses[k], model->auxiliary_outputs()[k].weight));
     if (profile) profile->device_end("loss", true);
     // On cpu the bucket work between layers is the step's own time: the profile gives it a row.
     const bool host_is_device = backend->compute_stream().runs_inline();
@@ -528,12 +562,18 @@ StepFlags Trainer::Impl::train_step(const data::Batch& b, int64_t step) {
   // Handing the slot back wakes the reader thread; count it as data time, not as a gap.
   host_phase(Phase::data_wait, [&] { train_loader->release(&b); });
   wait_for_gradients();
-  const StepFlags flags = agree_on_step(step, input_scan);
+  device_phase(Phase::agree, [&] { judge_step(); });
+  device_phase(Phase::optimizer, [&] { apply_update(step); });
+  read_outcomes(false);
+  const StepFlags flags = finish_agreement();
   if (flags.input_nonfinite) stop_at_nonfinite_input(flags.input_nonfinite, input_scan, step);
-  record_bucket_events(step);  // after the step's host read: stream-ordered bucket times are events
-  if (flags.nonfinite() && !scaler->enabled() && cfg.on_nonfinite == NonFinitePolicy::stop)
-    stop_at_nonfinite(flags, step);
-  device_phase(Phase::optimizer, [&] { apply_update(flags, step); });
+  if (flags.nonfinite_step) {
+    drain_step_state();  // every rank has read the step back by now
+    ST_CHECK(nonfinite_stop && nonfinite_stop->step + 1 == flags.nonfinite_step, "rank ", comm.rank(),
+             " did not read back the inf/NaN of step ", flags.nonfinite_step - 1, " that another rank read");
+    stop_at_nonfinite(*nonfinite_stop);
+  }
+  record_bucket_events(step);
   retune_buckets(step);
   return flags;
 }
@@ -554,31 +594,65 @@ void Trainer::Impl::wait_for_gradients() {
   if (profile) profile->add_host(profile_row(Phase::allreduce_exposed), w.end - w.start);
 }
 
-// The step's one agreement across ranks. This rank's part: inf/NaN in its unscaled, reduced
-// gradients (the same on every rank, agreed all the same: the decision to skip must be identical
-// everywhere or the replicas diverge; testing.inject_overflow_* shows it in the tests), in its loss
-// and in its input batch (stream mode), a stop signal it received, and rank 0's checkpoint clock.
-StepFlags Trainer::Impl::agree_on_step(int64_t step, const data::NonFiniteScan& input_scan) {
-  optim::NonFiniteCounts bad;
-  device_phase(Phase::agree, [&] {
-    bad = optim::unscale_and_count_nonfinite(*backend, model->flat_gradients(), scaler->scale(), &loss.row_losses(),
-                                             nonfinite_counts);
-    if (bad.losses == 0) loss.accumulate(interval_sums);  // an inf/NaN loss would poison the interval's mean
-  });
+// The host's agreement of the step, started as it starts: a stop signal this rank received, the
+// first inf/NaN step it has read back (train.on_nonfinite = stop), NaN/inf in its input batch
+// (stream mode) and rank 0's checkpoint clock.
+void Trainer::Impl::start_agreement(const data::NonFiniteScan& input_scan) {
   StepFlags local;
   const int rank = comm.rank(), world = comm.size();
-  local.gradients_nonfinite = bad.gradients > 0 || (rank == cfg.inject_overflow_rank && step == cfg.inject_overflow_step);
-  if (bad.losses > 0) local.loss_nonfinite = StepFlags::mark(rank, world);
   if (input_scan.any()) local.input_nonfinite = StepFlags::mark(rank, world);
   local.stop_signal = received_stop_signal();
   if (local.stop_signal) local.stop_rank = StepFlags::mark(rank, world);
   local.checkpoint_by_time = checkpointer->time_due() ? 1 : 0;
+  if (nonfinite_stop) local.nonfinite_step = static_cast<int32_t>(nonfinite_stop->step + 1);
+  agreement->start(local);
+}
+
+// Completes the agreement as the step ends, where every rank has long contributed.
+StepFlags Trainer::Impl::finish_agreement() {
   const double t0 = now_seconds();
-  const StepFlags all = agree(comm, local);
+  const StepFlags all = agreement->finish();
   const double t1 = now_seconds();
   clock->add_host(Phase::agree, t0, t1);
   if (profile) profile->add_host(profile_row(Phase::agree), t1 - t0);
   return all;
+}
+
+// The step's inf/NaN verdict on the device: this rank's unscaled, reduced gradients (the same on
+// every rank, agreed all the same: the decision to skip must be identical everywhere or the
+// replicas diverge; testing.inject_overflow_* shows it in the tests) and its loss, combined across
+// ranks in stream order. A rank's inf/NaN loss stays out of the interval's sums.
+void Trainer::Impl::judge_step() {
+  const bool inject = comm.rank() == cfg.inject_overflow_rank && position.step == cfg.inject_overflow_step;
+  step_state->verdict(model->flat_gradients(), loss.row_losses(), scaler->enabled(), inject);
+  loss.accumulate_unless(interval_sums, step_state->local_loss_mark());
+  step_state->agree(gradient_comm(), comm);
+}
+
+// The steps the host has read back: train.on_nonfinite = skip's warning, or the first step that
+// stops the run (stop; agreed in the next step's flags). fp16's steps are the loss scaler's.
+void Trainer::Impl::read_outcomes(bool drain) {
+  for (StepOutcome& o : step_state->completed(drain)) {
+    if (!o.nonfinite() || scaler->enabled()) continue;
+    if (cfg.on_nonfinite == NonFinitePolicy::stop) {
+      if (!nonfinite_stop) nonfinite_stop = std::move(o);
+      continue;
+    }
+    const auto n = static_cast<long long>(o.state.skipped_steps);
+    if (comm.rank() == 0 && (n <= 10 || n % 100 == 0))
+      std::fprintf(stderr,
+                   "scaletrain: warning: step %lld: inf/NaN in the loss or gradients; every rank skipped its update "
+                   "(train.on_nonfinite = skip; %lld skipped so far)\n",
+                   static_cast<long long>(o.step), n);
+  }
+}
+
+// At the points that wait for the device anyway (logging, checkpoints, the end, a stop): every step
+// read back, the host's loss scaler and optimizer counters brought up to date, and a stopping
+// inf/NaN step acted on (every rank has read the same steps here).
+void Trainer::Impl::drain_step_state() {
+  read_outcomes(true);
+  step_state->pull(*scaler, *optimizer);
 }
 
 // Stream mode: a rank's batch held NaN/inf samples. Every rank ends here, whatever
@@ -592,33 +666,24 @@ void Trainer::Impl::stop_at_nonfinite_input(int32_t mark, data::NonFiniteScan sc
       "the batch of step " + std::to_string(step) + " (rank " + std::to_string(root) + ", data.mode = stream)"));
 }
 
-// train.on_nonfinite = stop (fp32, bf16): every rank ends here, before the step's update, with the
-// same message (rank 0 prints it).
-void Trainer::Impl::stop_at_nonfinite(const StepFlags& flags, int64_t step) {
+// train.on_nonfinite = stop (fp32, bf16): every rank ends here, once it has read the step back, with
+// the same message (rank 0 prints it).
+void Trainer::Impl::stop_at_nonfinite(const StepOutcome& o) {
   NonFiniteStep s;
-  s.step = step;
-  s.epoch = position.epoch;
-  s.lr = schedule->lr(step);
-  s.loss_rank = StepFlags::marked_rank(flags.loss_nonfinite, comm.size());
-  s.gradients = flags.gradients_nonfinite != 0;
+  s.step = o.step;
+  s.epoch = o.epoch;
+  s.lr = schedule->lr(o.step);
+  s.loss_rank = StepFlags::marked_rank(o.loss_mark, comm.size());
+  s.gradients = std::any_of(o.tensor_counts.begin(), o.tensor_counts.end(), [](double c) { return c > 0; });
   s.precision = precision_name(cfg.precision);
-  const Tensor grads = backend->download(model->flat_gradients());
-  throw ConsistentError(nonfinite_stop_message(s, first_nonfinite_gradient(*model, grads.data<float>())));
+  throw ConsistentError(nonfinite_stop_message(s, first_nonfinite_gradient(*model, step_state->counts_by_tensor(o))));
 }
 
-// The optimizer step on the reduced gradients, then the compute-type copy of the weights. A step
-// with inf/NaN on any rank is skipped by every rank (fp16: the loss scaler backs off).
-void Trainer::Impl::apply_update(const StepFlags& flags, int64_t step) {
-  if (!scaler->update(flags.nonfinite())) {
-    const int64_t n = scaler->skipped_steps();
-    if (comm.rank() == 0 && !scaler->enabled() && (n <= 10 || n % 100 == 0))
-      std::fprintf(stderr,
-                   "scaletrain: warning: step %lld: inf/NaN in the loss or gradients; every rank skips its update "
-                   "(train.on_nonfinite = skip; %lld skipped so far)\n",
-                   static_cast<long long>(step), static_cast<long long>(n));
-    return;
-  }
-  optimizer->step(model->flat_parameters(), model->flat_gradients(), schedule->lr(step));
+// The optimizer step on the reduced gradients as the device decided it (skipped where any rank found
+// inf/NaN; fp16: the loss scaler backs off or grows), then the compute-type copy of the weights.
+void Trainer::Impl::apply_update(int64_t step) {
+  step_state->decide(step, position.epoch);
+  optimizer->step_on_device(model->flat_parameters(), model->flat_gradients(), step_state->device());
   model->refresh_compute_parameters();
 }
 
@@ -766,6 +831,7 @@ nn::LossResult take_sums(Backend& backend, comm::Communicator& comm, const Tenso
 void Trainer::Impl::finish_interval(int64_t epoch, IntervalReducer& reducer, ProgressPrinter& progress) {
   watchdog->enter("interval", position.step);
   clock->flush();
+  drain_step_state();
   record_copies();
   const nn::LossResult sums = take_sums(*backend, comm, interval_sums);
   const double allreduce_seconds = buckets->stats().allreduce_seconds + retired_allreduce_seconds;
@@ -786,6 +852,7 @@ void Trainer::Impl::finish_interval(int64_t epoch, IntervalReducer& reducer, Pro
 
 void Trainer::Impl::checkpoint() {
   watchdog->enter("checkpoint", position.step, true);
+  drain_step_state();
   if (checkpointer->enabled()) broadcast_model_buffers(*backend, *model, comm);
   const CheckpointRecord rec = checkpointer->save(state(), position);
   if (!rec.path.empty()) rank0_hook(checkpoint_hook, rec);
@@ -873,6 +940,8 @@ TrainResult Trainer::run() {
   m.watchdog->enter("finish", m.position.step, true);
   m.finish_profile(result);
   m.backend->synchronize();
+  m.drain_step_state();
+  if (m.nonfinite_stop) m.stop_at_nonfinite(*m.nonfinite_stop);
   if (cfg.checkpoint_at_end && !m.stop.stop_signal) m.checkpoint();
   reducer.finish(result, m.position.step - first_step);
   result.stop_signal = m.stop.stop_signal;

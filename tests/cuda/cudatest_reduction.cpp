@@ -110,7 +110,7 @@ TEST_F(CudaReduction, CountsNonFiniteValuesExactly) {
   const Tensor td = to_device(b, segment_tables(plan, offsets), "tables");
   Tensor partial = b.empty({plan.partial_size()}, DType::f64, "partial"), out = b.empty({2}, DType::f64, "out");
   launch_segment_sums(b.compute_stream(), "count_nonfinite", plan, SegmentTables::in(dptr<int64_t>(td), 2),
-                      NonFiniteFlags{dptr<float>(gd), n, dptr<float>(ld)}, dptr<double>(partial),
+                      NonFiniteFlags{dptr<float>(gd), n, 1, dptr<float>(ld)}, dptr<double>(partial),
                       StoreDouble{dptr<double>(out)});
   EXPECT_EQ(to_host<double>(b, out), (std::vector<double>{static_cast<double>(bad), 1.0}));
 }

@@ -49,6 +49,9 @@ void scaletrain_compile_every_functor(float* a, float* b, float* c, float* d, ui
   launch(1, SoftmaxCrossEntropyBackward{a, l, b, 10, 0.5f});
   launch(1, SgdUpdate{a, b, c, 0.1f, 0.9f, 0.0f, 0.0f, true, false});
   launch(1, AdamWUpdate{a, b, c, d, 0.1f, 0.9f, 0.999f, 1e-8f, 0.01f, 0.1f, 0.001f});
+  launch(1, StepUpdate<SgdUpdate>{SgdUpdate{a, b, c, 0.1f, 0.9f, 0.0f, 0.0f, true, false}, nullptr});
+  launch(1, DecideStep{nullptr, nullptr, VerdictLayout{1}, StepRules{}});
+  launch(1, Unscale{a, nullptr});
   launch(1, Cast<float, bf16>{a, h, 1.0f});
   launch(1, Cast<bf16, float>{h, a, 1.0f});
   launch(1, Cast<float, f16>{a, g, 2.0f});
@@ -80,7 +83,7 @@ void scaletrain_compile_every_functor(float* a, float* b, float* c, float* d, ui
                                   BnGradientSums{sums, a, b, 4}, nullptr);
   (void)launch_device_segment_sums(SegmentSumsPlan{}, SegmentTables{idx, idx}, SquaredValues<bf16>{h}, sums,
                                    StoreDouble{sums}, nullptr);
-  (void)launch_device_segment_sums(SegmentSumsPlan{}, SegmentTables{idx, idx}, NonFiniteFlags{a, 8, b}, sums,
+  (void)launch_device_segment_sums(SegmentSumsPlan{}, SegmentTables{idx, idx}, NonFiniteFlags{a, 8, 1, b}, sums,
                                    StoreDouble{sums}, nullptr);
   const NhwcPadGeometry pad{2, 2, 3, 3, 3, 0, 0};
   launch(1, PadNhwc<bf16>{h, h, pad, 0.0f});

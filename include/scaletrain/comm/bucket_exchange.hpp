@@ -62,9 +62,12 @@ class BucketExchange {
   virtual std::unique_ptr<Request> start(size_t b, Event& ready) = 0;
   // Queues on the compute stream what makes the reduced values visible there.
   virtual void end_step() {}
-  // Stream-ordered: the last step's per-bucket times once its all-reduces have completed (block:
-  // waits for them); false while they still run or when nothing was queued since the last call.
-  virtual bool step_times(bool /*block*/, std::vector<BucketTimes>& /*times*/) { return false; }
+  // Stream-ordered: the per-bucket times of the oldest step not yet read, and when its backward was
+  // done on the compute stream, once its all-reduces have completed (block: waits for them); false
+  // while they still run or when every step's times were read.
+  virtual bool step_times(bool /*block*/, std::vector<BucketTimes>& /*times*/, double* /*backward_done*/) {
+    return false;
+  }
 };
 
 using BucketExchangeFactory = std::function<std::unique_ptr<BucketExchange>(const BucketLayout&)>;

@@ -8,9 +8,15 @@
 namespace scaletrain::kernels {
 
 // Runs f(i) for i in [0, n) on the host. The functor must be trivially copyable and take int64_t.
+// A functor that reads per-step values from memory (skipped(), bound(): kernels/optimizer_update.hpp's
+// StepUpdate) reads them here, once, and runs the bound functor, or nothing where it is skipped.
 template <class F>
 void launch_host(const char* label, int64_t n, const F& f) {
   if (n <= 0) return;
+  if constexpr (requires { f.bound(); }) {
+    if (!f.skipped()) launch_host(label, n, f.bound());
+    return;
+  }
   Kokkos::parallel_for(label, Kokkos::RangePolicy<Kokkos::DefaultHostExecutionSpace, Kokkos::IndexType<int64_t>>(0, n),
                        f);
 }

@@ -1,11 +1,13 @@
 // Optimizer update functors with exactly torch.optim.SGD and torch.optim.AdamW semantics
-// (i over parameters), in packs (kernels/packs.hpp).
+// (i over parameters), in packs (kernels/packs.hpp), and StepUpdate, which gives one the step's
+// learning rate, bias corrections and skip from the device's step state (kernels/step_state.hpp).
 #pragma once
 #include <cmath>
 #include <cstdint>
 
 #include "scaletrain/core/macros.hpp"
 #include "scaletrain/kernels/packs.hpp"
+#include "scaletrain/kernels/step_state.hpp"
 
 namespace scaletrain::kernels {
 
@@ -38,6 +40,12 @@ struct SgdUpdate {
   }
   SCALETRAIN_HOST_DEVICE void operator()(int64_t i) const { pack<1>(i); }
   bool packs_fit() const { return pack_aligned(param) && pack_aligned(grad) && pack_aligned(momentum_buffer); }
+  SCALETRAIN_HOST_DEVICE SgdUpdate with_step(const StepState& s) const {
+    SgdUpdate u = *this;
+    u.lr = s.lr;
+    u.first_step = s.first_update != 0;
+    return u;
+  }
 };
 
 struct AdamWUpdate {
@@ -74,6 +82,30 @@ struct AdamWUpdate {
   bool packs_fit() const {
     return pack_aligned(param) && pack_aligned(grad) && pack_aligned(exp_avg) && pack_aligned(exp_avg_sq);
   }
+  SCALETRAIN_HOST_DEVICE AdamWUpdate with_step(const StepState& s) const {
+    AdamWUpdate u = *this;
+    u.lr = s.lr;
+    u.bias_correction1 = s.bias_correction1;
+    u.bias_correction2 = s.bias_correction2;
+    return u;
+  }
+};
+
+// An update (SgdUpdate, AdamWUpdate) whose per-step values come from the step state in device
+// memory, and which writes nothing where the step is skipped. A device thread reads the state; the
+// host binds it once per launch (kernels::launch_host), so its loop is the update's own.
+template <class Update>
+struct StepUpdate {
+  Update update;  // its step values are replaced by the state's
+  const StepState* state;
+  SCALETRAIN_HOST_DEVICE bool skipped() const { return state->skip != 0; }
+  SCALETRAIN_HOST_DEVICE Update bound() const { return update.with_step(*state); }
+  template <int N>
+  SCALETRAIN_INLINE void pack(int64_t i) const {
+    if (!skipped()) bound().template pack<N>(i);
+  }
+  SCALETRAIN_HOST_DEVICE void operator()(int64_t i) const { pack<1>(i); }
+  bool packs_fit() const { return update.packs_fit(); }
 };
 
 }  // namespace scaletrain::kernels

@@ -72,6 +72,13 @@ struct AddDouble {
   double* out;
   SCALETRAIN_HOST_DEVICE void store(int64_t k, double v) const { out[k] += v; }
 };
+struct AddDoubleUnless {
+  double* out;
+  const double* unless;  // nothing is added where *unless > 0
+  SCALETRAIN_HOST_DEVICE void store(int64_t k, double v) const {
+    if (!(*unless > 0)) out[k] += v;
+  }
+};
 struct StoreFloat {
   float* out;
   SCALETRAIN_HOST_DEVICE void store(int64_t k, double v) const { out[k] = static_cast<float>(v); }

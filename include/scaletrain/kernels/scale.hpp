@@ -40,18 +40,19 @@ struct DivideBy {
 };
 
 // The per-segment sums' source (kernels/segment_sums.hpp) for the count of inf/NaN values of two
-// flat tensors at once: segment 0, elements [0, n_gradients), the gradients; segment 1, elements
-// [n_gradients, n_gradients + n_losses), the losses.
+// flat tensors at once: segments [0, gradient_segments) the gradients' tensors, elements
+// [0, n_gradients); the last segment, elements [n_gradients, n_gradients + n_losses), the losses.
 struct NonFiniteFlags {
   static constexpr int kWidth = 1;
   const float* gradients;
   int64_t n_gradients;
+  int64_t gradient_segments;
   const float* losses;
   SCALETRAIN_HOST_DEVICE static float nonfinite(float v) {
     return (float_bits(v) & 0x7f800000u) == 0x7f800000u ? 1.0f : 0.0f;
   }
   SCALETRAIN_HOST_DEVICE void load(int64_t i, int64_t segment, float* v) const {
-    v[0] = nonfinite(segment == 0 ? gradients[i] : losses[i - n_gradients]);
+    v[0] = nonfinite(segment < gradient_segments ? gradients[i] : losses[i - n_gradients]);
   }
 };
 

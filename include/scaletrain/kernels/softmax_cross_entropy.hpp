@@ -35,22 +35,27 @@ struct SoftmaxCrossEntropyForward {
   }
 };
 
-// i over rows * classes.
+// i over rows * classes. The factor is `scale`, or, where `loss_scale` (fp16's dynamic loss scale in
+// device memory) is given, scale * loss_scale / divisor.
 struct SoftmaxCrossEntropyBackward {
   const float* probs;
   const int32_t* labels;
   float* dlogits;
   int64_t classes;
   float scale;
+  const double* loss_scale = nullptr;
+  float divisor = 1.0f;
   SCALETRAIN_HOST_DEVICE void operator()(int64_t i) const {
     const int64_t row = i / classes;
     const int64_t k = i - row * classes;
-    dlogits[i] = (probs[i] - (labels[row] == k ? 1.0f : 0.0f)) * scale;
+    const float factor = loss_scale ? scale * static_cast<float>(*loss_scale) / divisor : scale;
+    dlogits[i] = (probs[i] - (labels[row] == k ? 1.0f : 0.0f)) * factor;
   }
 };
 
 // The reduction primitive's source for the loss sums: [loss, correct, 1] per row, which an AddDouble
-// sink adds to the running device sums (sums[0] += loss, sums[1] += correct, sums[2] += rows).
+// sink adds to the running device sums (sums[0] += loss, sums[1] += correct, sums[2] += rows); an
+// AddDoubleUnless sink adds nothing where its flag (this rank's inf/NaN loss mark) is set.
 struct LossTerms {
   static constexpr int kWidth = 3;
   const float* loss;

@@ -30,8 +30,13 @@ class SoftmaxCrossEntropy {
   // sums (f64 [3] on the device) += the first `counted_rows` rows (all when negative) of the last
   // forward: evaluation pads the last batch.
   void accumulate(const Tensor& sums, int64_t counted_rows = -1);
+  // The same for training steps: nothing is added where *unless > 0 (device memory: this rank's
+  // inf/NaN loss mark, which would poison the interval's mean).
+  void accumulate_unless(const Tensor& sums, const double* unless);
   // d(loss)/d(logits) of sum(loss) * scale; scale = 1 / global batch gives the gradient of the mean.
   const Tensor& backward(float scale);
+  // The same with scale * *loss_scale / divisor, the loss scale read where the device keeps it (fp16).
+  const Tensor& backward(float scale, const double* loss_scale, float divisor);
 
   // The last forward's per-row losses (f32 [N] on the device).
   const Tensor& row_losses() const { return loss_; }
@@ -42,6 +47,8 @@ class SoftmaxCrossEntropy {
   static LossResult read_sums(Backend& backend, const Tensor& sums);
 
  private:
+  template <class Sink>
+  void accumulate_into(const Tensor& sums, int64_t rows, const Sink& sink);
   Backend* backend_ = nullptr;
   int64_t batch_ = 0, classes_ = 0;
   Tensor probs_, loss_, correct_, dlogits_, scratch_sums_;

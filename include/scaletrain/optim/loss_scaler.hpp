@@ -7,6 +7,8 @@
 // a step with inf/NaN is still skipped and counted (train.on_nonfinite = skip).
 #pragma once
 #include <cstdint>
+#include <span>
+#include <vector>
 
 #include "scaletrain/backend/backend.hpp"
 
@@ -43,24 +45,22 @@ class LossScaler {
   int64_t skipped_ = 0;
 };
 
-// inf/NaN values on this rank.
-struct NonFiniteCounts {
-  int64_t gradients = 0;
-  int64_t losses = 0;
-};
-// What unscale_and_count_nonfinite keeps on the device between calls, made on first use and again
-// when the sizes change: the two counts and the reduction's partial sums (f64), and the segment
-// tables of [gradients | losses] (kernels/segment_sums.hpp) with the host copy they are queued from.
-struct NonFiniteScratch {
-  Tensor sums;
+// What queue_unscale_and_verdict keeps on the device between calls, made on first use and again
+// when the tensors change: the reduction's partial sums and the segment tables of [the gradients'
+// tensors | the losses] (kernels/segment_sums.hpp) with the host copy they are queued from.
+struct VerdictScratch {
+  Tensor partial;
   Tensor tables;
   Tensor tables_host;
-  int64_t gradients = -1, losses = -1;  // the sizes the tables are for
+  std::vector<int64_t> offsets;  // the segments the tables are for
 };
-// Queues grads *= 1 / scale (f32, on the compute stream; skipped for scale 1) and counts the inf/NaN
-// values of the result and of `losses` (f32 per-row losses; may be null) as two segments of one
-// per-segment sum, read back with one synchronization of the compute stream.
-NonFiniteCounts unscale_and_count_nonfinite(Backend& backend, const Tensor& grads, float scale, const Tensor* losses,
-                                            NonFiniteScratch& scratch);
+// Queues on the compute stream, reading nothing back: grads *= 1 / *scale (f32; only where `scale`,
+// fp16's loss scale in device memory, is given), then this rank's inf/NaN verdict (kernels/
+// step_state.hpp's layout) into `verdict` (f64 [tensors + 2]): the count of each tensor of grads
+// (`tensor_offsets`: the tensors' first elements and, last, grads' length) and `loss_mark` where
+// `losses` (f32 per-row losses; may be null) hold inf/NaN, on one per-segment sum.
+void queue_unscale_and_verdict(Backend& backend, const Tensor& grads, const double* scale,
+                               std::span<const int64_t> tensor_offsets, const Tensor* losses, double loss_mark,
+                               const Tensor& verdict, VerdictScratch& scratch);
 
 }  // namespace scaletrain::optim

@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <string>
 
+#include "scaletrain/kernels/lr_curve.hpp"
+
 namespace scaletrain::optim {
 
 enum class LrScheduleKind { constant, step, cosine };
@@ -27,6 +29,8 @@ class LrSchedule {
   explicit LrSchedule(LrScheduleOptions options);
   // The learning rate of (0-based) optimizer step `step`.
   float lr(int64_t step) const;
+  // The options as the formula's (kernels/lr_curve.hpp), for the device's step state.
+  kernels::LrCurve curve() const;
   const LrScheduleOptions& options() const { return o_; }
 
  private:

@@ -4,13 +4,18 @@
 // torch.optim.AdamW exactly, with one param group per set of options; the per-element updates are
 // the kernels/optimizer_update.hpp functors, launched on the backend's compute stream once per
 // contiguous range of tensors sharing their options; the state buffers live on the backend's device.
+// The trainer's update reads its learning rate, skip and bias corrections from the device's step
+// state (kernels/step_state.hpp, step_on_device); step(params, grads, lr) writes such a state from
+// the host first (tests, tools).
 #pragma once
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "scaletrain/backend/backend.hpp"
 #include "scaletrain/core/tensor.hpp"
+#include "scaletrain/kernels/step_state.hpp"
 
 namespace scaletrain::optim {
 
@@ -67,18 +72,34 @@ class Optimizer {
  public:
   virtual ~Optimizer() = default;
   // One update of `params` (f32) from `grads` (f32, same length) at learning rate `lr`; the length
-  // must be the one the tensors given at construction cover.
-  virtual void step(Tensor& params, const Tensor& grads, float lr) = 0;
+  // must be the one the tensors given at construction cover. Uploads the step's state (synchronizes).
+  void step(Tensor& params, const Tensor& grads, float lr);
+  // The update as the device's step state says (`state` in device memory: skip, lr, the bias
+  // corrections, whether it is the first update), queued on the compute stream; the host's count of
+  // updates is not advanced (set_steps_taken, from the state read back).
+  virtual void step_on_device(Tensor& params, const Tensor& grads, const kernels::StepState* state) = 0;
   virtual std::string name() const = 0;
+  // AdamW's betas, whose bias corrections the step state computes (0, 0: none).
+  virtual std::pair<float, float> bias_correction_betas() const { return {0.0f, 0.0f}; }
   // The optimizer's state buffers (momentum, moments), for checkpoints and tests.
   virtual std::vector<const Tensor*> state() const = 0;
   // torch.optim's names of the buffers state() returns: "momentum_buffer"; "exp_avg", "exp_avg_sq".
   virtual std::vector<std::string> state_names() const = 0;
-  virtual int64_t steps_taken() const = 0;
+  int64_t steps_taken() const { return steps_; }
+  // The updates applied as the device counted them (after step_on_device).
+  void set_steps_taken(int64_t steps) { steps_ = steps; }
   // Continues from a checkpoint: `steps` updates taken and the state buffers (host, in
   // state_names() order, `numel` floats each; none when steps is 0). Queued on the compute stream;
   // returns once the buffers are on the device. Error naming what does not fit.
   virtual void restore(int64_t steps, const std::vector<std::vector<float>>& state, int64_t numel) = 0;
+
+ protected:
+  explicit Optimizer(Backend& backend) : backend_(backend) {}
+  Backend& backend_;
+  int64_t steps_ = 0;  // updates applied
+
+ private:
+  Tensor host_step_state_;  // step()'s state on the device
 };
 
 enum class OptimizerKind { sgd, adamw };

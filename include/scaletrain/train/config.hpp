@@ -164,6 +164,8 @@ struct RunConfig {
   // skips (or stops at) the step together.
   int64_t inject_overflow_rank = -1;
   int64_t inject_overflow_step = -1;
+  int64_t inject_inf_loss_rank = -1;  // this rank's logits (so its loss and every gradient) turn inf/NaN
+  int64_t inject_inf_loss_step = -1;  // at this step, on the device
   int64_t extra_host_syncs = 0;  // per training step, in forward: the device counters' tests
   int64_t extra_launches = 0;
   // This rank sends itself SIGUSR1, SIGTERM or SIGINT ("USR1", "TERM", "INT"; "": off) before this step.

@@ -1,11 +1,13 @@
 // The non-finite guard: train.on_nonfinite, what an fp32 or bf16 run does with a step whose loss or
-// reduced gradients hold inf/NaN (stop: the run ends at that step with a message and a non-zero
-// exit; skip: every rank skips the update and the step is counted). In fp16 the loss scaler owns
+// reduced gradients hold inf/NaN. Every rank skips such a step's update on the device; the host
+// learns of it a step or more later (stop: the run then ends with a message naming that step and a
+// non-zero exit; skip: the step is counted and training goes on). In fp16 the loss scaler owns
 // such steps. Also the stop message: the step, the learning rate, the first layer with inf/NaN
 // gradients and what to try. And the agreement on NaN/inf in streamed input batches.
 #pragma once
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 
 #include "scaletrain/comm/communicator.hpp"
@@ -25,9 +27,10 @@ struct NonFiniteParameter {
   int layers_affected = 0;  // layers with any inf/NaN gradient
 };
 
-// The first parameter, counting from the output (where backward starts), whose gradients in
-// `host_gradients` (the model's flat gradient layout, on the host) hold inf/NaN.
-std::optional<NonFiniteParameter> first_nonfinite_gradient(const nn::Model& model, const float* host_gradients);
+// The first parameter, counting from the output (where backward starts), whose gradients hold
+// inf/NaN: `slot_counts` has the count of each of the model's parameter slots (the device's verdict,
+// train/device_step_state.hpp).
+std::optional<NonFiniteParameter> first_nonfinite_gradient(const nn::Model& model, std::span<const double> slot_counts);
 
 // What the stop message reports.
 struct NonFiniteStep {

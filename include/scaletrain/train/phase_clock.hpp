@@ -2,8 +2,9 @@
 // (input, forward, backward, optimizer) are timed with events recorded on the compute stream, so
 // an asynchronous device is measured where the work runs, not where it is queued; host phases
 // (data_wait, allreduce_exposed, step) with the host clock. A step's device events are read once
-// they have completed, at the latest `depth` steps later, which also bounds how far the host may
-// run ahead of the device. On the CPU backend events complete when recorded: the same numbers as
+// they have completed, in a later step, never by waiting (flush() waits, at the points that drain
+// the device anyway); a step whose events of `depth` steps before are still pending gets a set of
+// its own. On the CPU backend events complete when recorded: the same numbers as
 // host timing.
 #pragma once
 #include <array>
@@ -21,7 +22,7 @@ class PhaseClock {
  public:
   PhaseClock(Backend& backend, PhaseTimers& timers, Timeline& timeline, int depth = 4);
 
-  void begin_step(int64_t step);  // waits for the events of step - depth if still pending
+  void begin_step(int64_t step);
   void begin(Phase p);            // device phase: records on the compute stream
   void end(Phase p);
   void end_step();
@@ -38,11 +39,12 @@ class PhaseClock {
     std::array<std::unique_ptr<Event>, kPhaseCount> begin, end;
   };
   void harvest(Marks& m);
+  Marks& add_marks();
 
   Backend& backend_;
   PhaseTimers& timers_;
   Timeline& timeline_;
-  std::vector<Marks> ring_;
+  std::vector<std::unique_ptr<Marks>> ring_;
   Marks* cur_ = nullptr;
 };
 

@@ -100,7 +100,10 @@ ST_INSTANTIATE_ELEMENTS(Cast<bf16, float>)
 ST_INSTANTIATE_ELEMENTS(Cast<f16, float>)
 ST_INSTANTIATE_ELEMENTS(SgdUpdate)
 ST_INSTANTIATE_ELEMENTS(AdamWUpdate)
+ST_INSTANTIATE_ELEMENTS(StepUpdate<SgdUpdate>)
+ST_INSTANTIATE_ELEMENTS(StepUpdate<AdamWUpdate>)
 ST_INSTANTIATE_ELEMENTS(Scale)
+ST_INSTANTIATE_ELEMENTS(Unscale)
 ST_INSTANTIATE_ELEMENTS(DivideBy)
 #undef ST_INSTANTIATE_ELEMENTS_STORAGE
 #undef ST_INSTANTIATE_ELEMENTS
@@ -140,6 +143,10 @@ ST_INSTANTIATE_STORAGE(PoolBackwardDirect)
 ST_INSTANTIATE_STORAGE(AdaptivePoolForward)
 ST_INSTANTIATE_STORAGE(AdaptivePoolBackward)
 ST_INSTANTIATE(SoftmaxCrossEntropyBackward)
+// The device's step state (kernels/step_state.hpp).
+ST_INSTANTIATE(DecideStep)
+ST_INSTANTIATE(SetValue<double>)
+ST_INSTANTIATE(SetValue<float>)
 // Attention's head-order copies and the token layers.
 ST_INSTANTIATE_STORAGE(TokensToHeads)
 ST_INSTANTIATE_STORAGE(HeadsToTokens)
@@ -189,13 +196,16 @@ ST_INSTANTIATE_SUMS_STORAGE(ColumnValues, StoreDouble)
 ST_INSTANTIATE_SUMS_STORAGE(BnSquaredDeviations, BnSquaredDeviationSums)
 ST_INSTANTIATE_SUMS_STORAGE(BnGradientTerms, BnGradientSums)
 ST_INSTANTIATE_SUMS(LossTerms, AddDouble)
+ST_INSTANTIATE_SUMS(LossTerms, AddDoubleUnless)
 ST_INSTANTIATE_SUMS_STORAGE(LayerNormGradientTerms, StoreTwoVectors)
 // The per-segment sums: the non-finite count, values and squared values (per-tensor norms) of every
 // storage type.
 #define ST_INSTANTIATE_SEGMENTS(S)                                                                   \
   template void launch_cuda_segment_sums<S, StoreDouble>(void*, const char*, const SegmentSumsPlan&, \
                                                          const SegmentTables&, const S&, double*, const StoreDouble&);
-ST_INSTANTIATE_SEGMENTS(NonFiniteFlags)
+template void launch_cuda_segment_sums<NonFiniteFlags, StoreVerdict>(void*, const char*, const SegmentSumsPlan&,
+                                                                    const SegmentTables&, const NonFiniteFlags&,
+                                                                    double*, const StoreVerdict&);
 ST_INSTANTIATE_SEGMENTS(Values<float>)
 ST_INSTANTIATE_SEGMENTS(Values<bf16>)
 ST_INSTANTIATE_SEGMENTS(Values<f16>)
