@@ -112,6 +112,31 @@ TEST_F(MixedPrecision, OneRanksOverflowFlagMakesEveryRankSkipThatStep) {
   EXPECT_GT(worst_error(w, weights(reference), 1e-3, 1e-6), 1.0);
 }
 
+// Every step so far skipped (no optimizer state yet): the checkpoint is written all the same (an
+// empty list of optimizer buffers), and a resume from it goes on.
+TEST_F(MixedPrecision, ACheckpointBeforeTheFirstAppliedUpdateIsWrittenAndResumed) {
+  train::RunConfig cfg = run(Precision::fp16);
+  cfg.run_dir = dir + "/before-first-update";
+  cfg.inject_overflow_rank = 0;
+  cfg.inject_overflow_step = 0;
+  cfg.max_steps = 1;
+  cfg.checkpoint_at_end = true;
+  {
+    train::Trainer t(cfg, *world);
+    const train::TrainResult r = t.run();
+    EXPECT_EQ(r.skipped_steps, 1);
+  }
+  cfg.resume = "auto";
+  cfg.max_steps = 3;
+  cfg.inject_overflow_rank = -1;
+  train::Trainer resumed(cfg, *world);
+  ASSERT_TRUE(resumed.resumed_from().has_value());
+  const train::TrainResult r = resumed.run();
+  EXPECT_EQ(r.final_step, 3);
+  EXPECT_EQ(r.skipped_steps, 1) << "the skipped step is counted on after the resume";
+  EXPECT_TRUE(identical_on_every_rank(*world, weights(resumed)));
+}
+
 TEST_F(MixedPrecision, RealFp16OverflowIsSkippedAndBackedOff) {
   // 2^40 times the gradient of the loss overflows fp16 (max 65504) at the logits: inf gradients.
   train::RunConfig cfg = run(Precision::fp16);

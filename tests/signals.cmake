@@ -2,7 +2,8 @@
 # under mpirun (the Slurm side, requeue and a rank killed under srun, is in tests/slurm.cmake):
 # - one rank alone gets SIGUSR1 or SIGTERM (sent by itself at a fixed step, or with kill from
 #   outside): every rank stops after the same step with a checkpoint and exit code 75, and
-#   run.resume = auto continues bitwise (tests/support/resume_check.sh); Ctrl-C (SIGINT) on a
+#   run.resume = auto continues bitwise (tests/support/resume_check.sh), also on sim's stream-ordered
+#   path, where no step waits for the device; Ctrl-C (SIGINT) on a
 #   process without a launcher does the same, and a second one ends it at once;
 # - a rank stopped with SIGSTOP: the watchdog ends the job in under 60 s with its message (also on
 #   the simulated device's NCCL path, whose abort goes through the gradient communicator);
@@ -15,6 +16,12 @@ if(TARGET scaletrain)
   add_test(NAME signal_usr1_one_rank_stops_all_np2 COMMAND ${_rc} ${_sig}/usr1 signal 2 USR1 22)
   add_test(NAME signal_term_one_rank_stops_all_np3 COMMAND ${_rc} ${_sig}/term signal 3 TERM 41)
   add_test(NAME signal_usr1_from_outside_np2 COMMAND ${_rc} ${_sig}/external external 2 USR1)
+  # The same where no step waits for the device (sim, stream-ordered transport): the agreement is
+  # started as a step starts and completed as it ends.
+  add_test(NAME signal_term_one_rank_stops_all_sim_nccl_np2 COMMAND ${_rc} ${_sig}/term_sim signal 2 TERM 22)
+  add_test(NAME signal_usr1_from_outside_sim_nccl_np2 COMMAND ${_rc} ${_sig}/external_sim external 2 USR1)
+  set_tests_properties(signal_term_one_rank_stops_all_sim_nccl_np2 signal_usr1_from_outside_sim_nccl_np2
+                       PROPERTIES ENVIRONMENT "EXTRA=--run.device sim --comm.backend nccl")
   add_test(NAME signal_watchdog_stopped_rank_np2
            COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/support/watchdog_check.sh ${_st} ${MPIEXEC_EXECUTABLE} ${_mpi_flags} --
                    ${_sig}/watchdog 2)
@@ -33,11 +40,13 @@ if(TARGET scaletrain)
                    --has "\\| [0-9]+ step\\(s\\) skipped for inf/NaN" --has "warning: step [0-9]+: inf/NaN in the loss"
                    -- ${_nan_run} --train.on_nonfinite skip)
   set_tests_properties(signal_usr1_one_rank_stops_all_np2 signal_usr1_from_outside_np2
+                       signal_term_one_rank_stops_all_sim_nccl_np2 signal_usr1_from_outside_sim_nccl_np2
                        signal_watchdog_stopped_rank_np2 signal_watchdog_stopped_rank_sim_nccl_np2
                        nonfinite_stops_with_message_np2 nonfinite_skip_reports_count_np2 PROPERTIES PROCESSORS 2)
   set_tests_properties(signal_term_one_rank_stops_all_np3 PROPERTIES PROCESSORS 3)
   set_tests_properties(signal_usr1_one_rank_stops_all_np2 signal_term_one_rank_stops_all_np3
-                       signal_usr1_from_outside_np2 signal_watchdog_stopped_rank_np2
+                       signal_usr1_from_outside_np2 signal_term_one_rank_stops_all_sim_nccl_np2
+                       signal_usr1_from_outside_sim_nccl_np2 signal_watchdog_stopped_rank_np2
                        signal_watchdog_stopped_rank_sim_nccl_np2 nonfinite_stops_with_message_np2
                        nonfinite_skip_reports_count_np2 PROPERTIES LABELS "signals;mpi" TIMEOUT 300)
 endif()

@@ -453,39 +453,67 @@ TEST(ElementPacks, ScalingAndOptimizerUpdatesMatchOneElementPerIndex) {
   });
 }
 
-// An update given its step values by the device's step state: the update itself where the step is
-// applied (bound once on the host, per pack on a device: the same values), nothing where it is skipped.
-TEST(Functors, StepUpdateTakesTheStepStateOrSkips) {
+// Every range's update in one launch (MultiTensorUpdate) against the separate passes it replaces:
+// fp16's unscaling, the update of each range with its weight decay, the cast to the compute type.
+// Bitwise the same on the host (range by range) and one element at a time (a device's threads);
+// nothing at all where the step is skipped.
+TEST(Functors, MultiTensorUpdateIsTheSeparatePassesInOneLaunch) {
+  const int64_t n = kPackedN;
   StepState state;
   state.lr = 0.25f;
+  state.unscale = 1.0f / 1024.0f;
   state.bias_correction1 = 0.19f;
   state.bias_correction2 = 0.002f;
-  PackedValues<float> p0(kPackedN, 30), g(kPackedN, 31), m0(kPackedN, 32), v0(kPackedN, 33, 0.0f, 2.0f);
-  const auto adamw = [&](PackedValues<float>& p, PackedValues<float>& m, PackedValues<float>& v, float lr, float bc1,
-                         float bc2) {
-    return AdamWUpdate{p.data(), g.data(), m.data(), v.data(), lr, 0.9f, 0.999f, 1e-8f, 0.01f, bc1, bc2};
+  const std::vector<int64_t> ends{40, 41, 200, n};  // decayed, not, decayed, not
+  const std::vector<int32_t> decayed{1, 0, 1, 0};
+  const UpdateRangeTable table{ends.data(), decayed.data(), 4};
+  PackedValues<float> p0(n, 30), g0(n, 31, -3000.0f, 3000.0f), m0(n, 32), v0(n, 33, 0.0f, 2.0f);
+  const auto adamw = [](PackedValues<float>& p, PackedValues<float>& g, PackedValues<float>& m,
+                        PackedValues<float>& v, float lr, float wd, float bc1, float bc2, int64_t at) {
+    return AdamWUpdate{p.data() + at, g.data() + at, m.data() + at, v.data() + at, lr, 0.9f, 0.999f, 1e-8f, wd, bc1, bc2};
   };
-  PackedValues<float> p1 = p0, m1 = m0, v1 = v0, p2 = p0, m2 = m0, v2 = v0, p3 = p0, m3 = m0, v3 = v0;
-  launch_host("adamw", kPackedN, adamw(p1, m1, v1, 0.25f, 0.19f, 0.002f));
-  const StepUpdate<AdamWUpdate> bound{adamw(p2, m2, v2, 0.0f, 1.0f, 1.0f), &state};
-  launch_host("adamw step", kPackedN, bound);
-  EXPECT_EQ(p1.bytes(), p2.bytes());
-  EXPECT_EQ(m1.bytes(), m2.bytes());
-  EXPECT_EQ(v1.bytes(), v2.bytes());
-  launch_host("adamw step packs", kPackedN / kChannelPack,
-              ElementPacks<StepUpdate<AdamWUpdate>, kChannelPack>{{adamw(p3, m3, v3, 0.0f, 1.0f, 1.0f), &state}});
-  EXPECT_EQ(p1.bytes(), p3.bytes()) << "a device's per-pack read of the state";
-  state.skip = 1;
-  launch_host("adamw skipped", kPackedN, bound);
-  EXPECT_EQ(p1.bytes(), p2.bytes()) << "a skipped step writes nothing";
-  EXPECT_EQ(m1.bytes(), m2.bytes());
+  // The separate passes.
+  PackedValues<float> p1 = p0, g1 = g0, m1 = m0, v1 = v0;
+  std::vector<bf16> c1(static_cast<size_t>(n));
+  launch_host("unscale", n, Scale{g1.data(), 1.0f / 1024.0f});
+  for (int64_t r = 0, begin = 0; r < 4; begin = ends[static_cast<size_t>(r++)])
+    launch_host("adamw", ends[static_cast<size_t>(r)] - begin,
+                adamw(p1, g1, m1, v1, 0.25f, decayed[static_cast<size_t>(r)] ? 0.01f : 0.0f, 0.19f, 0.002f, begin));
+  launch_host("cast", n, Cast<float, bf16>{p1.data(), c1.data()});
+  // One launch, the host's way and a device's way.
+  for (const bool per_element : {false, true}) {
+    PackedValues<float> p2 = p0, g2 = g0, m2 = m0, v2 = v0;
+    std::vector<bf16> c2(static_cast<size_t>(n));
+    const MultiTensorUpdate<AdamWUpdate, bf16> one{adamw(p2, g2, m2, v2, 0.0f, 0.0f, 1.0f, 1.0f, 0), &state, table,
+                                                   0.01f, true, c2.data()};
+    if (per_element) {
+      for (int64_t i = 0; i < n; ++i) one(i);
+    } else {
+      launch_host("adamw, one launch", n, one);
+    }
+    EXPECT_EQ(p1.bytes(), p2.bytes()) << (per_element ? "per element" : "host");
+    EXPECT_EQ(g1.bytes(), g2.bytes()) << "the unscaled gradients";
+    EXPECT_EQ(m1.bytes(), m2.bytes());
+    EXPECT_EQ(v1.bytes(), v2.bytes());
+    EXPECT_EQ(0, std::memcmp(c1.data(), c2.data(), c1.size() * sizeof(bf16))) << "the compute-type copy";
+    state.skip = 1;
+    launch_host("adamw, skipped", n, one);
+    EXPECT_EQ(p1.bytes(), p2.bytes()) << "a skipped step writes nothing";
+    EXPECT_EQ(g1.bytes(), g2.bytes());
+    state.skip = 0;
+  }
   std::vector<float> p{1.0f}, grad{2.0f}, buf{123.0f};
   StepState first;
   first.lr = 0.1f;
   first.first_update = 1;
-  launch_host("sgd", 1, StepUpdate<SgdUpdate>{SgdUpdate{p.data(), grad.data(), buf.data(), 9.0f, 0.9f, 0.0f, 0.0f, false, false}, &first});
+  const std::vector<int64_t> one_end{1};
+  const std::vector<int32_t> no_decay{0};
+  launch_host("sgd", 1,
+              MultiTensorUpdate<SgdUpdate, float>{SgdUpdate{p.data(), grad.data(), buf.data(), 9.0f, 0.9f, 0.0f, 0.0f, false, false},
+                                                  &first, UpdateRangeTable{one_end.data(), no_decay.data(), 1}, 0.5f,
+                                                  false, nullptr});
   EXPECT_FLOAT_EQ(buf[0], 2.0f) << "the state's first update starts the momentum";
-  EXPECT_FLOAT_EQ(p[0], 0.8f) << "at the state's learning rate";
+  EXPECT_FLOAT_EQ(p[0], 0.8f) << "at the state's learning rate, without decay in that range";
 }
 
 TEST(ElementPacks, FitOnlyWherePointersAreAlignedForAPack) {

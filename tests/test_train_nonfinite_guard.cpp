@@ -42,7 +42,7 @@ class FirstNonFinite : public ::testing::Test {
     Tensor g = backend->empty({static_cast<int64_t>(grads.size())}, DType::f32, "grads");
     backend->upload(g, grads);
     const Tensor losses = backend->zeros({4}, DType::f32, "losses");
-    state.verdict(g, losses, false, false);
+    state.verdict(g, losses, false);
     state.decide(0, 0);
     const std::vector<StepOutcome> read = state.completed(true);
     EXPECT_EQ(read.size(), 1u);

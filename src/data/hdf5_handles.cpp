@@ -38,6 +38,7 @@ std::vector<std::string> read_string_array_attr(hid_t obj, const char* name) {
   ST_CHECK(H5Tget_class(ftype.get()) == H5T_STRING, "attribute '", name, "' is not a string");
   const int64_t n = attr_elements(a.get());
   std::vector<std::string> out;
+  if (n == 0) return out;
   if (H5Tis_variable_str(ftype.get()) > 0) {
     std::vector<char*> ptrs(static_cast<size_t>(n), nullptr);
     H5Handle mt = vlen_string_type();
@@ -70,6 +71,7 @@ std::vector<int64_t> read_int_array_attr(hid_t obj, const char* name) {
   H5Handle ftype(H5Aget_type(a.get()), H5Tclose);
   ST_CHECK(H5Tget_class(ftype.get()) == H5T_INTEGER, "attribute '", name, "' is not an integer");
   std::vector<int64_t> out(static_cast<size_t>(attr_elements(a.get())));
+  if (out.empty()) return out;
   ST_HDF5_CHECK(H5Aread(a.get(), H5T_NATIVE_INT64, out.data()), "reading attribute '", name, "'");
   return out;
 }
@@ -103,10 +105,14 @@ namespace {
 void write_attr(hid_t obj, const char* name, hid_t file_type, hid_t mem_type, hsize_t n, bool scalar,
                 const void* data) {
   if (H5Aexists(obj, name) > 0) ST_HDF5_CHECK(H5Adelete(obj, name), "replacing attribute '", name, "'");
-  H5Handle space(scalar ? H5Screate(H5S_SCALAR) : H5Screate_simple(1, &n, nullptr), H5Sclose);
+  // An empty array has no elements to write (HDF5 refuses a null buffer): a null dataspace.
+  const bool empty = !scalar && n == 0;
+  H5Handle space(scalar ? H5Screate(H5S_SCALAR) : empty ? H5Screate(H5S_NULL) : H5Screate_simple(1, &n, nullptr),
+                 H5Sclose);
   H5Handle a(ST_HDF5_CHECK(H5Acreate2(obj, name, file_type, space.get(), H5P_DEFAULT, H5P_DEFAULT),
                            "creating attribute '", name, "'"),
              H5Aclose);
+  if (empty) return;
   ST_HDF5_CHECK(H5Awrite(a.get(), mem_type, data), "writing attribute '", name, "'");
 }
 }  // namespace

@@ -56,37 +56,50 @@ std::string BatchNorm2d::implementation() const { return op_ ? op_->implementati
 
 // mean_, invstd_, scale_ and shift_ from x's statistics (over the ranks with a reducer): the sums
 // and the count, the mean, then the squared deviations from it (two passes, which keeps the variance
-// exact where the mean is large against the spread). Updates the running statistics.
+// exact where the mean is large against the spread). Updates the running statistics. Without a
+// reducer the mean and the scale are computed by the sums' sinks, one launch each less.
 void BatchNorm2d::batch_statistics(const Tensor& x) {
   double* sums = sums_.device_data<double>();
   double* partial = partial_.device_data<double>();
+  const kernels::BnSumsAndCount sums_sink{sums, channels_, static_cast<double>(rows_)};
+  const kernels::BnMean mean{sums, mean_.device_data<float>(), count_.device_data<float>(), channels_};
   visit_float_type(dtype_, [&](auto t) {
     using T = decltype(t);
-    launch_column_sums(stream(), "bn_sums", sums_plan_, kernels::ColumnValues<T>{x.device_data<T>(), channels_},
-                       partial, kernels::BnSumsAndCount{sums, channels_, static_cast<double>(rows_)});
+    const kernels::ColumnValues<T> values{x.device_data<T>(), channels_};
+    if (reducer_)
+      launch_column_sums(stream(), "bn_sums", sums_plan_, values, partial, sums_sink);
+    else
+      launch_column_sums(stream(), "bn_sums", sums_plan_, values, partial, kernels::BnSumsToMean{sums_sink, mean});
   });
-  if (reducer_) reducer_->sum(sums_.view(0, {channels_ + 1}), stream());
-  launch(stream(), "bn_mean", channels_,
-         kernels::BnMean{sums, mean_.device_data<float>(), count_.device_data<float>(), channels_});
+  if (reducer_) {
+    reducer_->sum(sums_.view(0, {channels_ + 1}), stream());
+    launch(stream(), "bn_mean", channels_, mean);
+  }
   visit_float_type(dtype_, [&](auto t) {
     using T = decltype(t);
-    launch_column_sums(stream(), "bn_squared_deviations", sums_plan_,
-                       kernels::BnSquaredDeviations<T>{x.device_data<T>(), mean_.device_data<float>(), channels_},
-                       partial, kernels::BnSquaredDeviationSums{sums});
+    const kernels::BnSquaredDeviations<T> deviations{x.device_data<T>(), mean_.device_data<float>(), channels_};
+    if (reducer_)
+      launch_column_sums(stream(), "bn_squared_deviations", sums_plan_, deviations, partial,
+                         kernels::BnSquaredDeviationSums{sums});
+    else
+      launch_column_sums(stream(), "bn_squared_deviations", sums_plan_, deviations, partial,
+                         kernels::BnDeviationsToScale{kernels::BnSquaredDeviationSums{sums}, training_scale()});
   });
-  if (reducer_) reducer_->sum(sums_.view(0, {channels_}), stream());
+  if (!reducer_) return;
+  reducer_->sum(sums_.view(0, {channels_}), stream());
   update_running_statistics();
 }
 
-void BatchNorm2d::update_running_statistics() {
-  launch(stream(), "bn_training_scale", channels_,
-         kernels::BnTrainingScale{sums_.device_data<double>(), count_.device_data<float>(), mean_.device_data<float>(),
+kernels::BnTrainingScale BatchNorm2d::training_scale() {
+  return kernels::BnTrainingScale{sums_.device_data<double>(), count_.device_data<float>(), mean_.device_data<float>(),
                                   params_[0].value.device_data<float>(), params_[1].value.device_data<float>(),
                                   invstd_.device_data<float>(), scale_.device_data<float>(),
                                   shift_.device_data<float>(), buffers_[0].value.device_data<float>(),
                                   buffers_[1].value.device_data<float>(),
-                                  buffers_[2].value.device_data<int64_t>(), momentum_, eps_});
+                                  buffers_[2].value.device_data<int64_t>(), momentum_, eps_};
 }
+
+void BatchNorm2d::update_running_statistics() { launch(stream(), "bn_training_scale", channels_, training_scale()); }
 
 void BatchNorm2d::count_batch() {
   launch(stream(), "bn_count_batch", 1, kernels::BnCountBatch{buffers_[2].value.device_data<int64_t>()});

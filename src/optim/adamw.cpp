@@ -20,7 +20,8 @@ class AdamW final : public Optimizer {
     ST_CHECK(o.eps > 0.0f, "AdamW eps must be > 0, got ", o.eps);
     ST_CHECK(o.weight_decay >= 0.0f, "AdamW weight decay must be >= 0, got ", o.weight_decay);
   }
-  void step_on_device(Tensor& params, const Tensor& grads, const kernels::StepState* state) override {
+  void step_on_device(Tensor& params, const Tensor& grads, const kernels::StepState* state, bool unscale,
+                      const Tensor* compute) override {
     ST_CHECK(params.dtype() == DType::f32 && grads.dtype() == DType::f32, "AdamW updates f32 parameters");
     ST_CHECK(params.numel() == grads.numel(), "AdamW: ", params.numel(), " parameters but ", grads.numel(),
              " gradients");
@@ -29,22 +30,17 @@ class AdamW final : public Optimizer {
       m_ = backend_.zeros({params.numel()}, DType::f32, "adamw.m");
       v_ = backend_.zeros({params.numel()}, DType::f32, "adamw.v");
     }
-    float* param = params.device_data<float>();
-    const float* grad = grads.device_data<float>();
-    float* m = m_.device_data<float>();
-    float* v = v_.device_data<float>();
-    for (const UpdateRange& r : ranges)
-      launch_elements(
-          backend_.compute_stream(), "adamw_update", r.count,
-          kernels::StepUpdate<kernels::AdamWUpdate>{
-              kernels::AdamWUpdate{param + r.offset, grad + r.offset, m + r.offset, v + r.offset, 0.0f, o_.beta1,
-                                   o_.beta2, o_.eps, r.options.weight_decay ? o_.weight_decay : 0.0f, 1.0f, 1.0f},
-              state});
+    launch_update("adamw_update",
+                  kernels::AdamWUpdate{params.device_data<float>(), grads.device_data<float>(), m_.device_data<float>(),
+                                       v_.device_data<float>(), 0.0f, o_.beta1, o_.beta2, o_.eps, o_.weight_decay,
+                                       1.0f, 1.0f},
+                  params.numel(), ranges, o_.weight_decay, state, unscale, compute);
   }
   std::pair<float, float> bias_correction_betas() const override { return {o_.beta1, o_.beta2}; }
   std::string name() const override { return "adamw"; }
+  // Before the first applied update (the moments may be allocated for a skipped step) there is none.
   std::vector<const Tensor*> state() const override {
-    if (m_.numel() == 0) return {};
+    if (m_.numel() == 0 || steps_ == 0) return {};
     return {&m_, &v_};
   }
   std::vector<std::string> state_names() const override { return {"exp_avg", "exp_avg_sq"}; }

@@ -1,5 +1,5 @@
 // LossScaler's state machine (torch.cuda.amp.GradScaler's _amp_update_scale_) on the host, and the
-// unscale-and-check of the reduced gradients queued on the device.
+// inf/NaN verdict of the reduced gradients queued on the device.
 #include "scaletrain/optim/loss_scaler.hpp"
 
 #include <algorithm>
@@ -67,9 +67,8 @@ void refresh_tables(Backend& backend, const kernels::SegmentSumsPlan& plan, cons
 
 }  // namespace
 
-void queue_unscale_and_verdict(Backend& backend, const Tensor& grads, const double* scale,
-                               std::span<const int64_t> tensor_offsets, const Tensor* losses, double loss_mark,
-                               const Tensor& verdict, VerdictScratch& scratch) {
+void queue_nonfinite_verdict(Backend& backend, const Tensor& grads, std::span<const int64_t> tensor_offsets,
+                             const Tensor* losses, double loss_mark, const Tensor& verdict, VerdictScratch& scratch) {
   const int64_t n = grads.numel(), n_loss = losses ? losses->numel() : 0;
   const kernels::VerdictLayout layout{static_cast<int64_t>(tensor_offsets.size()) - 1};
   ST_CHECK(layout.tensors >= 1 && tensor_offsets.front() == 0 && tensor_offsets.back() == n,
@@ -81,8 +80,7 @@ void queue_unscale_and_verdict(Backend& backend, const Tensor& grads, const doub
   const kernels::SegmentSumsPlan plan = kernels::plan_segment_sums(offsets, 1, backend.multiprocessor_count());
   refresh_tables(backend, plan, offsets, scratch);
   Stream& s = backend.compute_stream();
-  float* g = grads.device_data<float>();
-  if (scale && n > 0) launch_elements(s, "unscale_gradients", n, kernels::Unscale{g, scale});
+  const float* g = grads.device_data<float>();
   launch_segment_sums(s, "count_nonfinite", plan,
                       kernels::SegmentTables::in(scratch.tables.device_data<int64_t>(), plan.segments),
                       kernels::NonFiniteFlags{g, n, layout.tensors, losses ? losses->device_data<float>() : nullptr},

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "scaletrain/backend/launch.hpp"
 #include "scaletrain/core/error.hpp"
 #include "scaletrain/core/join.hpp"
 #include "scaletrain/optim/optimizer.hpp"
@@ -98,9 +99,58 @@ void Optimizer::step(Tensor& params, const Tensor& grads, float lr) {
   std::memcpy(host.raw(), &s, sizeof s);
   backend_.copy_async(backend_.compute_stream(), host_step_state_, host);
   backend_.compute_stream().synchronize();  // the host copy goes out of scope
-  step_on_device(params, grads, reinterpret_cast<const kernels::StepState*>(host_step_state_.device_data<double>()));
+  step_on_device(params, grads, reinterpret_cast<const kernels::StepState*>(host_step_state_.device_data<double>()),
+                 false, nullptr);
   ++steps_;
 }
+
+kernels::UpdateRangeTable Optimizer::range_table(const std::vector<UpdateRange>& ranges) {
+  const auto n = static_cast<int64_t>(ranges.size());
+  if (ranges != table_of_) {
+    table_ends_host_ = Tensor({n}, DType::i64, "optimizer range ends (host)");
+    table_decayed_host_ = Tensor({n}, DType::i32, "optimizer range decay (host)");
+    for (int64_t r = 0; r < n; ++r) {
+      const UpdateRange& u = ranges[static_cast<size_t>(r)];
+      table_ends_host_.data<int64_t>()[r] = u.offset + u.count;
+      table_decayed_host_.data<int32_t>()[r] = u.options.weight_decay ? 1 : 0;
+    }
+    table_ends_ = backend_.empty({n}, DType::i64, "optimizer range ends");
+    table_decayed_ = backend_.empty({n}, DType::i32, "optimizer range decay");
+    backend_.copy_async(backend_.compute_stream(), table_ends_, table_ends_host_);
+    backend_.copy_async(backend_.compute_stream(), table_decayed_, table_decayed_host_);
+    table_of_ = ranges;
+  }
+  return kernels::UpdateRangeTable{table_ends_.device_data<int64_t>(), table_decayed_.device_data<int32_t>(), n};
+}
+
+template <class Update>
+void Optimizer::launch_update(const char* label, const Update& update, int64_t n,
+                              const std::vector<UpdateRange>& ranges, float weight_decay,
+                              const kernels::StepState* state, bool unscale, const Tensor* compute) {
+  if (ranges.empty()) return;
+  const kernels::UpdateRangeTable table = range_table(ranges);
+  Stream& s = backend_.compute_stream();
+  if (!compute) {
+    launch(s, label, n, kernels::MultiTensorUpdate<Update, float>{update, state, table, weight_decay, unscale, nullptr});
+    return;
+  }
+  ST_CHECK(compute->numel() == n, "the compute-type copy has ", compute->numel(), " elements for ", n, " parameters");
+  if (compute->dtype() == DType::bf16) {
+    launch(s, label, n,
+           kernels::MultiTensorUpdate<Update, bf16>{update, state, table, weight_decay, unscale, compute->device_data<bf16>()});
+  } else {
+    ST_CHECK(compute->dtype() == DType::f16, "the compute-type copy must be bf16 or f16, not ", dtype_name(compute->dtype()));
+    launch(s, label, n,
+           kernels::MultiTensorUpdate<Update, f16>{update, state, table, weight_decay, unscale, compute->device_data<f16>()});
+  }
+}
+
+template void Optimizer::launch_update<kernels::SgdUpdate>(const char*, const kernels::SgdUpdate&, int64_t,
+                                                           const std::vector<UpdateRange>&, float,
+                                                           const kernels::StepState*, bool, const Tensor*);
+template void Optimizer::launch_update<kernels::AdamWUpdate>(const char*, const kernels::AdamWUpdate&, int64_t,
+                                                             const std::vector<UpdateRange>&, float,
+                                                             const kernels::StepState*, bool, const Tensor*);
 
 Tensor restore_buffer(Backend& backend, const std::vector<float>& values, int64_t numel, const std::string& name) {
   ST_CHECK(static_cast<int64_t>(values.size()) == numel, name, ": the checkpoint holds ", values.size(),

@@ -20,7 +20,8 @@ class Sgd final : public Optimizer {
     ST_CHECK(!o.nesterov || (o.momentum > 0.0f && o.dampening == 0.0f),
              "Nesterov momentum needs momentum > 0 and zero dampening");
   }
-  void step_on_device(Tensor& params, const Tensor& grads, const kernels::StepState* state) override {
+  void step_on_device(Tensor& params, const Tensor& grads, const kernels::StepState* state, bool unscale,
+                      const Tensor* compute) override {
     ST_CHECK(params.dtype() == DType::f32 && grads.dtype() == DType::f32, "SGD updates f32 parameters");
     ST_CHECK(params.numel() == grads.numel(), "SGD: ", params.numel(), " parameters but ", grads.numel(),
              " gradients");
@@ -28,20 +29,16 @@ class Sgd final : public Optimizer {
     // Written before it is read (first_step), so it needs no zeroing.
     if (o_.momentum != 0.0f && buffer_.numel() != params.numel())
       buffer_ = backend_.empty({params.numel()}, DType::f32, "sgd.momentum");
-    float* param = params.device_data<float>();
-    const float* grad = grads.device_data<float>();
     float* momentum = o_.momentum != 0.0f ? buffer_.device_data<float>() : nullptr;
-    for (const UpdateRange& r : ranges)
-      launch_elements(backend_.compute_stream(), "sgd_update", r.count,
-                      kernels::StepUpdate<kernels::SgdUpdate>{
-                          kernels::SgdUpdate{param + r.offset, grad + r.offset, momentum ? momentum + r.offset : nullptr,
-                                             0.0f, o_.momentum, o_.dampening,
-                                             r.options.weight_decay ? o_.weight_decay : 0.0f, o_.nesterov, false},
-                          state});
+    launch_update("sgd_update",
+                  kernels::SgdUpdate{params.device_data<float>(), grads.device_data<float>(), momentum, 0.0f,
+                                     o_.momentum, o_.dampening, o_.weight_decay, o_.nesterov, false},
+                  params.numel(), ranges, o_.weight_decay, state, unscale, compute);
   }
   std::string name() const override { return "sgd"; }
+  // Before the first applied update (its buffer may be allocated for a skipped step) there is none.
   std::vector<const Tensor*> state() const override {
-    if (buffer_.numel() == 0) return {};
+    if (buffer_.numel() == 0 || steps_ == 0) return {};
     return {&buffer_};
   }
   std::vector<std::string> state_names() const override {

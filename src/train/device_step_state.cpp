@@ -78,9 +78,9 @@ void DeviceStepState::pull(optim::LossScaler& scaler, optim::Optimizer& optimize
   optimizer.set_steps_taken(static_cast<int64_t>(s.updates));
 }
 
-void DeviceStepState::verdict(const Tensor& grads, const Tensor& row_losses, bool unscale, bool inject_overflow) {
-  optim::queue_unscale_and_verdict(backend_, grads, unscale ? loss_scale() : nullptr, offsets_, &row_losses,
-                                   static_cast<double>(world_ - rank_), verdict_, scratch_);
+void DeviceStepState::verdict(const Tensor& grads, const Tensor& row_losses, bool inject_overflow) {
+  optim::queue_nonfinite_verdict(backend_, grads, offsets_, &row_losses, static_cast<double>(world_ - rank_), verdict_,
+                                 scratch_);
   if (inject_overflow)
     launch(backend_.compute_stream(), "inject_overflow", 1,
            kernels::SetValue<double>{verdict_.device_data<double>() + layout_.injected(), 1.0});

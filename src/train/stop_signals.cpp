@@ -23,7 +23,7 @@ std::atomic<int> g_stop_signal{0};
 static_assert(std::atomic<int>::is_always_lock_free, "a signal handler may only touch lock-free atomics");
 
 constexpr char kCtrlCNotice[] =
-    "\nscaletrain: Ctrl-C: stopping after this step (with a checkpoint where run.dir is set); Ctrl-C again ends at "
+    "\nscaletrain: Ctrl-C: stopping after the next step (with a checkpoint where run.dir is set); Ctrl-C again ends at "
     "once\n";
 
 sigset_t stop_signal_set() {

@@ -618,13 +618,13 @@ StepFlags Trainer::Impl::finish_agreement() {
   return all;
 }
 
-// The step's inf/NaN verdict on the device: this rank's unscaled, reduced gradients (the same on
+// The step's inf/NaN verdict on the device: this rank's reduced gradients (the same on
 // every rank, agreed all the same: the decision to skip must be identical everywhere or the
 // replicas diverge; testing.inject_overflow_* shows it in the tests) and its loss, combined across
 // ranks in stream order. A rank's inf/NaN loss stays out of the interval's sums.
 void Trainer::Impl::judge_step() {
   const bool inject = comm.rank() == cfg.inject_overflow_rank && position.step == cfg.inject_overflow_step;
-  step_state->verdict(model->flat_gradients(), loss.row_losses(), scaler->enabled(), inject);
+  step_state->verdict(model->flat_gradients(), loss.row_losses(), inject);
   loss.accumulate_unless(interval_sums, step_state->local_loss_mark());
   step_state->agree(gradient_comm(), comm);
 }
@@ -680,11 +680,13 @@ void Trainer::Impl::stop_at_nonfinite(const StepOutcome& o) {
 }
 
 // The optimizer step on the reduced gradients as the device decided it (skipped where any rank found
-// inf/NaN; fp16: the loss scaler backs off or grows), then the compute-type copy of the weights.
+// inf/NaN; fp16: the loss scaler backs off or grows, the gradients are unscaled), with the
+// compute-type copy of the weights, in one launch.
 void Trainer::Impl::apply_update(int64_t step) {
   step_state->decide(step, position.epoch);
-  optimizer->step_on_device(model->flat_parameters(), model->flat_gradients(), step_state->device());
-  model->refresh_compute_parameters();
+  const bool copy = model->compute_dtype() != DType::f32;
+  optimizer->step_on_device(model->flat_parameters(), model->flat_gradients(), step_state->device(),
+                            scaler->enabled(), copy ? &model->flat_compute_parameters() : nullptr);
 }
 
 // Tests (testing.inject_signal): this rank sends its process the signal before `step` and waits

@@ -18,6 +18,7 @@
 #include "scaletrain/kernels/reduction.hpp"
 #include "scaletrain/kernels/scale.hpp"
 #include "scaletrain/kernels/segment_sums.hpp"
+#include "scaletrain/kernels/step_state.hpp"
 
 using namespace scaletrain;
 using namespace scaletrain::kernels;
@@ -97,22 +98,28 @@ TEST_F(CudaReduction, BatchNormGradientSumsMatchTheHostOrder) {
   expect_close(to_host<double>(b, sums), want, static_cast<double>(rows) * 2.0, "BatchNorm gradient sums");
 }
 
+// The step's inf/NaN verdict (kernels/step_state.hpp's layout): each gradient tensor's count exactly,
+// the loss as the rank's mark, the injected flag cleared.
 TEST_F(CudaReduction, CountsNonFiniteValuesExactly) {
   Backend& b = *backend;
-  const int64_t n = 5'000'003, n_loss = 300;
+  const int64_t n = 5'000'003, split = 1'000'000, n_loss = 300;
   std::vector<float> g = random_stored<float>(n, 0, 3), l = random_stored<float>(n_loss, 0, 4);
-  int64_t bad = 0;
-  for (int64_t i = 0; i < n; i += 7919, ++bad) g[static_cast<size_t>(i)] = (i / 7919) % 2 ? INFINITY : NAN;
+  double bad[2] = {0, 0};
+  for (int64_t i = 0; i < n; i += 7919) {
+    g[static_cast<size_t>(i)] = (i / 7919) % 2 ? INFINITY : NAN;
+    bad[i < split ? 0 : 1] += 1;
+  }
   l[17] = NAN;
   const Tensor gd = to_device(b, g, "g"), ld = to_device(b, l, "l");
-  const std::vector<int64_t> offsets{0, n, n + n_loss};
+  const std::vector<int64_t> offsets{0, split, n, n + n_loss};
   const SegmentSumsPlan plan = plan_segment_sums(offsets, 1, b.multiprocessor_count());
   const Tensor td = to_device(b, segment_tables(plan, offsets), "tables");
-  Tensor partial = b.empty({plan.partial_size()}, DType::f64, "partial"), out = b.empty({2}, DType::f64, "out");
-  launch_segment_sums(b.compute_stream(), "count_nonfinite", plan, SegmentTables::in(dptr<int64_t>(td), 2),
-                      NonFiniteFlags{dptr<float>(gd), n, 1, dptr<float>(ld)}, dptr<double>(partial),
-                      StoreDouble{dptr<double>(out)});
-  EXPECT_EQ(to_host<double>(b, out), (std::vector<double>{static_cast<double>(bad), 1.0}));
+  Tensor partial = b.empty({plan.partial_size()}, DType::f64, "partial");
+  const Tensor out = to_device(b, std::vector<double>{-1, -1, -1, 7}, "verdict");
+  launch_segment_sums(b.compute_stream(), "count_nonfinite", plan, SegmentTables::in(dptr<int64_t>(td), 3),
+                      NonFiniteFlags{dptr<float>(gd), n, 2, dptr<float>(ld)}, dptr<double>(partial),
+                      StoreVerdict{dptr<double>(out), VerdictLayout{2}, 5.0});
+  EXPECT_EQ(to_host<double>(b, out), (std::vector<double>{bad[0], bad[1], 5.0, 0.0}));
 }
 
 // Segments from empty to millions of elements (a large model's tensors), sums of bf16 values and sums

@@ -49,9 +49,9 @@ void scaletrain_compile_every_functor(float* a, float* b, float* c, float* d, ui
   launch(1, SoftmaxCrossEntropyBackward{a, l, b, 10, 0.5f});
   launch(1, SgdUpdate{a, b, c, 0.1f, 0.9f, 0.0f, 0.0f, true, false});
   launch(1, AdamWUpdate{a, b, c, d, 0.1f, 0.9f, 0.999f, 1e-8f, 0.01f, 0.1f, 0.001f});
-  launch(1, StepUpdate<SgdUpdate>{SgdUpdate{a, b, c, 0.1f, 0.9f, 0.0f, 0.0f, true, false}, nullptr});
+  launch(1, MultiTensorUpdate<SgdUpdate, bf16>{SgdUpdate{a, b, c, 0.1f, 0.9f, 0.0f, 0.0f, true, false}, nullptr,
+                                               UpdateRangeTable{idx, nullptr, 1}, 0.1f, true, h});
   launch(1, DecideStep{nullptr, nullptr, VerdictLayout{1}, StepRules{}});
-  launch(1, Unscale{a, nullptr});
   launch(1, Cast<float, bf16>{a, h, 1.0f});
   launch(1, Cast<bf16, float>{h, a, 1.0f});
   launch(1, Cast<float, f16>{a, g, 2.0f});

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Ctrl-C on a scaletrain started without a launcher (one process, as a user tries it first):
-# - one SIGINT: the process says so, stops after the current step with its checkpoint, prints
+# - one SIGINT: the process says so, stops after the next step with its checkpoint, prints
 #   "stopped by SIGINT" and exits 75; run.resume = auto then finishes the run;
 # - a second SIGINT soon after the first ends the process at once (killed by SIGINT, exit 130),
 #   without waiting for the step. The steps are slowed down on the simulated device so that the
@@ -30,7 +30,7 @@ wait "$pid"
 rc=$?
 cat "$out/once.log"
 [ "$rc" -eq 75 ] || { echo "FAIL: exit $rc after one Ctrl-C, expected 75"; exit 1; }
-grep -q "Ctrl-C: stopping after this step" "$out/once.log" || { echo "FAIL: no Ctrl-C notice"; exit 1; }
+grep -q "Ctrl-C: stopping after the next step" "$out/once.log" || { echo "FAIL: no Ctrl-C notice"; exit 1; }
 grep -q "stopped by SIGINT .*checkpoint .*written; exit code 75" "$out/once.log" || { echo "FAIL: no stop line"; exit 1; }
 step=$(sed -n 's/.*stopped by SIGINT (received by rank 0) after step \([0-9]*\):.*/\1/p' "$out/once.log")
 [ "$(cat "$out/once/checkpoints/latest")" = "step-$step" ] || { echo "FAIL: latest is not step-$step"; exit 1; }

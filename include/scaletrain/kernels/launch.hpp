@@ -8,13 +8,13 @@
 namespace scaletrain::kernels {
 
 // Runs f(i) for i in [0, n) on the host. The functor must be trivially copyable and take int64_t.
-// A functor that reads per-step values from memory (skipped(), bound(): kernels/optimizer_update.hpp's
-// StepUpdate) reads them here, once, and runs the bound functor, or nothing where it is skipped.
+// A functor that runs as loops of its own on the host (run_on_host: kernels/optimizer_update.hpp's
+// MultiTensorUpdate, one per parameter range) is handed the loop to run them with.
 template <class F>
 void launch_host(const char* label, int64_t n, const F& f) {
   if (n <= 0) return;
-  if constexpr (requires { f.bound(); }) {
-    if (!f.skipped()) launch_host(label, n, f.bound());
+  if constexpr (requires { f.run_on_host([](int64_t, const auto&) {}); }) {
+    f.run_on_host([label](int64_t count, const auto& g) { launch_host(label, count, g); });
     return;
   }
   Kokkos::parallel_for(label, Kokkos::RangePolicy<Kokkos::DefaultHostExecutionSpace, Kokkos::IndexType<int64_t>>(0, n),

@@ -1,12 +1,15 @@
 // Optimizer update functors with exactly torch.optim.SGD and torch.optim.AdamW semantics
-// (i over parameters), in packs (kernels/packs.hpp), and StepUpdate, which gives one the step's
-// learning rate, bias corrections and skip from the device's step state (kernels/step_state.hpp).
+// (i over parameters), in packs (kernels/packs.hpp), and MultiTensorUpdate, which runs one over every
+// parameter range in one launch with the step's values from the device's step state
+// (kernels/step_state.hpp), fp16's unscaling and the compute-type copy.
 #pragma once
 #include <cmath>
 #include <cstdint>
 
 #include "scaletrain/core/macros.hpp"
+#include "scaletrain/kernels/cast.hpp"
 #include "scaletrain/kernels/packs.hpp"
+#include "scaletrain/kernels/scale.hpp"
 #include "scaletrain/kernels/step_state.hpp"
 
 namespace scaletrain::kernels {
@@ -44,6 +47,13 @@ struct SgdUpdate {
     SgdUpdate u = *this;
     u.lr = s.lr;
     u.first_step = s.first_update != 0;
+    return u;
+  }
+  SgdUpdate at(int64_t offset) const {
+    SgdUpdate u = *this;
+    u.param += offset;
+    u.grad += offset;
+    if (u.momentum_buffer) u.momentum_buffer += offset;
     return u;
   }
 };
@@ -89,23 +99,77 @@ struct AdamWUpdate {
     u.bias_correction2 = s.bias_correction2;
     return u;
   }
+  AdamWUpdate at(int64_t offset) const {
+    AdamWUpdate u = *this;
+    u.param += offset;
+    u.grad += offset;
+    u.exp_avg += offset;
+    u.exp_avg_sq += offset;
+    return u;
+  }
 };
 
-// An update (SgdUpdate, AdamWUpdate) whose per-step values come from the step state in device
-// memory, and which writes nothing where the step is skipped. A device thread reads the state; the
-// host binds it once per launch (kernels::launch_host), so its loop is the update's own.
-template <class Update>
-struct StepUpdate {
-  Update update;  // its step values are replaced by the state's
-  const StepState* state;
-  SCALETRAIN_HOST_DEVICE bool skipped() const { return state->skip != 0; }
-  SCALETRAIN_HOST_DEVICE Update bound() const { return update.with_step(*state); }
-  template <int N>
-  SCALETRAIN_INLINE void pack(int64_t i) const {
-    if (!skipped()) bound().template pack<N>(i);
+// Where each weight-decay range of the flat parameters ends (exclusive, in order) and whether its
+// tensors are decayed: the optimizer's device table.
+struct UpdateRangeTable {
+  const int64_t* ends;
+  const int32_t* decayed;
+  int64_t ranges;
+  // The range of element i: the first whose end is past it.
+  SCALETRAIN_HOST_DEVICE int64_t range_of(int64_t i) const {
+    int64_t lo = 0, hi = ranges - 1;
+    while (lo < hi) {
+      const int64_t mid = lo + (hi - lo) / 2;
+      if (ends[mid] > i) {
+        hi = mid;
+      } else {
+        lo = mid + 1;
+      }
+    }
+    return lo;
   }
-  SCALETRAIN_HOST_DEVICE void operator()(int64_t i) const { pack<1>(i); }
-  bool packs_fit() const { return update.packs_fit(); }
+};
+
+// An optimizer step over every parameter range in one launch: for each range, fp16's unscaling of
+// the gradients (g *= 1 / the step's loss scale, stored back, as a pass of its own would), the update
+// (SgdUpdate, AdamWUpdate over the whole buffer; the step's learning rate, bias corrections and
+// first-update flag from the step state, the range's weight decay), then the compute-type copy
+// (compute: bf16 or f16; null in f32). Nothing where the step is skipped. A device thread takes one
+// element and finds its range in the table; the host runs each range as the update's own loops, so
+// each element sees the operations of the separate passes, in their order.
+template <class Update, class Compute>
+struct MultiTensorUpdate {
+  Update update;  // base pointers over the whole buffer; its step values and weight decay are replaced
+  const StepState* state;
+  UpdateRangeTable table;
+  float weight_decay;  // of a decayed range
+  bool unscale;
+  Compute* compute;
+
+  SCALETRAIN_HOST_DEVICE Update for_range(int64_t r) const {
+    Update u = update.with_step(*state);
+    u.weight_decay = table.decayed[r] ? weight_decay : 0.0f;
+    return u;
+  }
+  SCALETRAIN_HOST_DEVICE void operator()(int64_t i) const {
+    if (state->skip) return;
+    if (unscale) Scale{const_cast<float*>(update.grad), state->unscale}(i);
+    for_range(table.range_of(i))(i);
+    if (compute) Cast<float, Compute>{update.param, compute}(i);
+  }
+  // The host's loops, range by range (kernels::launch_host).
+  template <class Loop>
+  void run_on_host(const Loop& loop) const {
+    if (state->skip) return;
+    int64_t begin = 0;
+    for (int64_t r = 0; r < table.ranges; ++r) {
+      const int64_t end = table.ends[r];
+      if (unscale) loop(end - begin, Scale{const_cast<float*>(update.grad) + begin, state->unscale});
+      loop(end - begin, for_range(r).at(begin));
+      if (compute) loop(end - begin, Cast<float, Compute>{update.param + begin, compute + begin});
+      begin = end;
+    }
+  }
 };
 
 }  // namespace scaletrain::kernels

@@ -11,7 +11,6 @@
 #include "scaletrain/core/half.hpp"
 #include "scaletrain/core/macros.hpp"
 #include "scaletrain/kernels/lr_curve.hpp"
-#include "scaletrain/kernels/packs.hpp"
 
 namespace scaletrain::kernels {
 
@@ -24,6 +23,7 @@ struct StepState {
   double updates = 0;        // optimizer updates applied
   // The closed step's, written by DecideStep and read by the optimizer's update.
   float lr = 0;
+  float unscale = 1;           // 1 / the loss scale the step's gradients carry (fp16)
   float bias_correction1 = 1;  // 1 - beta1^updates (AdamW)
   float bias_correction2 = 1;  // 1 - beta2^updates
   int32_t skip = 0;            // inf/NaN somewhere: every rank skips the update
@@ -91,6 +91,7 @@ struct DecideStep {
     bool nonfinite = false;
     for (int64_t k = 0; k < layout.size(); ++k) nonfinite = nonfinite || verdict[k] > 0;
     s.lr = lr_at(rules.lr, static_cast<int64_t>(s.step));
+    s.unscale = 1.0f / static_cast<float>(s.loss_scale);
     s.skip = nonfinite ? 1 : 0;
     s.first_update = s.updates == 0 ? 1 : 0;
     if (nonfinite) {
@@ -111,23 +112,6 @@ struct DecideStep {
     s.bias_correction2 = static_cast<float>(1.0 - pow(static_cast<double>(rules.beta2), s.updates));
     s.step += 1;
   }
-};
-
-// x *= 1 / scale, the scale read where the device keeps it (fp16's unscaling of the reduced
-// gradients): the same float operations as Scale{x, 1.0f / static_cast<float>(scale)}.
-struct Unscale {
-  float* x;
-  const double* scale;
-  template <int N>
-  SCALETRAIN_INLINE void pack(int64_t i) const {
-    const float factor = 1.0f / static_cast<float>(*scale);
-    float v[N];
-    load_pack<float, N>(x + i, v);
-    each_in_pack<N>([&](int k) { v[k] *= factor; });
-    store_pack<float, N>(x + i, v);
-  }
-  SCALETRAIN_HOST_DEVICE void operator()(int64_t i) const { pack<1>(i); }
-  bool packs_fit() const { return pack_aligned(x); }
 };
 
 }  // namespace scaletrain::kernels

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "scaletrain/backend/ops.hpp"
+#include "scaletrain/kernels/batch_norm.hpp"
 #include "scaletrain/kernels/reduction.hpp"
 #include "scaletrain/nn/activation.hpp"
 #include "scaletrain/nn/batch_statistics.hpp"
@@ -57,6 +58,7 @@ class BatchNorm2d : public Layer {
  private:
   void batch_statistics(const Tensor& x);
   void update_running_statistics();
+  kernels::BnTrainingScale training_scale();
   void count_batch();
   void gradients(const Tensor& y, const Tensor& dy, bool need_dx, bool relu, const Tensor* dresidual);
   bool uses_op() const { return op_ != nullptr && reducer_ == nullptr && !fused_residual_; }

@@ -45,7 +45,7 @@ class LossScaler {
   int64_t skipped_ = 0;
 };
 
-// What queue_unscale_and_verdict keeps on the device between calls, made on first use and again
+// What queue_nonfinite_verdict keeps on the device between calls, made on first use and again
 // when the tensors change: the reduction's partial sums and the segment tables of [the gradients'
 // tensors | the losses] (kernels/segment_sums.hpp) with the host copy they are queued from.
 struct VerdictScratch {
@@ -54,13 +54,13 @@ struct VerdictScratch {
   Tensor tables_host;
   std::vector<int64_t> offsets;  // the segments the tables are for
 };
-// Queues on the compute stream, reading nothing back: grads *= 1 / *scale (f32; only where `scale`,
-// fp16's loss scale in device memory, is given), then this rank's inf/NaN verdict (kernels/
+// Queues on the compute stream, reading nothing back, this rank's inf/NaN verdict (kernels/
 // step_state.hpp's layout) into `verdict` (f64 [tensors + 2]): the count of each tensor of grads
-// (`tensor_offsets`: the tensors' first elements and, last, grads' length) and `loss_mark` where
-// `losses` (f32 per-row losses; may be null) hold inf/NaN, on one per-segment sum.
-void queue_unscale_and_verdict(Backend& backend, const Tensor& grads, const double* scale,
-                               std::span<const int64_t> tensor_offsets, const Tensor* losses, double loss_mark,
-                               const Tensor& verdict, VerdictScratch& scratch);
+// (f32; `tensor_offsets`: the tensors' first elements and, last, grads' length) and `loss_mark` where
+// `losses` (f32 per-row losses; may be null) hold inf/NaN, on one per-segment sum. fp16's gradients
+// are counted as they are, scaled, as PyTorch's fused optimizers do: with a scale of at least 1 the
+// unscaled value of a finite gradient is finite; the optimizer unscales them.
+void queue_nonfinite_verdict(Backend& backend, const Tensor& grads, std::span<const int64_t> tensor_offsets,
+                             const Tensor* losses, double loss_mark, const Tensor& verdict, VerdictScratch& scratch);
 
 }  // namespace scaletrain::optim

@@ -15,6 +15,7 @@
 
 #include "scaletrain/backend/backend.hpp"
 #include "scaletrain/core/tensor.hpp"
+#include "scaletrain/kernels/optimizer_update.hpp"
 #include "scaletrain/kernels/step_state.hpp"
 
 namespace scaletrain::optim {
@@ -43,11 +44,14 @@ struct TensorOptions {
 };
 TensorOptions tensor_options(const ParameterTensor& tensor, const std::vector<NoDecayCategory>& no_decay);
 
-// A contiguous range of the flat buffer whose tensors share their options: one kernel launch.
+// A contiguous range of the flat buffer whose tensors share their options.
 struct UpdateRange {
   int64_t offset = 0;
   int64_t count = 0;
   TensorOptions options;
+  bool operator==(const UpdateRange& o) const {
+    return offset == o.offset && count == o.count && options.weight_decay == o.options.weight_decay;
+  }
 };
 
 // The ranges an optimizer launches over. Built from the tensors (in any order; in offset order they
@@ -75,13 +79,17 @@ class Optimizer {
   // must be the one the tensors given at construction cover. Uploads the step's state (synchronizes).
   void step(Tensor& params, const Tensor& grads, float lr);
   // The update as the device's step state says (`state` in device memory: skip, lr, the bias
-  // corrections, whether it is the first update), queued on the compute stream; the host's count of
-  // updates is not advanced (set_steps_taken, from the state read back).
-  virtual void step_on_device(Tensor& params, const Tensor& grads, const kernels::StepState* state) = 0;
+  // corrections, whether it is the first update, the unscaling factor), queued on the compute stream
+  // as one launch over every parameter range: the gradients unscaled first where `unscale` (fp16),
+  // `compute` (bf16 or f16, the parameters' length; may be null) written from the updated parameters.
+  // The host's count of updates is not advanced (set_steps_taken, from the state read back).
+  virtual void step_on_device(Tensor& params, const Tensor& grads, const kernels::StepState* state, bool unscale,
+                              const Tensor* compute) = 0;
   virtual std::string name() const = 0;
   // AdamW's betas, whose bias corrections the step state computes (0, 0: none).
   virtual std::pair<float, float> bias_correction_betas() const { return {0.0f, 0.0f}; }
-  // The optimizer's state buffers (momentum, moments), for checkpoints and tests.
+  // The optimizer's state buffers (momentum, moments), for checkpoints and tests; none before the
+  // first applied update (steps_taken() 0).
   virtual std::vector<const Tensor*> state() const = 0;
   // torch.optim's names of the buffers state() returns: "momentum_buffer"; "exp_avg", "exp_avg_sq".
   virtual std::vector<std::string> state_names() const = 0;
@@ -95,11 +103,20 @@ class Optimizer {
 
  protected:
   explicit Optimizer(Backend& backend) : backend_(backend) {}
+  // Queues `update` (over the whole buffer of n elements) as one MultiTensorUpdate over `ranges`,
+  // decayed ranges with `weight_decay` (kernels/optimizer_update.hpp).
+  template <class Update>
+  void launch_update(const char* label, const Update& update, int64_t n, const std::vector<UpdateRange>& ranges,
+                     float weight_decay, const kernels::StepState* state, bool unscale, const Tensor* compute);
   Backend& backend_;
   int64_t steps_ = 0;  // updates applied
 
  private:
+  // The ranges' device table (made again where the ranges change).
+  kernels::UpdateRangeTable range_table(const std::vector<UpdateRange>& ranges);
   Tensor host_step_state_;  // step()'s state on the device
+  std::vector<UpdateRange> table_of_;  // the ranges the table is for
+  Tensor table_ends_, table_decayed_, table_ends_host_, table_decayed_host_;
 };
 
 enum class OptimizerKind { sgd, adamw };

@@ -1,6 +1,5 @@
 // DeviceStepState: the trainer's side of the step state in device memory (kernels/step_state.hpp).
-// Each step it queues, on the compute stream and without waiting: the unscaling of the reduced
-// gradients (fp16) and this rank's inf/NaN verdict (a count per parameter tensor, the loss's mark),
+// Each step it queues, on the compute stream and without waiting: this rank's inf/NaN verdict (a count per parameter tensor, the loss's mark),
 // the verdict's all-reduce across ranks (in stream order on a device communicator; through the host
 // where the gradients travel by MPI), the decision that the optimizer's update and the loss scaler
 // read, and a copy of state and verdict into pinned memory. The host reads those copies once they
@@ -48,9 +47,9 @@ class DeviceStepState {
   const double* loss_scale() const;       // fp16's scale, for the loss's gradient
   const double* local_loss_mark() const;  // this rank's loss mark, between verdict() and agree()
 
-  // The verdict of the reduced gradients and this rank's row losses, fp16's unscaling first
-  // (`unscale`); `inject_overflow` sets the injected flag (testing.inject_overflow_*).
-  void verdict(const Tensor& grads, const Tensor& row_losses, bool unscale, bool inject_overflow);
+  // The verdict of the reduced gradients and this rank's row losses; `inject_overflow` sets the
+  // injected flag (testing.inject_overflow_*).
+  void verdict(const Tensor& grads, const Tensor& row_losses, bool inject_overflow);
   // The verdict of every rank combined (MAX): in stream order where `gradient_comm` queues on a
   // stream, else through the host over `host_comm`. Nothing on one rank.
   void agree(comm::Communicator& gradient_comm, comm::Communicator& host_comm);
