@@ -105,7 +105,7 @@ class BucketRun {
       for (int64_t i = 0; i < total; ++i) host.data<float>()[i] = gradient(host_.rank(), step, i);
       std::iota(order.begin(), order.end(), size_t{0});
       std::shuffle(order.begin(), order.end(), order_rng);
-      buckets.begin_step();
+      buckets.begin_step(step);
       if (path_.slow_backward_us > 0)
         compute.enqueue([us = path_.slow_backward_us] { std::this_thread::sleep_for(std::chrono::microseconds(us)); });
       for (size_t s : order) {
@@ -129,9 +129,14 @@ class BucketRun {
     const int64_t reduced = n > 1 ? kSteps : 0;
     EXPECT_EQ(st.buckets, reduced * buckets.bucket_count());
     EXPECT_EQ(st.bytes, reduced * total * static_cast<int64_t>(dtype_size(wire)));
-    const auto& events = buckets.last_step_events();
-    EXPECT_EQ(static_cast<int64_t>(events.size()), n > 1 ? buckets.bucket_count() : 0);
-    for (const auto& e : events) EXPECT_LE(e.start, e.end) << "bucket " << e.bucket;
+    // Every step's all-reduces, each once, tagged with its step, in step order.
+    const std::vector<comm::BucketEvent> events = buckets.take_events();
+    EXPECT_EQ(static_cast<int64_t>(events.size()), reduced * buckets.bucket_count());
+    for (size_t k = 0; k < events.size(); ++k) {
+      EXPECT_LE(events[k].start, events[k].end) << "bucket " << events[k].bucket;
+      EXPECT_EQ(events[k].step, static_cast<int64_t>(k) / buckets.bucket_count()) << "event " << k;
+    }
+    EXPECT_TRUE(buckets.take_events().empty()) << "taken once";
     EXPECT_GE(st.allreduce_seconds, 0.0);
     EXPECT_GE(st.exposed_seconds, 0.0);
   }

@@ -57,7 +57,7 @@ TEST(GradientBuckets, MisuseWithinAStepIsReported) {
     std::vector<float> g(10, 1.0f);
     GradientBuckets b(*c, cpu(), host_view(g), {{0, 4}, {4, 6}}, 1024, mode);
     EXPECT_THROW(b.mark_ready(0), Error) << "mark_ready before begin_step";
-    b.begin_step();
+    b.begin_step(0);
     b.mark_ready(1);
     EXPECT_THROW(b.mark_ready(1), Error) << "slice marked twice";
     EXPECT_THROW(b.mark_ready(2), Error) << "slice out of range";

@@ -303,7 +303,7 @@ json overlap_benchmark(comm::Communicator& c, const Options& o) {
       c.barrier();
       if (gb) {
         gb->reset_stats();
-        gb->begin_step();
+        gb->begin_step(s);
       }
       const double t0 = now_seconds();
       for (size_t l = 0; l < slices.size(); ++l) {

@@ -105,7 +105,7 @@ GradientBuckets::~GradientBuckets() {
   }
 }
 
-void GradientBuckets::begin_step() {
+void GradientBuckets::begin_step(int64_t step) {
   ST_CHECK(!in_step_, "GradientBuckets::begin_step: the previous step was not finished with wait_all()");
   read_device_times(false);  // the steps whose all-reduces have completed
   std::fill(slice_ready_.begin(), slice_ready_.end(), 0);
@@ -114,8 +114,9 @@ void GradientBuckets::begin_step() {
   {
     std::lock_guard<std::mutex> lk(mutex_);
     completed_ = 0;
-    events_.clear();
   }
+  step_ = step;
+  if (exchanges() && !exchange_->host_driven()) queued_steps_.push_back(step);
   in_step_ = true;
 }
 
@@ -179,17 +180,17 @@ void GradientBuckets::start(size_t b) {
 
 bool GradientBuckets::drive(InFlight& f) {
   if (!f.request->test()) return false;
-  record(f.bucket, f.start, now_seconds());
+  record(f.bucket, f.start, now_seconds(), step_);
   return true;
 }
 
-void GradientBuckets::record(size_t b, double start, double end) {
+void GradientBuckets::record(size_t b, double start, double end, int64_t step) {
   const int64_t bytes = bucket_bytes(b);
   std::lock_guard<std::mutex> lk(mutex_);
   stats_.allreduce_seconds += end - start;
   stats_.buckets += 1;
   stats_.bytes += bytes;
-  events_.push_back(BucketEvent{static_cast<int64_t>(b), bytes, start, end});
+  events_.push_back(BucketEvent{static_cast<int64_t>(b), bytes, start, end, step});
   ++completed_;
 }
 
@@ -197,12 +198,11 @@ void GradientBuckets::read_device_times(bool block) {
   std::vector<BucketTimes> times;
   double backward_done = 0;
   while (exchange_->step_times(block, times, &backward_done)) {
+    ST_CHECK(!queued_steps_.empty(), "GradientBuckets: the exchange read back more steps than were started");
+    const int64_t step = queued_steps_.front();
+    queued_steps_.pop_front();
     if (times.empty()) continue;
-    {
-      std::lock_guard<std::mutex> lk(mutex_);
-      events_.clear();
-    }
-    for (size_t b = 0; b < times.size(); ++b) record(b, times[b].start, times[b].end);
+    for (size_t b = 0; b < times.size(); ++b) record(b, times[b].start, times[b].end, step);
     // Exposed on the device: how long the last all-reduce ran on after the last bucket was ready.
     std::lock_guard<std::mutex> lk(mutex_);
     stats_.exposed_seconds += std::max(0.0, times.back().end - backward_done);
@@ -285,9 +285,14 @@ BucketStats GradientBuckets::stats() {
   return stats_;
 }
 
-const std::vector<BucketEvent>& GradientBuckets::last_step_events() {
+void GradientBuckets::read_all_times() { read_device_times(true); }
+
+std::vector<BucketEvent> GradientBuckets::take_events() {
   read_device_times(false);
-  return events_;
+  std::lock_guard<std::mutex> lk(mutex_);
+  std::vector<BucketEvent> taken;
+  taken.swap(events_);
+  return taken;
 }
 
 void GradientBuckets::reset_stats() {

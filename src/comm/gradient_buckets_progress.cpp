@@ -46,7 +46,7 @@ ExposedWait GradientBuckets::wait_for_host_requests() {
     while (!in_flight_.empty()) {
       InFlight& f = in_flight_.front();
       f.request->wait();
-      record(f.bucket, f.start, now_seconds());
+      record(f.bucket, f.start, now_seconds(), step_);
       in_flight_.pop_front();
     }
   }

@@ -191,7 +191,7 @@ struct Trainer::Impl {
   void rank0_hook(const Hook& hook, const Arg& arg) {
     if (comm.rank() == 0 && hook) hook(arg);
   }
-  void record_bucket_events(int64_t step);
+  void record_bucket_events();
   void make_buckets();
   bool pre_divide_gradients();
   void retune_buckets(int64_t step);
@@ -465,6 +465,8 @@ bool Trainer::Impl::pre_divide_gradients() {
 // single start-up bucket (between steps, with nothing in flight).
 void Trainer::Impl::retune_buckets(int64_t step) {
   if (!bucket_tuner->choose_after(step)) return;
+  buckets->read_all_times();  // the replaced buckets' last all-reduces, once (a step at start-up)
+  record_bucket_events();
   retired_allreduce_seconds += buckets->stats().allreduce_seconds;
   make_buckets();
   if (comm.rank() == 0) std::printf("%s\n", bucket_tuner->choice_line().c_str());
@@ -527,7 +529,7 @@ StepFlags Trainer::Impl::train_step(const data::Batch& b, int64_t step) {
   });
   const bool timed = bucket_tuner->measuring(step);
   device_phase(Phase::backward, [&] {
-    buckets->begin_step();
+    buckets->begin_step(step);
     if (timed) bucket_tuner->backward_begin();
     // fp16: the loss scale (on the device) multiplies the gradient of the mean loss. Pre-divided
     // buckets: the mean over the global batch, so that the all-reduce's sum is the mean.
@@ -573,7 +575,7 @@ StepFlags Trainer::Impl::train_step(const data::Batch& b, int64_t step) {
              " did not read back the inf/NaN of step ", flags.nonfinite_step - 1, " that another rank read");
     stop_at_nonfinite(*nonfinite_stop);
   }
-  record_bucket_events(step);
+  record_bucket_events();
   retune_buckets(step);
   return flags;
 }
@@ -702,12 +704,15 @@ void Trainer::Impl::inject_signal(int64_t step) {
   }
 }
 
-void Trainer::Impl::record_bucket_events(int64_t step) {
+// The buckets' all-reduces read since the last call (stream-ordered: of earlier steps, once their
+// events have completed) on the timeline's all-reduce track, each at its own step.
+void Trainer::Impl::record_bucket_events() {
+  const std::vector<comm::BucketEvent> events = buckets->take_events();
   if (!timeline->enabled()) return;
-  for (const auto& e : buckets->last_step_events()) {
+  for (const comm::BucketEvent& e : events) {
     char name[24];
     std::snprintf(name, sizeof name, "allreduce b%lld", static_cast<long long>(e.bucket));
-    timeline->record(name, e.start, e.end, 1, step);
+    timeline->record(name, e.start, e.end, 1, e.step);
   }
 }
 
@@ -837,6 +842,7 @@ void Trainer::Impl::finish_interval(int64_t epoch, IntervalReducer& reducer, Pro
   record_copies();
   const nn::LossResult sums = take_sums(*backend, comm, interval_sums);
   const double allreduce_seconds = buckets->stats().allreduce_seconds + retired_allreduce_seconds;
+  record_bucket_events();
   retired_allreduce_seconds = 0;
   buckets->reset_stats();
   const int64_t step = position.step;

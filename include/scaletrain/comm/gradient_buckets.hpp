@@ -48,12 +48,13 @@ struct ExposedWait {
   double start, end;
 };
 
-// One bucket's all-reduce in the last step (steady-clock seconds, as now_seconds()), for timelines.
+// One bucket's all-reduce (steady-clock seconds, as now_seconds()) in a step, for timelines.
 struct BucketEvent {
   int64_t bucket;
   int64_t bytes;
   double start;
   double end;
+  int64_t step;  // as begin_step() was told
 };
 
 // Who drives the all-reduces in flight: a communication thread, or MPI_Test polls from the
@@ -88,7 +89,8 @@ class GradientBuckets {
   CommProgress progress() const { return progress_; }
   const BucketExchange& exchange() const { return *exchange_; }
 
-  void begin_step();                    // resets readiness; the previous step must have ended with wait_all()
+  // Resets readiness; the previous step must have ended with wait_all(). `step` tags its events.
+  void begin_step(int64_t step);
   void mark_ready(size_t slice_index);  // this gradient's backward is queued; completes buckets
   void poll();                          // "test" mode: starts buckets whose gradients are ready, drives those in flight
   // Every slice must be ready. Host-driven exchanges: returns once the all-reduces are done, with
@@ -98,10 +100,12 @@ class GradientBuckets {
   ExposedWait wait_all();
 
   // Stream-ordered: the all-reduces are timed by events on the communication stream, read once
-  // they have completed (here, when the step's all-reduces have; at the latest at begin_step()).
+  // they have completed, never waiting (a later step, or here); read_all_times() waits for them.
   BucketStats stats();
   void reset_stats();
-  const std::vector<BucketEvent>& last_step_events();
+  void read_all_times();
+  // The all-reduces read since the last call, of any steps, in order (each step's once).
+  std::vector<BucketEvent> take_events();
 
  private:
   struct Bucket {
@@ -126,8 +130,8 @@ class GradientBuckets {
   void start_ready_buckets(bool block);  // caller thread; starts buckets in index order only
   void start(size_t b);                  // hands bucket b to the exchange (or to the communication thread)
   bool drive(InFlight& f);               // tests one in-flight bucket; on completion records it
-  void record(size_t b, double start, double end);  // a completed bucket's statistics and event
-  void read_device_times(bool block);    // stream-ordered: the step's per-bucket times, once done
+  void record(size_t b, double start, double end, int64_t step);  // a completed bucket's statistics and event
+  void read_device_times(bool block);    // stream-ordered: the steps' per-bucket times, once done
   ExposedWait wait_for_host_requests();  // host-driven: until every bucket's all-reduce is done
 
   // Host progress (gradient_buckets_progress.cpp).
@@ -173,7 +177,9 @@ class GradientBuckets {
   std::exception_ptr thread_error_;
 
   BucketStats stats_;  // guarded by mutex_ in thread mode
-  std::vector<BucketEvent> events_;
+  std::vector<BucketEvent> events_;     // read, not taken yet
+  int64_t step_ = 0;                    // begin_step()'s
+  std::deque<int64_t> queued_steps_;    // stream-ordered: the steps whose times are not read yet
 };
 
 }  // namespace scaletrain::comm
