@@ -1,9 +1,11 @@
 #!/usr/bin/python3
-# What the per-step agreement costs: every step ends with the inf/NaN count of the reduced gradients
-# and the step's losses (one read-back) and ONE int32 MAX all-reduce that carries the stop signal,
-# the inf/NaN flags and rank 0's checkpoint-time trigger (phase `agree` of the timing logs). Measured
-# here in real 2-rank runs (mpirun, one rank per core), as its share of the training step, which is
-# the anchor, and against the bare MPI all-reduce of the same 24 bytes (scaletrain-bench-allreduce).
+# What the per-step agreement costs: every step counts inf/NaN in the reduced gradients (per tensor)
+# and the step's losses on the device and all-reduces that verdict (through the host where the
+# gradients travel by MPI, as here), and completes ONE non-blocking int32 MAX all-reduce, started as
+# the step started, that carries the stop signal, a read-back inf/NaN stop and rank 0's
+# checkpoint-time trigger (phase `agree` of the timing logs). Measured here in real 2-rank runs
+# (mpirun, one rank per core), as its share of the training step, which is the anchor, and against
+# the bare MPI all-reduce of 24 bytes (scaletrain-bench-allreduce; the host flags are 20).
 # The issue's target: under 1% of the lenet step at 2 ranks.
 """usage: /usr/bin/python3 perf/bench_step_agreement.py [--build build/cpu] [--models lenet fmnist_sepcnn]
                                                      [--repeats 3]"""
@@ -80,8 +82,8 @@ def main():
                 print(f"{model:14s} {precision:>9s} {step_ms:8.2f} {agree_us:9.1f} {agree_us / bare:7.1f} "
                       f"{100 * share:11.2f}% {'< 1%' if ok else 'MISSED':>7s}")
     print()
-    print("agree = the inf/NaN count of the reduced gradients and losses (fp16: with the unscale), its read-back, "
-          "and the one all-reduce; rank skew shows up in allreduce_exposed before it")
+    print("agree = the inf/NaN verdict of the reduced gradients and losses and its all-reduce, and the wait that "
+          "completes the host flags' all-reduce; rank skew shows up in allreduce_exposed before it")
     return 1 if failed else 0
 
 

@@ -1,8 +1,8 @@
 // What every optimizer shares: the kind names of optimizer.name, the categories of
 // optimizer.no_decay, the per-tensor options and their update ranges, and restoring a state buffer.
 #include <algorithm>
-#include <cmath>
 #include <cstring>
+#include <tuple>
 
 #include "scaletrain/backend/launch.hpp"
 #include "scaletrain/core/error.hpp"
@@ -86,13 +86,14 @@ const std::vector<UpdateRange>& UpdateRanges::of(int64_t numel) {
 }
 
 void Optimizer::step(Tensor& params, const Tensor& grads, float lr) {
+  // The device's decision for a clean step at a constant `lr`, made here on the host.
   kernels::StepState s;
-  s.lr = lr;
-  s.updates = static_cast<double>(steps_ + 1);
-  s.first_update = steps_ == 0 ? 1 : 0;
-  const auto [beta1, beta2] = bias_correction_betas();
-  s.bias_correction1 = static_cast<float>(1.0 - std::pow(static_cast<double>(beta1), s.updates));
-  s.bias_correction2 = static_cast<float>(1.0 - std::pow(static_cast<double>(beta2), s.updates));
+  s.updates = static_cast<double>(steps_);
+  kernels::StepRules rules;
+  rules.lr.base_lr = lr;
+  std::tie(rules.beta1, rules.beta2) = bias_correction_betas();
+  const double clean[2] = {0.0, 0.0};
+  kernels::DecideStep{&s, clean, kernels::VerdictLayout{0}, rules}(0);
   if (host_step_state_.numel() == 0)
     host_step_state_ = backend_.empty({kernels::kStepStateDoubles}, DType::f64, "optimizer step state (host steps)");
   Tensor host({kernels::kStepStateDoubles}, DType::f64, "optimizer step state (host copy)");
