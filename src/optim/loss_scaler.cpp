@@ -1,5 +1,5 @@
-// LossScaler's state machine (torch.cuda.amp.GradScaler's _amp_update_scale_) on the host, and the
-// inf/NaN verdict of the reduced gradients queued on the device.
+// LossScaler's state machine (torch.cuda.amp.GradScaler's _amp_update_scale_, the device's DecideStep
+// run on the host), and the inf/NaN verdict of the reduced gradients queued on the device.
 #include "scaletrain/optim/loss_scaler.hpp"
 
 #include <algorithm>
@@ -29,23 +29,23 @@ void LossScaler::restore(double scale, int64_t clean_steps_in_a_row, int64_t ski
   skipped_ = skipped_steps;
 }
 
+// The device's decision (kernels::DecideStep) made on the host: one implementation of GradScaler's rules.
 bool LossScaler::update(bool found_nonfinite) {
-  if (!o_.enabled) {
-    if (found_nonfinite) ++skipped_;
-    return !found_nonfinite;
-  }
-  if (found_nonfinite) {
-    scale_ *= o_.backoff;
-    tracker_ = 0;
-    ++skipped_;
-    return false;
-  }
-  if (++tracker_ == o_.interval) {
-    const double grown = scale_ * o_.growth;
-    if (std::isfinite(static_cast<float>(grown))) scale_ = grown;  // as GradScaler: never grow to inf
-    tracker_ = 0;
-  }
-  return true;
+  kernels::StepState s;
+  s.loss_scale = scale_;
+  s.clean_steps = static_cast<double>(tracker_);
+  s.skipped_steps = static_cast<double>(skipped_);
+  kernels::StepRules rules;
+  rules.scaler_enabled = o_.enabled;
+  rules.growth = o_.growth;
+  rules.backoff = o_.backoff;
+  rules.growth_interval = o_.interval;
+  const double verdict[2] = {found_nonfinite ? 1.0 : 0.0, 0.0};
+  kernels::DecideStep{&s, verdict, kernels::VerdictLayout{0}, rules}(0);
+  scale_ = s.loss_scale;
+  tracker_ = static_cast<int64_t>(s.clean_steps);
+  skipped_ = static_cast<int64_t>(s.skipped_steps);
+  return s.skip == 0;
 }
 
 namespace {

@@ -79,8 +79,8 @@ struct StepRules {
 };
 
 // One element, after the verdict's all-reduce: the step's skip, learning rate, bias corrections and
-// loss-scale update (GradScaler's _amp_update_scale_), then the next step. The same arithmetic as
-// the host's LossScaler::update, LrSchedule::lr and AdamW's bias corrections.
+// loss-scale update (GradScaler's _amp_update_scale_), then the next step. The host runs it too
+// (LossScaler::update, Optimizer::step); the learning rate is LrSchedule::lr's formula.
 struct DecideStep {
   StepState* state;
   const double* verdict;

@@ -1,6 +1,6 @@
 // DeviceStepState: the trainer's side of the step state in device memory (kernels/step_state.hpp).
-// Each step it queues, on the compute stream and without waiting: this rank's inf/NaN verdict (a count per parameter tensor, the loss's mark),
-// the verdict's all-reduce across ranks (in stream order on a device communicator; through the host
+// Each step it queues, on the compute stream and without waiting: this rank's inf/NaN verdict (a
+// count per parameter tensor, the loss's mark), the verdict's all-reduce across ranks (in stream order on a device communicator; through the host
 // where the gradients travel by MPI), the decision that the optimizer's update and the loss scaler
 // read, and a copy of state and verdict into pinned memory. The host reads those copies once they
 // have completed, a step or more later (completed(false) never waits); the points that drain the
