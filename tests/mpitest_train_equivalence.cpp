@@ -6,7 +6,8 @@
 // (resmlp's residual Adds, branchnet's Concat and Add), a small ViT (its dropout on), and resnet20 and
 // mobilenet_v2 (its dropout on)
 // with SyncBatchNorm (statistics over the global batch; plain BatchNorm's per-rank statistics are
-// exempt, as in DDP). The data is
+// exempt, as in DDP). With train.accumulate_steps K, W ranks summing K micro-batches each match 1
+// rank with the whole batch at once (batch 120: divisible by 1, 2 and 3 ranks x 4). The data is
 // staged once per node in shared memory (the default), and with every rank a node of its own
 // (data.node_ranks = 1), whose parts are exchanged between the "nodes". Passes at any rank count
 // dividing B; CMake also runs the node cases at 4 ranks.
@@ -31,6 +32,7 @@ struct Case {
   std::string comm_backend = "auto";
   bool sync_bn = false;
   int node_ranks = 0;  // data.node_ranks: 1 makes every rank a node, so the staged parts are exchanged
+  int64_t accumulate = 1;  // train.accumulate_steps of the W-rank run (the reference: 1)
 };
 
 train::RunConfig small_run(const std::string& dir, const Case& k) {
@@ -45,6 +47,7 @@ train::RunConfig small_run(const std::string& dir, const Case& k) {
   c.comm_backend = comm::parse_comm_backend(k.comm_backend);
   c.sync_bn = k.sync_bn;
   c.node_ranks = k.node_ranks;
+  if (k.accumulate > 1) c.batch = 120;  // 4 steps of 480 samples
   // BatchNorm's backward projects the gradient onto sums that nearly cancel (per channel, the
   // gradient of its input sums to zero), so the first convolution's weights and the BatchNorm biases
   // carry the summation order's rounding far above f32's: one rank with BatchNorm's sums cut into 7
@@ -90,20 +93,24 @@ class Equivalence : public ::testing::TestWithParam<Case> {};
 
 TEST_P(Equivalence, WRanksMatchOneRankWithTheSameGlobalBatch) {
   auto world = comm::make_mpi_communicator(MPI_COMM_WORLD);
-  if (60 % world->size() != 0) GTEST_SKIP() << "global batch 60 does not divide by " << world->size() << " ranks";
+  const int64_t k = GetParam().accumulate;
+  train::RunConfig cfg = small_run("", GetParam());
+  if (cfg.batch % (world->size() * k) != 0) GTEST_SKIP() << "global batch " << cfg.batch << " does not divide by " << world->size() << " ranks x " << k;
   const std::string dir = scaletrain::testing::shared_temp_dir(*world, "scaletrain-equiv");
-  train::RunConfig cfg = small_run(dir, GetParam());
+  cfg.run_dir = dir;
 
-  train::Trainer distributed(cfg, *world);
-  EXPECT_EQ(distributed.per_rank_batch(), 60 / world->size());
+  train::RunConfig distributed_cfg = cfg;
+  distributed_cfg.accumulate_steps = k;
+  train::Trainer distributed(distributed_cfg, *world);
+  EXPECT_EQ(distributed.per_rank_batch(), cfg.batch / (world->size() * k));
   const train::TrainResult r = distributed.run();
-  EXPECT_EQ(r.steps, cfg.max_steps);
+  EXPECT_EQ(r.steps, std::min(cfg.max_steps, distributed.steps_per_epoch()));
   const Tensor w_dist = weights(distributed);
 
   // The reference: one rank with the whole global batch (every rank computes it on its own).
   auto self = comm::make_mpi_communicator(MPI_COMM_SELF);
   train::Trainer single(cfg, *self);
-  EXPECT_EQ(single.per_rank_batch(), 60);
+  EXPECT_EQ(single.per_rank_batch(), cfg.batch);
   single.run();
   const Tensor w_single = weights(single);
   expect_same_weights(w_dist, w_single, cfg.sync_bn ? 1e-3 : 1e-4);
@@ -152,12 +159,15 @@ INSTANTIATE_TEST_SUITE_P(Runs, Equivalence,
                                            Case{"cpu", "thread", "vit", false},
                                            Case{"sim", "test", "vit", false, "nccl"},
                                            Case{"cpu", "test", "lenet", false, "auto", false, 1},
-                                           Case{"sim", "test", "lenet_dropout", true, "auto", false, 1}),
+                                           Case{"sim", "test", "lenet_dropout", true, "auto", false, 1},
+                                           Case{"cpu", "thread", "lenet", false, "auto", false, 0, 4},
+                                           Case{"sim", "test", "lenet_dropout", true, "nccl", false, 0, 4}),
                          [](const auto& info) {
                            const Case& k = info.param;
                            return k.device + "_" + k.progress + "_" + k.model + (k.augment ? "_augment" : "") +
                                   (k.comm_backend == "auto" ? "" : "_" + k.comm_backend) + (k.sync_bn ? "_sync_bn" : "") +
-                                  (k.node_ranks ? "_node_ranks" + std::to_string(k.node_ranks) : "");
+                                  (k.node_ranks ? "_node_ranks" + std::to_string(k.node_ranks) : "") +
+                                  (k.accumulate > 1 ? "_accumulate" + std::to_string(k.accumulate) : "");
                          });
 
 }  // namespace

@@ -2,14 +2,16 @@
 // written by tests/reference/make_optim_reference.py): the same gradients and learning rates fed for
 // several steps give the same parameters, also with the buffer split into tensors and the biases
 // excluded from weight decay (two torch param groups), and the schedules give the same rates step by
-// step. Also the update ranges that per-tensor options produce.
+// step. Also the update ranges that per-tensor options produce, and which tensors LARS and LAMB adapt.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <tuple>
 
 #include "scaletrain/core/error.hpp"
 #include "scaletrain/optim/lr_schedule.hpp"
 #include "scaletrain/optim/optimizer.hpp"
+#include "scaletrain/optim/tensor_norms.hpp"
 #include "support/reference_file.hpp"
 
 using namespace scaletrain;
@@ -93,7 +95,8 @@ TEST_P(ScheduleReference, RatesMatchTorch) {
   const std::string g = "schedule/" + GetParam();
   optim::LrScheduleOptions o;
   const std::string kind = GetParam().find("cosine") != std::string::npos ? "cosine"
-                           : GetParam().find("step") != std::string::npos ? "step"
+                           : GetParam().find("poly") != std::string::npos  ? "poly"
+                           : GetParam().find("step") != std::string::npos  ? "step"
                                                                            : "constant";
   o.kind = optim::parse_lr_schedule_kind(kind);
   o.base_lr = static_cast<float>(f.attr_double(g, "base"));
@@ -107,6 +110,10 @@ TEST_P(ScheduleReference, RatesMatchTorch) {
     o.total_steps = f.attr_int(g, "total");
     o.min_lr = static_cast<float>(f.attr_double(g, "min_lr"));
   }
+  if (kind == "poly") {  // torch's PolynomialLR decays to 0 (min_lr 0)
+    o.total_steps = f.attr_int(g, "total");
+    o.power = static_cast<float>(f.attr_double(g, "power"));
+  }
   const optim::LrSchedule sched(o);
   const Tensor lrs = f.dataset(g + "/lrs");
   for (int64_t s = 0; s < lrs.numel(); ++s)
@@ -115,7 +122,7 @@ TEST_P(ScheduleReference, RatesMatchTorch) {
 
 INSTANTIATE_TEST_SUITE_P(Torch, ScheduleReference,
                          ::testing::Values("constant", "warmup_constant", "step", "warmup_step", "cosine",
-                                           "warmup_cosine"),
+                                           "warmup_cosine", "poly", "warmup_poly"),
                          [](const auto& info) { return info.param; });
 
 TEST(Optimizer, BadOptionsAreClearErrors) {
@@ -128,6 +135,20 @@ TEST(Optimizer, BadOptionsAreClearErrors) {
   optim::AdamWOptions a;
   a.beta1 = 1.0f;
   EXPECT_THROW(optim::make_adamw(a, *cpu_backend()), Error);
+  optim::LarsOptions l;
+  l.trust_coefficient = 0.0f;
+  EXPECT_THROW(optim::make_lars(l, *cpu_backend()), Error);
+  optim::LambOptions b;
+  b.eps = 0.0f;
+  EXPECT_THROW(optim::make_lamb(b, *cpu_backend()), Error);
+  optim::LrScheduleOptions poly;
+  poly.kind = optim::LrScheduleKind::poly;
+  poly.total_steps = 10;
+  poly.power = 0.0f;
+  EXPECT_THROW(optim::LrSchedule{poly}, Error);
+  poly.power = 2.0f;
+  poly.warmup_steps = 10;
+  EXPECT_THROW(optim::LrSchedule{poly}, Error);
   try {
     optim::parse_lr_schedule_kind("exponential");
     ADD_FAILURE() << "unknown schedule accepted";
@@ -242,3 +263,66 @@ TEST(LinearScaling, ScalesWithGlobalBatch) {
 }
 
 }  // namespace
+
+// LARS and LAMB (their rules are checked against NumPy in tests/large_batch.cmake): which tensors
+// take the trust ratio and weight decay, and fp16's scaled gradients unscaled before the norms.
+TEST(TrustRatio, BiasesAndNormalizationParametersAreExcluded) {
+  const std::vector<optim::NoDecayCategory> none;
+  EXPECT_TRUE(optim::trust_flags({"layer1.0.conv1.weight", 0, 1}, true, none).adapted);
+  EXPECT_TRUE(optim::trust_flags({"layer1.0.conv1.weight", 0, 1}, true, none).decayed);
+  for (const optim::ParameterTensor& t : {optim::ParameterTensor{"fc.bias", 0, 1},
+                                          optim::ParameterTensor{"layer1.0.bn1.weight", 0, 1, true}}) {
+    EXPECT_FALSE(optim::trust_flags(t, true, none).adapted) << t.name;
+    EXPECT_FALSE(optim::trust_flags(t, true, none).decayed) << t.name;
+    EXPECT_TRUE(optim::trust_flags(t, false, none).adapted) << t.name;
+    EXPECT_TRUE(optim::trust_flags(t, false, none).decayed) << t.name;
+  }
+  // optimizer.no_decay still takes the decay off an adapted tensor.
+  const optim::TrustFlags e =
+      optim::trust_flags({"class_token", 0, 1, false, true}, true, {optim::NoDecayCategory::embedding});
+  EXPECT_TRUE(e.adapted);
+  EXPECT_FALSE(e.decayed);
+}
+
+class TrustRatioUnscale : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(TrustRatioUnscale, ScaledGradientsGiveTheUnscaledUpdate) {
+  const std::vector<optim::ParameterTensor> tensors = {{"0.weight", 0, 24}, {"0.bias", 24, 6}, {"1.weight", 30, 10}};
+  const auto make = [&] {
+    if (GetParam() == "lars") {
+      optim::LarsOptions o;
+      o.weight_decay = 0.01f;
+      return optim::make_lars(o, *cpu_backend(), tensors);
+    }
+    return optim::make_lamb(optim::LambOptions{}, *cpu_backend(), tensors);
+  };
+  Tensor p0({40}, DType::f32), g({40}, DType::f32), scaled({40}, DType::f32);
+  for (int64_t i = 0; i < 40; ++i) {
+    p0.data<float>()[i] = std::sin(0.7f * static_cast<float>(i));
+    g.data<float>()[i] = 0.1f * std::cos(1.3f * static_cast<float>(i));
+    scaled.data<float>()[i] = g.data<float>()[i] * 1024.0f;
+  }
+  auto plain = make(), fp16 = make();
+  Tensor a = p0.clone(), b = p0.clone();
+  plain->step(a, g, 0.5f);
+  kernels::StepState s;
+  kernels::StepRules rules;
+  rules.lr.base_lr = 0.5;
+  std::tie(rules.beta1, rules.beta2) = fp16->bias_correction_betas();
+  s.loss_scale = 1024.0;
+  const double clean[2] = {0.0, 0.0};
+  kernels::DecideStep{&s, clean, kernels::VerdictLayout{0}, rules}(0);
+  fp16->step_on_device(b, scaled, &s, true, nullptr);
+  for (int64_t i = 0; i < 40; ++i) {
+    EXPECT_NE(a.data<float>()[i], p0.data<float>()[i]) << i;
+    EXPECT_NEAR(b.data<float>()[i], a.data<float>()[i], 1e-6f) << GetParam() << " element " << i;
+  }
+  // A skipped step leaves the parameters as they are.
+  s.skip = 1;
+  Tensor c = b.clone();
+  fp16->step_on_device(c, scaled, &s, true, nullptr);
+  for (int64_t i = 0; i < 40; ++i) EXPECT_EQ(c.data<float>()[i], b.data<float>()[i]) << i;
+}
+
+INSTANTIATE_TEST_SUITE_P(Optimizers, TrustRatioUnscale, ::testing::Values("lars", "lamb"),
+                         [](const auto& info) { return info.param; });

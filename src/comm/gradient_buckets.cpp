@@ -12,6 +12,7 @@
 #include "scaletrain/core/dispatch.hpp"
 #include "scaletrain/core/timer.hpp"
 #include "scaletrain/kernels/cast.hpp"
+#include "scaletrain/kernels/merge.hpp"
 #include "scaletrain/kernels/scale.hpp"
 
 namespace scaletrain::comm {
@@ -133,8 +134,20 @@ void GradientBuckets::mark_ready(size_t slice_index) {
   if (b.pending == 0) complete_bucket(bi);
 }
 
+void GradientBuckets::add_accumulated(const Tensor* sum) {
+  ST_CHECK(!sum || (sum->dtype() == DType::f32 && sum->numel() == grads_.numel()), "the accumulated gradients must be f32 [",
+           grads_.numel(), "]");
+  accumulated_ = sum;
+}
+
 void GradientBuckets::complete_bucket(size_t b) {
   // Behind the queued backward work that writes this bucket's gradients (and its rounding).
+  if (accumulated_) {
+    const Bucket& k = buckets_[b];
+    float* g = grads_.device_data<float>() + k.offset;
+    scaletrain::launch_elements(backend_.compute_stream(), "accumulate_gradients", k.count,
+                                kernels::AddTensors<float>{g, accumulated_->device_data<float>() + k.offset, g});
+  }
   if (rounds_to_wire()) round_to_wire(b);
   backend_.compute_stream().record(*ready_[b]);
   if (exchanges()) exchange_->bucket_ready(b, *ready_[b]);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <tuple>
+#include <type_traits>
 
 #include "scaletrain/backend/launch.hpp"
 #include "scaletrain/core/error.hpp"
@@ -14,10 +15,20 @@ namespace scaletrain::optim {
 OptimizerKind parse_optimizer_kind(const std::string& name) {
   if (name == "sgd") return OptimizerKind::sgd;
   if (name == "adamw") return OptimizerKind::adamw;
-  ST_FAIL("optimizer.name = '", name, "' is not one of sgd, adamw");
+  if (name == "lars") return OptimizerKind::lars;
+  if (name == "lamb") return OptimizerKind::lamb;
+  ST_FAIL("optimizer.name = '", name, "' is not one of sgd, adamw, lars, lamb");
 }
 
-std::string optimizer_kind_name(OptimizerKind k) { return k == OptimizerKind::sgd ? "sgd" : "adamw"; }
+std::string optimizer_kind_name(OptimizerKind k) {
+  switch (k) {
+    case OptimizerKind::sgd: return "sgd";
+    case OptimizerKind::adamw: return "adamw";
+    case OptimizerKind::lars: return "lars";
+    case OptimizerKind::lamb: break;
+  }
+  return "lamb";
+}
 
 const std::vector<std::string>& no_decay_category_names() {
   static const std::vector<std::string> names = {"bias", "norm", "embedding"};
@@ -130,20 +141,11 @@ void Optimizer::launch_update(const char* label, const Update& update, int64_t n
                               const kernels::StepState* state, bool unscale, const Tensor* compute) {
   if (ranges.empty()) return;
   const kernels::UpdateRangeTable table = range_table(ranges);
-  Stream& s = backend_.compute_stream();
-  if (!compute) {
-    launch(s, label, n, kernels::MultiTensorUpdate<Update, float>{update, state, table, weight_decay, unscale, nullptr});
-    return;
-  }
-  ST_CHECK(compute->numel() == n, "the compute-type copy has ", compute->numel(), " elements for ", n, " parameters");
-  if (compute->dtype() == DType::bf16) {
-    launch(s, label, n,
-           kernels::MultiTensorUpdate<Update, bf16>{update, state, table, weight_decay, unscale, compute->device_data<bf16>()});
-  } else {
-    ST_CHECK(compute->dtype() == DType::f16, "the compute-type copy must be bf16 or f16, not ", dtype_name(compute->dtype()));
-    launch(s, label, n,
-           kernels::MultiTensorUpdate<Update, f16>{update, state, table, weight_decay, unscale, compute->device_data<f16>()});
-  }
+  dispatch_compute(compute, n, [&](auto* out) {
+    using C = std::remove_pointer_t<decltype(out)>;
+    launch(backend_.compute_stream(), label, n,
+           kernels::MultiTensorUpdate<Update, C>{update, state, table, weight_decay, unscale, out});
+  });
 }
 
 template void Optimizer::launch_update<kernels::SgdUpdate>(const char*, const kernels::SgdUpdate&, int64_t,

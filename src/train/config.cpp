@@ -327,7 +327,13 @@ const std::vector<ConfigKey>& config_keys() {
              "file: normalize every channel by the file's training-split mean/std (a file without them is refused: "
              "st-info --add-stats FILE adds them); none: train on the raw values"),
       key_of("train.epochs", &RunConfig::epochs, "passes over the training split"),
-      key_of("train.batch", &RunConfig::batch, "global batch size (per-rank batch x ranks); must divide by the ranks"),
+      key_of("train.batch", &RunConfig::batch,
+             "global batch per update (per-rank batch x ranks x train.accumulate_steps); must divide by the ranks x "
+             "train.accumulate_steps"),
+      key_of("train.accumulate_steps", &RunConfig::accumulate_steps,
+             "micro-batches per update: each rank sums the gradients of K micro-batches of train.batch / (ranks x K) "
+             "samples, one all-reduce per update overlapping the last micro-batch's backward; the mean is over all "
+             "K x ranks micro-batches; the schedule, logs and checkpoints count updates"),
       key_of("train.seed", &RunConfig::seed, "seed of initialization, shuffling, dropout and augmentation"),
       key_of("train.log_every", &RunConfig::log_every, "steps between progress lines on rank 0"),
       key_of("train.max_steps", &RunConfig::max_steps, "stop after this many steps in total (0: no limit)"),
@@ -348,26 +354,33 @@ const std::vector<ConfigKey>& config_keys() {
                "fp32/bf16: a step with an inf/NaN loss or gradient stops the run with a message (stop) or is skipped "
                "by every rank and counted (skip); fp16's loss scaler skips such steps itself"),
       enum_key("optimizer.name", &RunConfig::optimizer, optim::parse_optimizer_kind, optim::optimizer_kind_name,
-               "sgd or adamw"),
+               "sgd, adamw, lars (layer-wise trust ratios with momentum, MLPerf ResNet-50's) or lamb (Adam's moments "
+               "with layer-wise trust ratios)"),
       key_of("optimizer.lr", &RunConfig::lr, "base learning rate"),
-      key_of("optimizer.momentum", &RunConfig::momentum, "SGD momentum"),
+      key_of("optimizer.momentum", &RunConfig::momentum, "SGD and LARS momentum"),
       key_of("optimizer.nesterov", &RunConfig::nesterov, "SGD Nesterov momentum"),
       key_of("optimizer.weight_decay", &RunConfig::weight_decay, "L2 weight decay (SGD) or decoupled decay (AdamW)"),
       no_decay_key("optimizer.no_decay",
                    "tensors without weight decay: bias (names ending in .bias), norm (normalization layers' "
                    "parameters), embedding (a transformer's class token and position embedding); a TOML array, "
                    "or bias,norm on the command line"),
-      key_of("optimizer.beta1", &RunConfig::beta1, "AdamW beta1"),
-      key_of("optimizer.beta2", &RunConfig::beta2, "AdamW beta2"),
-      key_of("optimizer.eps", &RunConfig::eps, "AdamW epsilon"),
+      key_of("optimizer.beta1", &RunConfig::beta1, "AdamW and LAMB beta1"),
+      key_of("optimizer.beta2", &RunConfig::beta2, "AdamW and LAMB beta2"),
+      key_of("optimizer.eps", &RunConfig::eps, "AdamW and LAMB epsilon"),
+      key_of("optimizer.trust_coefficient", &RunConfig::trust_coefficient,
+             "LARS: eta of the trust ratio eta ||w|| / (||g|| + weight_decay ||w||)"),
+      key_of("optimizer.exclude_bias_norm", &RunConfig::exclude_bias_norm,
+             "LARS and LAMB: biases and normalization parameters take neither the trust ratio nor weight decay "
+             "(MLPerf's ResNet-50 reference)"),
       enum_key("optimizer.schedule", &RunConfig::schedule, optim::parse_lr_schedule_kind, optim::lr_schedule_kind_name,
-               "learning-rate schedule: constant, step, cosine"),
+               "learning-rate schedule: constant, step, cosine, poly (to optimizer.min_lr, power optimizer.poly_power)"),
       key_of("optimizer.warmup_epochs", &RunConfig::warmup_epochs,
              "linear warm-up length in epochs (may be fractional)"),
       key_of("optimizer.step_epochs", &RunConfig::step_epochs,
              "step schedule: multiply the rate by gamma every this many epochs"),
       key_of("optimizer.gamma", &RunConfig::gamma, "step schedule factor"),
-      key_of("optimizer.min_lr", &RunConfig::min_lr, "cosine schedule: final learning rate"),
+      key_of("optimizer.min_lr", &RunConfig::min_lr, "cosine and poly schedules: final learning rate"),
+      key_of("optimizer.poly_power", &RunConfig::poly_power, "poly schedule: lr = min_lr + (lr - min_lr) (1 - t / T)^power"),
       key_of("optimizer.scale_lr", &RunConfig::scale_lr, "linear scaling rule: lr x batch / reference_batch"),
       key_of("optimizer.reference_batch", &RunConfig::reference_batch,
              "batch size the base learning rate is tuned for"),
@@ -481,6 +494,8 @@ const std::vector<ConfigKey>& config_keys() {
           "testing.inject_signal_rank sends itself this signal (USR1, TERM or INT) before testing.inject_signal_step"),
       key_of("testing.inject_signal_rank", &RunConfig::inject_signal_rank, "see testing.inject_signal (-1: off)"),
       key_of("testing.inject_signal_step", &RunConfig::inject_signal_step, "see testing.inject_signal"),
+      key_of("testing.inject_signal_micro", &RunConfig::inject_signal_micro,
+             "with train.accumulate_steps: the signal is sent before this micro-batch of the step"),
       key_of("testing.inject_checkpoint_crash_step", &RunConfig::inject_checkpoint_crash_step,
              "exit while writing the checkpoint of this step, between two files (-1: off)"),
       key_of("testing.inject_divergence_rank", &RunConfig::inject_divergence_rank,
@@ -589,6 +604,9 @@ void validate_config(const RunConfig& c) {
                 "model.classes must be at least 2 (0: the data set's), got ", c.model_classes);
   ST_USER_CHECK(c.batch > 0, "train.batch must be positive, got ", c.batch);
   ST_USER_CHECK(c.epochs > 0, "train.epochs must be positive, got ", c.epochs);
+  ST_USER_CHECK(c.accumulate_steps >= 1, "train.accumulate_steps must be >= 1, got ", c.accumulate_steps);
+  ST_USER_CHECK(c.inject_signal_micro >= 0 && c.inject_signal_micro < c.accumulate_steps,
+                "testing.inject_signal_micro must be in [0, train.accumulate_steps), got ", c.inject_signal_micro);
   ST_USER_CHECK(c.log_every > 0, "train.log_every must be positive, got ", c.log_every);
   ST_USER_CHECK(c.max_steps >= 0, "train.max_steps must be >= 0, got ", c.max_steps);
   ST_USER_CHECK(c.prefetch >= 1, "data.prefetch must be >= 1, got ", c.prefetch);

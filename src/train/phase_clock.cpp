@@ -14,13 +14,7 @@ PhaseClock::PhaseClock(Backend& backend, PhaseTimers& timers, Timeline& timeline
 }
 
 PhaseClock::Marks& PhaseClock::add_marks() {
-  auto m = std::make_unique<Marks>();
-  for (int p = 0; p < kPhaseCount; ++p) {
-    const std::string name(phase_name(static_cast<Phase>(p)));
-    m->begin[static_cast<size_t>(p)] = backend_.make_event(name + " begin");
-    m->end[static_cast<size_t>(p)] = backend_.make_event(name + " end");
-  }
-  ring_.push_back(std::move(m));
+  ring_.push_back(std::make_unique<Marks>());
   return *ring_.back();
 }
 
@@ -33,16 +27,25 @@ void PhaseClock::begin_step(int64_t step) {
     }
   Marks& m = free ? *free : add_marks();
   m.step = step;
-  m.used.fill(false);
+  m.runs.fill(0);
   cur_ = &m;
 }
 
 void PhaseClock::begin(Phase p) {
-  cur_->used[static_cast<size_t>(p)] = true;
-  backend_.compute_stream().record(*cur_->begin[static_cast<size_t>(p)]);
+  const auto i = static_cast<size_t>(p);
+  std::vector<Run>& runs = cur_->events[i];
+  if (cur_->runs[i] == runs.size()) {
+    const std::string name(phase_name(p));
+    runs.push_back(Run{backend_.make_event(name + " begin"), backend_.make_event(name + " end")});
+  }
+  backend_.compute_stream().record(*runs[cur_->runs[i]++].begin);
 }
 
-void PhaseClock::end(Phase p) { backend_.compute_stream().record(*cur_->end[static_cast<size_t>(p)]); }
+void PhaseClock::end(Phase p) {
+  const auto i = static_cast<size_t>(p);
+  ST_CHECK(cur_->runs[i] > 0, "PhaseClock: ", phase_name(p), " ended without a begin");
+  backend_.compute_stream().record(*cur_->events[i][cur_->runs[i] - 1].end);
+}
 
 void PhaseClock::end_step() {
   cur_->pending = true;
@@ -52,7 +55,7 @@ void PhaseClock::end_step() {
     if (!m->pending) continue;
     bool complete = true;
     for (int p = 0; p < kPhaseCount && complete; ++p)
-      if (m->used[static_cast<size_t>(p)]) complete = m->end[static_cast<size_t>(p)]->query();
+      if (const size_t n = m->runs[static_cast<size_t>(p)]; n > 0) complete = m->events[static_cast<size_t>(p)][n - 1].end->query();
     if (complete) done.push_back(m.get());
   }
   std::sort(done.begin(), done.end(), [](const Marks* a, const Marks* b) { return a->step < b->step; });
@@ -76,13 +79,14 @@ void PhaseClock::flush() {
 
 void PhaseClock::harvest(Marks& m) {
   for (int p = 0; p < kPhaseCount; ++p) {
-    if (!m.used[static_cast<size_t>(p)]) continue;
-    Event& b = *m.begin[static_cast<size_t>(p)];
-    Event& e = *m.end[static_cast<size_t>(p)];
-    if (!e.query()) e.synchronize();  // a wait only where the device has not got there yet
-    const double t0 = b.completion_time(), t1 = e.completion_time();
-    timers_.add(static_cast<Phase>(p), t1 - t0);
-    if (timeline_.enabled()) timeline_.record(phase_name(static_cast<Phase>(p)).data(), t0, t1, 0, m.step);
+    for (size_t r = 0; r < m.runs[static_cast<size_t>(p)]; ++r) {
+      Event& b = *m.events[static_cast<size_t>(p)][r].begin;
+      Event& e = *m.events[static_cast<size_t>(p)][r].end;
+      if (!e.query()) e.synchronize();  // a wait only where the device has not got there yet
+      const double t0 = b.completion_time(), t1 = e.completion_time();
+      timers_.add(static_cast<Phase>(p), t1 - t0);
+      if (timeline_.enabled()) timeline_.record(phase_name(static_cast<Phase>(p)).data(), t0, t1, 0, m.step);
+    }
   }
   m.pending = false;
 }

@@ -20,6 +20,9 @@ const std::vector<KeyRule>& rules() {
       {"model.name", false, "the parameters do not fit"},
       {"optimizer.name", false, "the optimizer state does not fit"},
       {"train.batch", true, "steps per epoch and data order change; continues at the next epoch boundary"},
+      {"train.accumulate_steps", true,
+       "the micro-batches (their BatchNorm statistics, the order of the gradient sums) change; the samples per "
+       "update do not", true},
       {"train.precision", true, "the loss scaler starts afresh where fp16 is new"},
       {"train.epochs", true, "the learning-rate schedule spans the epochs and changes"},
       {"train.seed", true, "data order, augmentation and dropout change"},

@@ -33,6 +33,7 @@
 #include "scaletrain/data/dataset_file.hpp"
 #include "scaletrain/data/input_pipeline.hpp"
 #include "scaletrain/data/loader.hpp"
+#include "scaletrain/kernels/merge.hpp"
 #include "scaletrain/kernels/scale.hpp"
 #include "scaletrain/nn/softmax_cross_entropy.hpp"
 #include "scaletrain/nn/zoo.hpp"
@@ -94,7 +95,11 @@ struct Trainer::Impl {
   std::unique_ptr<DeviceStepState> step_state;  // the verdict, skip, loss scale and lr on the device
   std::unique_ptr<HostAgreement> agreement;     // this step's host flags across ranks
   std::optional<StepOutcome> nonfinite_stop;    // the first step read back as inf/NaN that stops the run
-  int64_t local_batch = 0;
+  int64_t local_batch = 0;  // this rank's micro-batch
+  int64_t accumulate = 1;   // train.accumulate_steps: micro-batches per update
+  Tensor accumulated;       // accumulate > 1: the update's earlier micro-batches' gradient sum (f32)
+  // Updates per epoch: the loader's micro-batch steps, K to an update (a last incomplete round is left out).
+  int64_t updates_per_epoch() const { return train_loader->steps_per_epoch() / accumulate; }
   std::unique_ptr<data::InputPipeline> input;  // the loader's batch to the model's input
   Tensor interval_sums, eval_sums;  // f64 [3] on the device: loss, correct, rows
   std::function<void(const IntervalTimings&)> interval_hook;
@@ -139,6 +144,10 @@ struct Trainer::Impl {
   void setup_checkpoints();
   TrainingState state() { return TrainingState{*backend, *model, *optimizer, *scaler}; }
   StepFlags train_step(const data::Batch& b, int64_t step);
+  void forward_micro_batch(const data::Batch& b, int64_t step, bool last);
+  const Tensor& loss_gradient(nn::SoftmaxCrossEntropy& l, float weight, std::vector<const Tensor*>* auxiliary);
+  void backward_micro_batch(int64_t micro);
+  const data::Batch* next_micro_batch(const data::Batch* b, data::NonFiniteScan& scan, int64_t step, int64_t micro);
   void wait_for_gradients();
   void start_agreement(const data::NonFiniteScan& input_scan);
   StepFlags finish_agreement();
@@ -148,7 +157,7 @@ struct Trainer::Impl {
   void drain_step_state();
   [[noreturn]] void stop_at_nonfinite_input(int32_t mark, data::NonFiniteScan scan, int64_t step);
   [[noreturn]] void stop_at_nonfinite(const StepOutcome& o);
-  void inject_signal(int64_t step);
+  void inject_signal(int64_t step, int64_t micro = 0);
   int64_t run_epoch(int64_t epoch, int64_t planned, IntervalReducer& reducer, ProgressPrinter& progress);
   void finish_interval(int64_t epoch, IntervalReducer& reducer, ProgressPrinter& progress);
   void checkpoint();
@@ -205,10 +214,15 @@ void Trainer::Impl::setup() {
   watchdog = std::make_unique<Watchdog>(WatchdogOptions{cfg.watchdog_s, cfg.watchdog_long_s, comm.rank(), comm.host()},
                                         [this](const std::string&) { abort_comm.load()->abort(kExitWatchdog); });
   const int world = comm.size();
-  if (cfg.batch % world != 0)
-    throw ConsistentError("train.batch = " + std::to_string(cfg.batch) + " is not divisible by the " +
-                          std::to_string(world) + " ranks: choose a multiple of " + std::to_string(world));
-  local_batch = cfg.batch / world;
+  accumulate = cfg.accumulate_steps;
+  if (cfg.batch % (world * accumulate) != 0) {
+    const std::string per = accumulate == 1 ? std::to_string(world) + " ranks"
+                                            : std::to_string(world) + " ranks x " + std::to_string(accumulate) +
+                                                  " micro-batches (train.accumulate_steps)";
+    throw ConsistentError("train.batch = " + std::to_string(cfg.batch) + " is not divisible by the " + per +
+                          ": choose a multiple of " + std::to_string(world * accumulate));
+  }
+  local_batch = cfg.batch / (world * accumulate);
   timeline = std::make_unique<Timeline>(comm, cfg.timeline);
   setup_device();
   clock = std::make_unique<PhaseClock>(*backend, timers, *timeline);
@@ -301,7 +315,7 @@ void Trainer::Impl::setup_data() {
   lo.comm = comm::mpi_comm_of(comm);  // stage together (one copy per node); null: each rank alone
   collective_check(comm, [&] { train_loader = std::make_unique<data::DataLoader>(lo, comm.rank(), world); });
   const data::DatasetInfo& info = train_loader->info();
-  if (train_loader->steps_per_epoch() < 1)
+  if (updates_per_epoch() < 1)
     throw ConsistentError("data set " + data_path + " has " + std::to_string(info.num_samples) +
                           " training samples, fewer than one global batch of " + std::to_string(cfg.batch) +
                           ": lower train.batch or use more data");
@@ -418,7 +432,9 @@ void Trainer::Impl::choose_bf16_gemm() {
 
 void Trainer::Impl::setup_optimizer() {
   collective_check(comm, [&] {
-    schedule = std::make_unique<optim::LrSchedule>(lr_schedule_options(cfg, train_loader->steps_per_epoch()));
+    schedule = std::make_unique<optim::LrSchedule>(lr_schedule_options(cfg, updates_per_epoch()));
+    if (accumulate > 1)
+      accumulated = backend->empty({model->flat_gradients().numel()}, DType::f32, "accumulated gradients");
     optimizer = make_optimizer(cfg, *backend, *model);
     const optim::LossScalerOptions so = loss_scaler_options(cfg);
     scaler = std::make_unique<optim::LossScaler>(so);
@@ -476,7 +492,7 @@ void Trainer::Impl::retune_buckets(int64_t step) {
 void Trainer::Impl::setup_checkpoints() {
   const IdentityKeys identity = identity_keys(cfg, train_loader->info().num_samples);
   checkpointer = std::make_unique<Checkpointer>(cfg, comm, identity);
-  resumed = resume_from_checkpoint(cfg, comm, state(), identity, train_loader->steps_per_epoch());
+  resumed = resume_from_checkpoint(cfg, comm, state(), identity, updates_per_epoch());
   if (resumed) {
     position = resumed->start;
     checkpointer->mark_saved(resumed->saved.step);
@@ -510,40 +526,28 @@ void Trainer::Impl::setup_input() {
   eval_sums = backend->zeros({nn::kLossSumsSize}, DType::f64, "loss sums (evaluation)");
 }
 
-StepFlags Trainer::Impl::train_step(const data::Batch& b, int64_t step) {
-  const data::NonFiniteScan input_scan = b.nonfinite;  // the reader refills the slot once it is released
+// One update: K = train.accumulate_steps micro-batches (the first is `first`), the earlier ones'
+// gradients summed into `accumulated`, the last one's backward with the gradient buckets (which add
+// the sum into each bucket before its all-reduce), then the verdict, the update and the agreement.
+StepFlags Trainer::Impl::train_step(const data::Batch& first, int64_t step) {
+  const data::Batch* b = &first;
+  data::NonFiniteScan input_scan = first.nonfinite;  // the reader refills the slot once it is released
+  for (int64_t micro = 0; micro + 1 < accumulate; ++micro) {
+    forward_micro_batch(*b, step, false);
+    device_phase(Phase::backward, [&] { backward_micro_batch(micro); });
+    loss.accumulate(interval_sums);
+    b = next_micro_batch(b, input_scan, step, micro + 1);
+  }
   start_agreement(input_scan);
-  device_phase(Phase::input, [&] { input->prepare(b, step, true); });
-  device_phase(Phase::forward, [&] {
-    model->set_random_state(cfg.seed, static_cast<uint64_t>(step), b.device_indices);
-    const Tensor& logits = model->forward(input->input(), true);
-    if (profile) profile->device_begin("loss");
-    if (comm.rank() == cfg.inject_inf_loss_rank && step == cfg.inject_inf_loss_step)
-      launch(backend->compute_stream(), "testing_inject_inf", 1,
-             kernels::SetValue<float>{logits.device_data<float>(), std::numeric_limits<float>::infinity()});
-    loss.forward(logits, b.device_labels);
-    for (size_t k = 0; k < auxiliary_losses.size(); ++k)
-      auxiliary_losses[k].forward(model->auxiliary_logits(k), b.device_labels);
-    if (profile) profile->device_end("loss");
-    testing_extras();
-  });
+  forward_micro_batch(*b, step, true);
   const bool timed = bucket_tuner->measuring(step);
   device_phase(Phase::backward, [&] {
     buckets->begin_step(step);
+    buckets->add_accumulated(accumulate > 1 ? &accumulated : nullptr);
     if (timed) bucket_tuner->backward_begin();
-    // fp16: the loss scale (on the device) multiplies the gradient of the mean loss. Pre-divided
-    // buckets: the mean over the global batch, so that the all-reduce's sum is the mean.
-    const int64_t mean_over = buckets->pre_divided() ? local_batch * comm.size() : local_batch;
-    const double* loss_scale = scaler->enabled() ? step_state->loss_scale() : nullptr;
-    const auto loss_gradient = [&](nn::SoftmaxCrossEntropy& l, float weight) -> const Tensor& {
-      if (loss_scale) return l.backward(weight, loss_scale, static_cast<float>(mean_over));
-      return l.backward(weight / static_cast<float>(mean_over));
-    };
     if (profile) profile->device_begin("loss", true);
-    const Tensor& dlogits = loss_gradient(loss, 1.0f);
     std::vector<const Tensor*> auxiliary_dlogits;
-    for (size_t k = 0; k < auxiliary_losses.size(); ++k)
-      auxiliary_dlogits.push_back(&loss_gradient(auxiliary_losses[k], model->auxiliary_outputs()[k].weight));
+    const Tensor& dlogits = loss_gradient(loss, 1.0f, &auxiliary_dlogits);
     if (profile) profile->device_end("loss", true);
     // On cpu the bucket work between layers is the step's own time: the profile gives it a row.
     const bool host_is_device = backend->compute_stream().runs_inline();
@@ -551,10 +555,10 @@ StepFlags Trainer::Impl::train_step(const data::Batch& b, int64_t step) {
         dlogits,
         [&](size_t layer) {
           const double t0 = profile && host_is_device ? now_seconds() : 0.0;
-          const size_t first = model->first_slot(layer);
+          const size_t first_slot = model->first_slot(layer);
           const size_t n = model->layers()[layer]->parameters().size();
           if (timed) bucket_tuner->layer_ready(n);
-          for (size_t sl = first; sl < first + n; ++sl) buckets->mark_ready(sl);
+          for (size_t sl = first_slot; sl < first_slot + n; ++sl) buckets->mark_ready(sl);
           buckets->poll();
           if (profile && host_is_device) profile->add_host("gradient buckets", now_seconds() - t0);
         },
@@ -562,7 +566,7 @@ StepFlags Trainer::Impl::train_step(const data::Batch& b, int64_t step) {
     if (timed) bucket_tuner->backward_end();
   });
   // Handing the slot back wakes the reader thread; count it as data time, not as a gap.
-  host_phase(Phase::data_wait, [&] { train_loader->release(&b); });
+  host_phase(Phase::data_wait, [&] { train_loader->release(b); });
   wait_for_gradients();
   device_phase(Phase::agree, [&] { judge_step(); });
   device_phase(Phase::optimizer, [&] { apply_update(step); });
@@ -578,6 +582,69 @@ StepFlags Trainer::Impl::train_step(const data::Batch& b, int64_t step) {
   record_bucket_events();
   retune_buckets(step);
   return flags;
+}
+
+// A micro-batch's input and forward with its loss. Dropout draws by (seed, step, sample), so the
+// micro-batches of an update draw as the whole batch would. The testing injections act on the last.
+void Trainer::Impl::forward_micro_batch(const data::Batch& b, int64_t step, bool last) {
+  device_phase(Phase::input, [&] { input->prepare(b, step, true); });
+  device_phase(Phase::forward, [&] {
+    model->set_random_state(cfg.seed, static_cast<uint64_t>(step), b.device_indices);
+    const Tensor& logits = model->forward(input->input(), true);
+    if (profile) profile->device_begin("loss");
+    if (last && comm.rank() == cfg.inject_inf_loss_rank && step == cfg.inject_inf_loss_step)
+      launch(backend->compute_stream(), "testing_inject_inf", 1,
+             kernels::SetValue<float>{logits.device_data<float>(), std::numeric_limits<float>::infinity()});
+    loss.forward(logits, b.device_labels);
+    for (size_t k = 0; k < auxiliary_losses.size(); ++k)
+      auxiliary_losses[k].forward(model->auxiliary_logits(k), b.device_labels);
+    if (profile) profile->device_end("loss");
+    if (last) testing_extras();
+  });
+}
+
+// The gradient of a loss with `weight`, and of the auxiliary losses into `auxiliary`. fp16: the
+// loss scale (on the device) multiplies it. The mean is over every micro-batch of the update, and
+// with pre-divided buckets over the global batch, so that the all-reduce's sum is the mean.
+const Tensor& Trainer::Impl::loss_gradient(nn::SoftmaxCrossEntropy& l, float weight,
+                                           std::vector<const Tensor*>* auxiliary) {
+  const int64_t mean_over = local_batch * accumulate * (buckets->pre_divided() ? comm.size() : 1);
+  const double* loss_scale = scaler->enabled() ? step_state->loss_scale() : nullptr;
+  const auto gradient = [&](nn::SoftmaxCrossEntropy& x, float w) -> const Tensor& {
+    if (loss_scale) return x.backward(w, loss_scale, static_cast<float>(mean_over));
+    return x.backward(w / static_cast<float>(mean_over));
+  };
+  for (size_t k = 0; k < auxiliary_losses.size(); ++k)
+    auxiliary->push_back(&gradient(auxiliary_losses[k], model->auxiliary_outputs()[k].weight));
+  return gradient(l, weight);
+}
+
+// An earlier micro-batch's backward, without the buckets, and its gradients into the sum.
+void Trainer::Impl::backward_micro_batch(int64_t micro) {
+  std::vector<const Tensor*> auxiliary_dlogits;
+  const Tensor& dlogits = loss_gradient(loss, 1.0f, &auxiliary_dlogits);
+  model->backward(dlogits, [](size_t) {}, auxiliary_dlogits);
+  const Tensor& g = model->flat_gradients();
+  Stream& s = backend->compute_stream();
+  if (micro == 0) {
+    backend->copy_async(s, accumulated, g);
+    return;
+  }
+  float* sum = accumulated.device_data<float>();
+  launch_elements(s, "accumulate_gradients", g.numel(), kernels::AddTensors<float>{sum, g.device_data<float>(), sum});
+}
+
+// Releases micro-batch `b` and takes the next of the update, its inf/NaN scan added to `scan`.
+const data::Batch* Trainer::Impl::next_micro_batch(const data::Batch* b, data::NonFiniteScan& scan, int64_t step,
+                                                  int64_t micro) {
+  host_phase(Phase::data_wait, [&] {
+    train_loader->release(b);
+    inject_signal(step, micro);
+    b = train_loader->next();
+  });
+  ST_CHECK(b, "the loader ended inside the accumulation round of step ", step);
+  scan.add(b->nonfinite);
+  return b;
 }
 
 // Exposed communication: the wait after backward has finished on the device. A stream-ordered
@@ -691,10 +758,13 @@ void Trainer::Impl::apply_update(int64_t step) {
                             scaler->enabled(), copy ? &model->flat_compute_parameters() : nullptr);
 }
 
-// Tests (testing.inject_signal): this rank sends its process the signal before `step` and waits
-// until the signal thread has recorded it, so that the step it stops after is known.
-void Trainer::Impl::inject_signal(int64_t step) {
-  if (cfg.inject_signal.empty() || comm.rank() != cfg.inject_signal_rank || step != cfg.inject_signal_step) return;
+// Tests (testing.inject_signal): this rank sends its process the signal before `step` (before its
+// micro-batch testing.inject_signal_micro) and waits until the signal thread has recorded it, so
+// that the step it stops after is known.
+void Trainer::Impl::inject_signal(int64_t step, int64_t micro) {
+  if (cfg.inject_signal.empty() || comm.rank() != cfg.inject_signal_rank || step != cfg.inject_signal_step ||
+      micro != cfg.inject_signal_micro)
+    return;
   const int signal = cfg.inject_signal == "TERM" ? SIGTERM : cfg.inject_signal == "INT" ? SIGINT : SIGUSR1;
   ST_CHECK(kill(getpid(), signal) == 0, "testing.inject_signal: kill(", signal_name(signal), ") failed");
   const double deadline = now_seconds() + 10.0;
@@ -802,7 +872,7 @@ TransportReport Trainer::transport() const {
   return r;
 }
 int64_t Trainer::per_rank_batch() const { return impl_->local_batch; }
-int64_t Trainer::steps_per_epoch() const { return impl_->train_loader->steps_per_epoch(); }
+int64_t Trainer::steps_per_epoch() const { return impl_->updates_per_epoch(); }
 int64_t Trainer::train_samples() const { return impl_->train_loader->info().num_samples; }
 int64_t Trainer::eval_samples() const { return impl_->eval_loader ? impl_->eval_loader->info().num_samples : 0; }
 void Trainer::on_interval(std::function<void(const IntervalTimings&)> f) { impl_->interval_hook = std::move(f); }
@@ -850,7 +920,7 @@ void Trainer::Impl::finish_interval(int64_t epoch, IntervalReducer& reducer, Pro
   it.lr = schedule->lr(std::max<int64_t>(step - 1, 0));
   it.loss_scale = scaler->scale();
   it.skipped_steps = scaler->skipped_steps();
-  const int64_t in_epoch = position.step_in_epoch == 0 ? train_loader->steps_per_epoch() : position.step_in_epoch;
+  const int64_t in_epoch = position.step_in_epoch == 0 ? updates_per_epoch() : position.step_in_epoch;
   progress.interval(epoch, in_epoch, step, it.loss, it.accuracy, it.lr, it.samples_per_second,
                     1e3 * it.wall_seconds / static_cast<double>(it.steps), it.elapsed_seconds);
   rank0_hook(interval_hook, it);
@@ -870,10 +940,10 @@ void Trainer::Impl::checkpoint() {
 // intervals and periodic checkpoints. Returns the steps taken. A stop signal (agreed by every rank)
 // ends the epoch after the step with a checkpoint.
 int64_t Trainer::Impl::run_epoch(int64_t epoch, int64_t planned, IntervalReducer& reducer, ProgressPrinter& progress) {
-  const int64_t spe = train_loader->steps_per_epoch();
+  const int64_t spe = updates_per_epoch();
   const int64_t first = position.step_in_epoch;
   reducer.begin_epoch();
-  train_loader->start_epoch(epoch, first);
+  train_loader->start_epoch(epoch, first * accumulate);
   int64_t in_epoch = first;
   while (position.step < planned && in_epoch < spe) {
     inject_signal(position.step);
@@ -913,7 +983,7 @@ int64_t Trainer::Impl::run_epoch(int64_t epoch, int64_t planned, IntervalReducer
 TrainResult Trainer::run() {
   Impl& m = *impl_;
   const RunConfig& cfg = m.cfg;
-  const int64_t spe = m.train_loader->steps_per_epoch();
+  const int64_t spe = m.updates_per_epoch();
   const int64_t planned = cfg.max_steps > 0 ? std::min(cfg.max_steps, cfg.epochs * spe) : cfg.epochs * spe;
   ProgressPrinter progress(m.comm.rank() == 0, cfg, spe, planned);
   const int64_t first_step = m.position.step;

@@ -49,6 +49,7 @@ optim::LrScheduleOptions lr_schedule_options(const RunConfig& cfg, int64_t steps
   so.gamma = static_cast<float>(cfg.gamma);
   so.total_steps = cfg.epochs * steps_per_epoch;
   so.min_lr = static_cast<float>(cfg.min_lr);
+  so.power = static_cast<float>(cfg.poly_power);
   return so;
 }
 
@@ -71,6 +72,23 @@ std::unique_ptr<optim::Optimizer> make_optimizer(const RunConfig& cfg, Backend& 
     o.nesterov = cfg.nesterov;
     o.weight_decay = static_cast<float>(cfg.weight_decay);
     return optim::make_sgd(o, backend, std::move(tensors), cfg.no_decay);
+  }
+  if (cfg.optimizer == optim::OptimizerKind::lars) {
+    optim::LarsOptions o;
+    o.momentum = static_cast<float>(cfg.momentum);
+    o.weight_decay = static_cast<float>(cfg.weight_decay);
+    o.trust_coefficient = static_cast<float>(cfg.trust_coefficient);
+    o.exclude_bias_norm = cfg.exclude_bias_norm;
+    return optim::make_lars(o, backend, std::move(tensors), cfg.no_decay);
+  }
+  if (cfg.optimizer == optim::OptimizerKind::lamb) {
+    optim::LambOptions o;
+    o.beta1 = static_cast<float>(cfg.beta1);
+    o.beta2 = static_cast<float>(cfg.beta2);
+    o.eps = static_cast<float>(cfg.eps);
+    o.weight_decay = static_cast<float>(cfg.weight_decay);
+    o.exclude_bias_norm = cfg.exclude_bias_norm;
+    return optim::make_lamb(o, backend, std::move(tensors), cfg.no_decay);
   }
   optim::AdamWOptions o;
   o.beta1 = static_cast<float>(cfg.beta1);

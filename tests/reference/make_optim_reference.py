@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""Writes tests/data/optim_reference.h5: torch.optim.SGD / AdamW trajectories and lr schedules.
+"""Writes tests/data/optim_reference.h5: torch.optim.SGD / AdamW trajectories and lr schedules
+(LinearLR warm-up, StepLR, CosineAnnealingLR, PolynomialLR).
 
 Each optimizer case is a group: attrs (optimizer settings), p0 (initial parameters), grads
 [steps, n] (fixed gradients fed at each step), lrs [steps] and p (parameters after every step,
@@ -60,7 +61,7 @@ def split_trajectory(make, weight_decay):
     return np.stack(out)
 
 
-def schedule(kind, base, steps, warmup, start_factor=0.0, step_size=0, gamma=0.1, total=0, min_lr=0.0):
+def schedule(kind, base, steps, warmup, start_factor=0.0, step_size=0, gamma=0.1, total=0, min_lr=0.0, power=1.0):
     p = torch.nn.Parameter(torch.zeros(1))
     opt = torch.optim.SGD([p], lr=base)
     after = []
@@ -68,6 +69,8 @@ def schedule(kind, base, steps, warmup, start_factor=0.0, step_size=0, gamma=0.1
         after.append(torch.optim.lr_scheduler.StepLR(opt, step_size=step_size, gamma=gamma))
     elif kind == "cosine":
         after.append(torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=total - warmup, eta_min=min_lr))
+    elif kind == "poly":
+        after.append(torch.optim.lr_scheduler.PolynomialLR(opt, total_iters=total - warmup, power=power))
     if warmup > 0:
         # torch's LinearLR cannot start at exactly 0; use a tiny factor when 0 is asked.
         warm = torch.optim.lr_scheduler.LinearLR(opt, start_factor=max(start_factor, 1e-12), end_factor=1.0,
@@ -135,6 +138,8 @@ def main():
             "warmup_step": dict(kind="step", base=0.2, steps=20, warmup=4, start_factor=0.25, step_size=5, gamma=0.1),
             "cosine": dict(kind="cosine", base=0.1, steps=30, warmup=0, total=30, min_lr=0.001),
             "warmup_cosine": dict(kind="cosine", base=0.4, steps=40, warmup=8, start_factor=0.0, total=40, min_lr=0.0),
+            "poly": dict(kind="poly", base=0.1, steps=24, warmup=0, total=20, power=2.0),
+            "warmup_poly": dict(kind="poly", base=2.0, steps=30, warmup=5, start_factor=0.1, total=30, power=1.5),
         }
         for name, c in sched_cases.items():
             g = f.create_group("schedule/" + name)

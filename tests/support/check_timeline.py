@@ -2,7 +2,7 @@
 # Checks a run's timeline.json (Chrome trace) as a user opening it in Perfetto relies on it: one
 # process per rank, every step's phases on the compute track (device backends: the host-timed
 # phases on the host track) without overlaps, each gradient bucket's all-reduce on the all-reduce
-# track for every step, with --copy-track each batch's host-to-device copy on the copy track, the
+# track exactly once for every step (with train.accumulate_steps: once per update, not per micro-batch), with --copy-track each batch's host-to-device copy on the copy track, the
 # training split's staging on the staging track, and the ranks' clocks aligned: no rank can finish
 # a bucket's all-reduce before every other rank has started it.
 """usage: check_timeline.py RUN_DIR --ranks N --steps S [--tolerance-us T] [--copy-track]"""
@@ -70,7 +70,10 @@ def main():
             if e["pid"] == r and e["tid"] == 1:
                 if not e["name"].startswith("allreduce b"):
                     fail(f"rank {r}: unexpected event {e['name']!r} on the all-reduce track")
-                buckets[(e["args"]["step"], e["name"])] = (e["ts"], e["ts"] + e["dur"])
+                key = (e["args"]["step"], e["name"])
+                if key in buckets:
+                    fail(f"rank {r}: {e['name']} is all-reduced more than once in step {key[0]}")
+                buckets[key] = (e["ts"], e["ts"] + e["dur"])
         per_step = {}
         for step, name in buckets:
             per_step.setdefault(step, set()).add(name)

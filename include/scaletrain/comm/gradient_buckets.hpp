@@ -12,6 +12,9 @@
 // when widened; a device communicator averages itself (ncclAvg pre-multiplies by 1/world). One rank
 // rounds too (as a DDP compression hook does), so that 1 rank and N ranks train the same model; it
 // only skips the all-reduce.
+// Gradient accumulation (train.accumulate_steps): the earlier micro-batches' sum is added into each
+// bucket's gradients as the bucket completes in the last micro-batch, before its rounding and
+// exchange, so one all-reduce per bucket per update overlaps the last backward.
 #pragma once
 #include <condition_variable>
 #include <cstdint>
@@ -89,6 +92,9 @@ class GradientBuckets {
   CommProgress progress() const { return progress_; }
   const BucketExchange& exchange() const { return *exchange_; }
 
+  // The sum of the update's earlier micro-batches' gradients (f32, the gradients' length) to add into
+  // each bucket as it completes; null (the default): none.
+  void add_accumulated(const Tensor* sum);
   // Resets readiness; the previous step must have ended with wait_all(). `step` tags its events.
   void begin_step(int64_t step);
   void mark_ready(size_t slice_index);  // this gradient's backward is queued; completes buckets
@@ -150,6 +156,7 @@ class GradientBuckets {
   DType wire_dtype_ = DType::f32;
   bool pre_divided_ = false;
   Tensor wire_;  // the gradients in the wire type (bf16/f16)
+  const Tensor* accumulated_ = nullptr;  // add_accumulated's
   std::vector<GradientSlice> slices_;
   std::vector<size_t> slice_bucket_;
   std::vector<char> slice_ready_;

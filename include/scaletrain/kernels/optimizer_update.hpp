@@ -109,25 +109,27 @@ struct AdamWUpdate {
   }
 };
 
+// The first of `n` increasing ends (exclusive) that is past element i: the range or tensor holding it.
+SCALETRAIN_HOST_DEVICE inline int64_t first_end_past(const int64_t* ends, int64_t n, int64_t i) {
+  int64_t lo = 0, hi = n - 1;
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    if (ends[mid] > i) {
+      hi = mid;
+    } else {
+      lo = mid + 1;
+    }
+  }
+  return lo;
+}
+
 // Where each weight-decay range of the flat parameters ends (exclusive, in order) and whether its
 // tensors are decayed: the optimizer's device table.
 struct UpdateRangeTable {
   const int64_t* ends;
   const int32_t* decayed;
   int64_t ranges;
-  // The range of element i: the first whose end is past it.
-  SCALETRAIN_HOST_DEVICE int64_t range_of(int64_t i) const {
-    int64_t lo = 0, hi = ranges - 1;
-    while (lo < hi) {
-      const int64_t mid = lo + (hi - lo) / 2;
-      if (ends[mid] > i) {
-        hi = mid;
-      } else {
-        lo = mid + 1;
-      }
-    }
-    return lo;
-  }
+  SCALETRAIN_HOST_DEVICE int64_t range_of(int64_t i) const { return first_end_past(ends, ranges, i); }
 };
 
 // An optimizer step over every parameter range in one launch: for each range, fp16's unscaling of

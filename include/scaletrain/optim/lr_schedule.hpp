@@ -1,4 +1,4 @@
-// Learning-rate schedules (constant, step, cosine) with an optional linear warm-up, and the
+// Learning-rate schedules (constant, step, cosine, poly) with an optional linear warm-up, and the
 // linear scaling rule of Goyal et al. for large global batches.
 #pragma once
 #include <cstdint>
@@ -8,7 +8,7 @@
 
 namespace scaletrain::optim {
 
-enum class LrScheduleKind { constant, step, cosine };
+enum class LrScheduleKind { constant, step, cosine, poly };
 LrScheduleKind parse_lr_schedule_kind(const std::string& name);  // Error naming the accepted ones
 std::string lr_schedule_kind_name(LrScheduleKind k);
 
@@ -19,8 +19,9 @@ struct LrScheduleOptions {
   float warmup_start_factor = 0.0f;  // lr at step 0 of the warm-up, as a fraction of base_lr
   int64_t step_size = 0;             // step: multiply by gamma every step_size steps (0: never)
   float gamma = 0.1f;
-  int64_t total_steps = 0;  // cosine: decays from base_lr to min_lr over [warmup_steps, total_steps)
+  int64_t total_steps = 0;  // cosine, poly: decay from base_lr to min_lr over [warmup_steps, total_steps)
   float min_lr = 0.0f;
+  float power = 2.0f;  // poly: (1 - t / T)^power
 };
 
 class LrSchedule {

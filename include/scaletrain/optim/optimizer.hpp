@@ -1,9 +1,10 @@
 // Optimizers over one flat parameter buffer and its flat gradient buffer (the layout the
 // gradient buckets all-reduce), told at construction which parameter tensors the buffer holds so
-// that options can differ per tensor (optimizer.no_decay). Semantics match torch.optim.SGD and
-// torch.optim.AdamW exactly, with one param group per set of options; the per-element updates are
-// the kernels/optimizer_update.hpp functors, launched on the backend's compute stream once per
-// contiguous range of tensors sharing their options; the state buffers live on the backend's device.
+// that options can differ per tensor (optimizer.no_decay) and LARS and LAMB can take per-tensor
+// norms. SGD and AdamW match torch.optim.SGD and torch.optim.AdamW exactly, with one param group per
+// set of options (kernels/optimizer_update.hpp, one launch over every range of tensors sharing their
+// options); LARS and LAMB follow their papers (kernels/trust_ratio_update.hpp); the state buffers
+// live on the backend's device.
 // The trainer's update reads its learning rate, skip and bias corrections from the device's step
 // state (kernels/step_state.hpp, step_on_device); step(params, grads, lr) writes such a state from
 // the host first (tests, tools).
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "scaletrain/backend/backend.hpp"
+#include "scaletrain/core/error.hpp"
 #include "scaletrain/core/tensor.hpp"
 #include "scaletrain/kernels/optimizer_update.hpp"
 #include "scaletrain/kernels/step_state.hpp"
@@ -105,6 +107,15 @@ class Optimizer {
   explicit Optimizer(Backend& backend) : backend_(backend) {}
   // Queues `update` (over the whole buffer of n elements) as one MultiTensorUpdate over `ranges`,
   // decayed ranges with `weight_decay` (kernels/optimizer_update.hpp).
+  // f(out) with out the compute-type copy's typed pointer (bf16*, f16*), or (float*)nullptr without one.
+  template <class F>
+  static void dispatch_compute(const Tensor* compute, int64_t n, const F& f) {
+    if (!compute) return f(static_cast<float*>(nullptr));
+    ST_CHECK(compute->numel() == n, "the compute-type copy has ", compute->numel(), " elements for ", n, " parameters");
+    if (compute->dtype() == DType::bf16) return f(compute->device_data<bf16>());
+    ST_CHECK(compute->dtype() == DType::f16, "the compute-type copy must be bf16 or f16, not ", dtype_name(compute->dtype()));
+    f(compute->device_data<f16>());
+  }
   template <class Update>
   void launch_update(const char* label, const Update& update, int64_t n, const std::vector<UpdateRange>& ranges,
                      float weight_decay, const kernels::StepState* state, bool unscale, const Tensor* compute);
@@ -119,8 +130,8 @@ class Optimizer {
   Tensor table_ends_, table_decayed_, table_ends_host_, table_decayed_host_;
 };
 
-enum class OptimizerKind { sgd, adamw };
-OptimizerKind parse_optimizer_kind(const std::string& name);  // "sgd" | "adamw"; Error otherwise
+enum class OptimizerKind { sgd, adamw, lars, lamb };
+OptimizerKind parse_optimizer_kind(const std::string& name);  // "sgd" | "adamw" | "lars" | "lamb"; Error otherwise
 std::string optimizer_kind_name(OptimizerKind k);
 
 struct SgdOptions {
@@ -137,6 +148,24 @@ struct AdamWOptions {
   float weight_decay = 0.01f;
 };
 
+// LARS: momentum as MLPerf's ResNet-50 reference (v = m v + local_lr (g + wd w)), trust coefficient
+// eta; exclude_bias_norm: biases and normalization parameters take neither trust ratio nor decay.
+struct LarsOptions {
+  float momentum = 0.9f;
+  float weight_decay = 0.0f;
+  float trust_coefficient = 0.001f;
+  bool exclude_bias_norm = true;
+};
+
+// LAMB with bias correction; exclude_bias_norm as LARS'.
+struct LambOptions {
+  float beta1 = 0.9f;
+  float beta2 = 0.999f;
+  float eps = 1e-6f;
+  float weight_decay = 0.01f;
+  bool exclude_bias_norm = true;
+};
+
 // A device f32 buffer holding `values` (numel of them), for Optimizer::restore.
 Tensor restore_buffer(Backend& backend, const std::vector<float>& values, int64_t numel, const std::string& name);
 
@@ -149,5 +178,12 @@ std::unique_ptr<Optimizer> make_sgd(const SgdOptions& options, Backend& backend,
 std::unique_ptr<Optimizer> make_adamw(const AdamWOptions& options, Backend& backend,
                                       std::vector<ParameterTensor> tensors = {},
                                       const std::vector<NoDecayCategory>& no_decay = {});
+
+std::unique_ptr<Optimizer> make_lars(const LarsOptions& options, Backend& backend,
+                                     std::vector<ParameterTensor> tensors = {},
+                                     const std::vector<NoDecayCategory>& no_decay = {});
+std::unique_ptr<Optimizer> make_lamb(const LambOptions& options, Backend& backend,
+                                     std::vector<ParameterTensor> tensors = {},
+                                     const std::vector<NoDecayCategory>& no_decay = {});
 
 }  // namespace scaletrain::optim

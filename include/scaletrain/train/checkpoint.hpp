@@ -2,7 +2,7 @@
 //
 //   model.h5      one f32 dataset per parameter, named and laid out as the PyTorch twin's state_dict
 //                 (nn/torch_twin.hpp): torch's load_state_dict(strict=True) takes them as they are.
-//   optimizer.h5  attrs name ("sgd" | "adamw"), steps; a group per state buffer ("momentum_buffer";
+//   optimizer.h5  attrs name ("sgd" | "adamw" | "lars" | "lamb"), steps; a group per state buffer ("momentum_buffer";
 //                 "exp_avg", "exp_avg_sq", torch's names) holding one dataset per parameter, as
 //                 model.h5.
 //   trainer.h5    attrs: the position (step, epoch, step_in_epoch, seed), the loss scaler (scale,
@@ -61,7 +61,7 @@ struct CheckpointState {
   // The model's buffers (Model::flat_buffers), empty where it has none of that type.
   std::vector<float> buffers_f32;
   std::vector<int64_t> buffers_i64;
-  std::string optimizer;  // "sgd" | "adamw"
+  std::string optimizer;  // "sgd" | "adamw" | "lars" | "lamb"
   int64_t optimizer_steps = 0;
   std::vector<std::string> optimizer_buffer_names;
   std::vector<std::vector<float>> optimizer_buffers;  // each flat, like parameters

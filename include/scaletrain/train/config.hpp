@@ -60,7 +60,10 @@ struct RunConfig {
   std::string normalize = "file";
   // [train]
   int64_t epochs = 2;
-  int64_t batch = 128;  // global batch: per-rank batch x ranks
+  int64_t batch = 128;  // global batch per update: per-rank micro-batch x ranks x accumulate_steps
+  // Micro-batches per update: their gradients are summed, then all-reduced once (train.batch must
+  // divide by ranks x accumulate_steps).
+  int64_t accumulate_steps = 1;
   uint64_t seed = 42;
   int64_t log_every = 50;
   int64_t max_steps = 0;         // stop after this many steps in total (0: no limit)
@@ -87,11 +90,16 @@ struct RunConfig {
   // Tensors excluded from weight decay: biases, normalization layers' parameters (none: all decay).
   std::vector<optim::NoDecayCategory> no_decay;
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+  // LARS' trust coefficient (eta); LARS and LAMB: biases and normalization parameters take neither
+  // the trust ratio nor weight decay (MLPerf's ResNet-50 reference).
+  double trust_coefficient = 0.001;
+  bool exclude_bias_norm = true;
   optim::LrScheduleKind schedule = optim::LrScheduleKind::constant;
   double warmup_epochs = 0.0;
   int64_t step_epochs = 0;
   double gamma = 0.1;
   double min_lr = 0.0;
+  double poly_power = 2.0;  // poly schedule: (1 - t / T)^power
   bool scale_lr = false;  // linear scaling rule: lr * batch / reference_batch
   int64_t reference_batch = 128;
   // Dynamic loss scaling (fp16 only), torch.cuda.amp.GradScaler's defaults.
@@ -172,6 +180,7 @@ struct RunConfig {
   std::string inject_signal;
   int64_t inject_signal_rank = -1;
   int64_t inject_signal_step = -1;
+  int64_t inject_signal_micro = 0;  // with train.accumulate_steps: before this micro-batch of the step
   // The checkpoint of this step exits the process after its first file (-1: off), and this rank
   // perturbs one weight before the first checkpoint (-1: off).
   int64_t inject_checkpoint_crash_step = -1;

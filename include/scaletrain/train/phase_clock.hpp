@@ -4,8 +4,9 @@
 // (data_wait, allreduce_exposed, step) with the host clock. A step's device events are read once
 // they have completed, in a later step, never by waiting (flush() waits, at the points that drain
 // the device anyway); a step whose events of `depth` steps before are still pending gets a set of
-// its own. On the CPU backend events complete when recorded: the same numbers as
-// host timing.
+// its own. A phase may run several times in a step (one per micro-batch with train.accumulate_steps):
+// each run has its own pair of events, and the step's time of the phase is their sum. On the CPU
+// backend events complete when recorded: the same numbers as host timing.
 #pragma once
 #include <array>
 #include <cstdint>
@@ -32,11 +33,14 @@ class PhaseClock {
   void flush();
 
  private:
+  struct Run {
+    std::unique_ptr<Event> begin, end;
+  };
   struct Marks {
     int64_t step = -1;
     bool pending = false;
-    std::array<bool, kPhaseCount> used{};
-    std::array<std::unique_ptr<Event>, kPhaseCount> begin, end;
+    std::array<size_t, kPhaseCount> runs{};        // this step's runs of each phase
+    std::array<std::vector<Run>, kPhaseCount> events;  // made as runs need them, then reused
   };
   void harvest(Marks& m);
   Marks& add_marks();

@@ -26,6 +26,7 @@
 #include "scaletrain/kernels/softmax_cross_entropy.hpp"
 #include "scaletrain/kernels/subsample_pad.hpp"
 #include "scaletrain/kernels/tokens.hpp"
+#include "scaletrain/kernels/trust_ratio_update.hpp"
 
 namespace scaletrain::kernels {
 
@@ -151,6 +152,14 @@ ST_INSTANTIATE(MultiTensorUpdate<SgdUpdate, f16>)
 ST_INSTANTIATE(MultiTensorUpdate<AdamWUpdate, float>)
 ST_INSTANTIATE(MultiTensorUpdate<AdamWUpdate, bf16>)
 ST_INSTANTIATE(MultiTensorUpdate<AdamWUpdate, f16>)
+// LARS and LAMB (kernels/trust_ratio_update.hpp).
+ST_INSTANTIATE(LarsUpdate<float>)
+ST_INSTANTIATE(LarsUpdate<bf16>)
+ST_INSTANTIATE(LarsUpdate<f16>)
+ST_INSTANTIATE(LambMoments)
+ST_INSTANTIATE(LambUpdate<float>)
+ST_INSTANTIATE(LambUpdate<bf16>)
+ST_INSTANTIATE(LambUpdate<f16>)
 // Attention's head-order copies and the token layers.
 ST_INSTANTIATE_STORAGE(TokensToHeads)
 ST_INSTANTIATE_STORAGE(HeadsToTokens)
@@ -218,6 +227,8 @@ ST_INSTANTIATE_SEGMENTS(Values<f16>)
 ST_INSTANTIATE_SEGMENTS(SquaredValues<float>)
 ST_INSTANTIATE_SEGMENTS(SquaredValues<bf16>)
 ST_INSTANTIATE_SEGMENTS(SquaredValues<f16>)
+ST_INSTANTIATE_SEGMENTS(LarsSquares)
+ST_INSTANTIATE_SEGMENTS(LambSquares)
 #undef ST_INSTANTIATE_SEGMENTS
 #undef ST_INSTANTIATE_SUMS_STORAGE
 #undef ST_INSTANTIATE_SUMS
