@@ -94,3 +94,13 @@ add_test(NAME accumulate_batch_not_divisible_np2
                  -- ${_lb_mpirun} -np 2 $<TARGET_FILE:scaletrain> --train.batch 60 --train.accumulate_steps 4
                  --train.max_steps 1 --run.threads 1)
 set_tests_properties(accumulate_batch_not_divisible_np2 PROPERTIES PROCESSORS 2 LABELS "train;mpi" TIMEOUT 120)
+# LARS's and LAMB's state (lars_momentum; lamb_exp_avg, lamb_exp_avg_sq) resumes bitwise: stopped at
+# step 25 of 60, resumed, every step's loss and the final model.h5 equal to the uninterrupted run's
+# (LAMB with two micro-batches per update).
+add_test(NAME optim_lars_resume_bitwise_np2 COMMAND ${_rc} ${_lb}/lars_resume bitwise 2 25)
+add_test(NAME optim_lamb_accumulate_resume_bitwise_np2 COMMAND ${_rc} ${_lb}/lamb_resume bitwise 2 25)
+set_tests_properties(optim_lars_resume_bitwise_np2 PROPERTIES ENVIRONMENT "EXTRA=--optimizer.name lars;LR=0.5")
+set_tests_properties(optim_lamb_accumulate_resume_bitwise_np2 PROPERTIES
+                     ENVIRONMENT "EXTRA=--optimizer.name lamb --train.accumulate_steps 2;LR=0.002")
+set_tests_properties(optim_lars_resume_bitwise_np2 optim_lamb_accumulate_resume_bitwise_np2 PROPERTIES PROCESSORS 2
+                     LABELS "checkpoint;mpi" TIMEOUT 300)
