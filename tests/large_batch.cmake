@@ -104,3 +104,13 @@ set_tests_properties(optim_lamb_accumulate_resume_bitwise_np2 PROPERTIES
                      ENVIRONMENT "EXTRA=--optimizer.name lamb --train.accumulate_steps 2;LR=0.002")
 set_tests_properties(optim_lars_resume_bitwise_np2 optim_lamb_accumulate_resume_bitwise_np2 PROPERTIES PROCESSORS 2
                      LABELS "checkpoint;mpi" TIMEOUT 300)
+# fp16 with two micro-batches: an inf in one rank's loss (the last micro-batch's, on the device) is
+# found once per update: every rank skips that one update and the scale halves once (metrics.jsonl).
+set(_fp ${_lb}/fp16_skip)
+add_test(NAME accumulate_fp16_skips_one_update_np2
+         COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/support/expect_output.sh 120 --has "\\| 1 step\\(s\\) skipped for inf/NaN"
+                 -- ${_lb_fresh} ${_fp} ${_lb_mpirun} -np 2 $<TARGET_FILE:scaletrain> --model.name lenet
+                 --data.path synthetic --train.batch 64 --train.accumulate_steps 2 --train.max_steps 6
+                 --train.evaluate false --train.precision fp16 --testing.inject_inf_loss_rank 1
+                 --testing.inject_inf_loss_step 2 --run.threads 1 --run.dir ${_fp})
+set_tests_properties(accumulate_fp16_skips_one_update_np2 PROPERTIES PROCESSORS 2 LABELS "train;mpi" TIMEOUT 120)

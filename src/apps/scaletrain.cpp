@@ -180,9 +180,15 @@ void print_header(comm::Communicator& comm, const RunConfig& cfg, const std::str
                   const TransportReport& t, const std::string& telemetry, const ConfigNotes& notes) {
   const std::string table = rank_table(comm, device);
   if (comm.rank() != 0) return;
-  std::printf("scaletrain | %d ranks | model %s | global batch %lld (%lld per rank) | data %s\n", comm.size(),
-              cfg.model.c_str(), static_cast<long long>(cfg.batch), static_cast<long long>(cfg.batch / comm.size()),
-              cfg.data_path.c_str());
+  const long long micro = cfg.batch / (comm.size() * cfg.accumulate_steps);
+  char per_rank[96];
+  if (cfg.accumulate_steps > 1)
+    std::snprintf(per_rank, sizeof per_rank, "%lld per rank x %lld micro-batches", micro,
+                  static_cast<long long>(cfg.accumulate_steps));
+  else
+    std::snprintf(per_rank, sizeof per_rank, "%lld per rank", micro);
+  std::printf("scaletrain | %d ranks | model %s | global batch %lld (%s) | data %s\n", comm.size(), cfg.model.c_str(),
+              static_cast<long long>(cfg.batch), per_rank, cfg.data_path.c_str());
   std::printf("%s", table.c_str());
   if (!notes.device.empty()) std::printf("%s\n", notes.device.c_str());
   char scaling[64] = "off";
