@@ -535,7 +535,6 @@ StepFlags Trainer::Impl::train_step(const data::Batch& first, int64_t step) {
   for (int64_t micro = 0; micro + 1 < accumulate; ++micro) {
     forward_micro_batch(*b, step, false);
     device_phase(Phase::backward, [&] { backward_micro_batch(micro); });
-    loss.accumulate(interval_sums);
     b = next_micro_batch(b, input_scan, step, micro + 1);
   }
   start_agreement(input_scan);
@@ -596,6 +595,7 @@ void Trainer::Impl::forward_micro_batch(const data::Batch& b, int64_t step, bool
       launch(backend->compute_stream(), "testing_inject_inf", 1,
              kernels::SetValue<float>{logits.device_data<float>(), std::numeric_limits<float>::infinity()});
     loss.forward(logits, b.device_labels);
+    if (!last) loss.accumulate(interval_sums);  // the last micro-batch's loss joins them with the verdict
     for (size_t k = 0; k < auxiliary_losses.size(); ++k)
       auxiliary_losses[k].forward(model->auxiliary_logits(k), b.device_labels);
     if (profile) profile->device_end("loss");
@@ -614,9 +614,10 @@ const Tensor& Trainer::Impl::loss_gradient(nn::SoftmaxCrossEntropy& l, float wei
     if (loss_scale) return x.backward(w, loss_scale, static_cast<float>(mean_over));
     return x.backward(w / static_cast<float>(mean_over));
   };
+  const Tensor& dlogits = gradient(l, weight);
   for (size_t k = 0; k < auxiliary_losses.size(); ++k)
     auxiliary->push_back(&gradient(auxiliary_losses[k], model->auxiliary_outputs()[k].weight));
-  return gradient(l, weight);
+  return dlogits;
 }
 
 // An earlier micro-batch's backward, without the buckets, and its gradients into the sum.
