@@ -32,7 +32,7 @@ class Lars final : public Optimizer {
     // Written before it is read (the first update), so it needs no zeroing.
     if (velocity_.numel() != n) velocity_ = backend_.empty({n}, DType::f32, "lars.momentum");
     float* p = params.device_data<float>();
-    auto* g = const_cast<float*>(grads.device_data<float>());
+    const float* g = grads.device_data<float>();
     norms_.queue("lars_norms", n, kernels::LarsSquares{p, g, state, unscale});
     const auto update = [&](auto* out) {
       using C = std::remove_pointer_t<decltype(out)>;

@@ -55,7 +55,8 @@ void PhaseClock::end_step() {
     if (!m->pending) continue;
     bool complete = true;
     for (int p = 0; p < kPhaseCount && complete; ++p)
-      if (const size_t n = m->runs[static_cast<size_t>(p)]; n > 0) complete = m->events[static_cast<size_t>(p)][n - 1].end->query();
+      if (const size_t n = m->runs[static_cast<size_t>(p)]; n > 0)
+        complete = m->events[static_cast<size_t>(p)][n - 1].end->query();
     if (complete) done.push_back(m.get());
   }
   std::sort(done.begin(), done.end(), [](const Marks* a, const Marks* b) { return a->step < b->step; });

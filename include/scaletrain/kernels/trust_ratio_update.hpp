@@ -54,7 +54,7 @@ struct LarsSquares {
 // v = momentum v + local_lr (g + wd w); w -= v. The momentum buffer starts at zero.
 struct LarsElements {
   float* param;
-  float* grad;
+  const float* grad;
   float* velocity;
   float local_lr;
   float momentum;
@@ -82,7 +82,7 @@ SCALETRAIN_HOST_DEVICE inline float lars_trust(double w2, double g2, float eta, 
 template <class Compute>
 struct LarsUpdate {
   float* param;
-  float* grad;
+  const float* grad;
   float* velocity;
   const double* squares;  // [tensors w^2 | tensors g^2]
   TensorTable table;

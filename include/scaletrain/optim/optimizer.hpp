@@ -105,8 +105,6 @@ class Optimizer {
 
  protected:
   explicit Optimizer(Backend& backend) : backend_(backend) {}
-  // Queues `update` (over the whole buffer of n elements) as one MultiTensorUpdate over `ranges`,
-  // decayed ranges with `weight_decay` (kernels/optimizer_update.hpp).
   // f(out) with out the compute-type copy's typed pointer (bf16*, f16*), or (float*)nullptr without one.
   template <class F>
   static void dispatch_compute(const Tensor* compute, int64_t n, const F& f) {
@@ -116,6 +114,8 @@ class Optimizer {
     ST_CHECK(compute->dtype() == DType::f16, "the compute-type copy must be bf16 or f16, not ", dtype_name(compute->dtype()));
     f(compute->device_data<f16>());
   }
+  // Queues `update` (over the whole buffer of n elements) as one MultiTensorUpdate over `ranges`,
+  // decayed ranges with `weight_decay` (kernels/optimizer_update.hpp).
   template <class Update>
   void launch_update(const char* label, const Update& update, int64_t n, const std::vector<UpdateRange>& ranges,
                      float weight_decay, const kernels::StepState* state, bool unscale, const Tensor* compute);

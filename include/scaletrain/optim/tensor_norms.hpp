@@ -41,8 +41,6 @@ class TensorNorms {
   // The device's table and squared sums (after prepare).
   kernels::TensorTable table() const;
   const double* squares() const { return squares_.device_data<double>(); }
-  // The tensors' flags and ends, for tests and the start-up output.
-  const std::vector<TrustFlags>& flags() const { return flags_; }
   // Makes the device tables for a buffer of `numel` elements (once; Error where the tensors cover another).
   void prepare(int64_t numel);
 
