@@ -5,7 +5,9 @@
 // per step (testing.extra_host_syncs) must raise host_syncs per step by exactly one and leave the
 // rest, one extra launch (testing.extra_launches) calls by exactly one. The layer profile's rows (layers,
 // loss, optimizer, input, exposed all-reduce, data wait, agreement) must add up to within 10% of
-// the measured step time for resnet20 and fmnist_sepcnn. Passes at any rank count dividing 12.
+// the measured step time for resnet20 and fmnist_sepcnn. Passes at any rank count dividing 12. The
+// step-without-waits suite counts and never times: ctest runs it apart from the timed suites, beside
+// other tests (tests/CMakeLists.txt).
 #include <gtest/gtest.h>
 #include <mpi.h>
 

@@ -158,7 +158,7 @@ endforeach()
 
 # A dead or hung rank ends the job step, started without --kill-on-bad-exit as train_requeue.sbatch starts it: rank 1
 # gets SIGKILL (Slurm's PMIx plugin then cancels the step, in about 1 s) or SIGSTOP (rank 0's scaletrain watchdog,
-# run.watchdog_s = 10, ends the job with MPI_Abort and exit 69, in about 10 s); each must end within 60 s.
+# run.watchdog_s = 5, ends the job with MPI_Abort and exit 69, in about 5 s); each must end within 60 s.
 foreach(_case "killed|kill" "stopped|stop")
   string(REPLACE "|" ";" _case "${_case}")
   list(GET _case 0 _name)
@@ -167,7 +167,7 @@ foreach(_case "killed|kill" "stopped|stop")
            COMMAND ${_requeue_test} watchdog ${_slurm_dir_site} ${_how} 60
                    -- srun --mpi=pmix --nodes=1 --ntasks=2 --cpu-bind=cores $<TARGET_FILE:scaletrain>
                    --config ${_slurm_jobs}/configs/lenet_synthetic.toml --train.epochs 1000 --train.max_steps 100000
-                   --train.log_every 16 --train.evaluate false --run.watchdog_s 10)
+                   --train.log_every 16 --train.evaluate false --run.watchdog_s 5)
   set_tests_properties(slurm_watchdog_${_name}_rank PROPERTIES FIXTURES_REQUIRED slurm_cluster_site
                        ENVIRONMENT_MODIFICATION "${_slurm_clean_env}" PROCESSORS 2 RUN_SERIAL TRUE TIMEOUT 180)
 endforeach()

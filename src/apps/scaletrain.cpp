@@ -13,6 +13,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <set>
@@ -35,6 +36,7 @@
 #include "scaletrain/train/platform_description.hpp"
 #include "scaletrain/train/synthetic_data.hpp"
 #include "scaletrain/train/errors.hpp"
+#include "scaletrain/train/json_file.hpp"
 #include "scaletrain/train/run_dir_guard.hpp"
 #include "scaletrain/train/run_log.hpp"
 #include "scaletrain/train/stop_signals.hpp"
@@ -359,6 +361,36 @@ int train_and_log(comm::Communicator& comm, const RunConfig& cfg, double init_st
   return 0;
 }
 
+// run.evaluate_only: the file evaluated on train.eval_split by every rank; rank 0 writes
+// run.dir/eval.json (run.dir is created where missing; nothing else in it is touched) and prints one
+// line. Returns the exit code.
+int evaluate_and_report(comm::Communicator& comm, const RunConfig& cfg, const ConfigNotes& notes) {
+  Trainer trainer(cfg, comm);
+  print_header(comm, cfg, trainer.device_description(), trainer.precision(), trainer.transport(),
+               trainer.gpu_telemetry_line(), notes);
+  const double start = now_seconds();
+  const EvaluationMetrics m = trainer.evaluate_file(cfg.evaluate_only);
+  const double seconds = now_seconds() - start;
+  if (comm.rank() != 0) return 0;
+  nlohmann::json j = evaluation_json(m, trainer.class_names());
+  j["evaluated"] = cfg.evaluate_only;
+  j["model"] = cfg.model;
+  j["data"] = cfg.data_path;
+  j["split"] = cfg.eval_split;
+  j["ranks"] = comm.size();
+  j["seconds"] = seconds;
+  std::string where;
+  if (!cfg.run_dir.empty()) {
+    std::filesystem::create_directories(cfg.run_dir);
+    where = cfg.run_dir + "/eval.json";
+    write_json_file(where, j, 1);
+  }
+  std::printf("evaluation of %s on split '%s' of %s (%d ranks, %.1f s): %s%s%s\n", cfg.evaluate_only.c_str(),
+              cfg.eval_split.c_str(), cfg.data_path.c_str(), comm.size(), seconds, evaluation_line(m).c_str(),
+              where.empty() ? "" : "; ", where.c_str());
+  return 0;
+}
+
 // One command: --help, --version, --print-config, --summary or a training run. Returns the exit code.
 int run_command(int argc, char** argv, int rank, double init_start) {
   CommandLine cl;
@@ -390,6 +422,7 @@ int run_command(int argc, char** argv, int rank, double init_start) {
                   model->summary().c_str());
     return 0;
   }
+  if (!cfg.evaluate_only.empty()) return evaluate_and_report(*comm, cfg, notes);
   return train_and_log(*comm, cfg, init_start, notes);
 }
 

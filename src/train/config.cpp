@@ -472,6 +472,15 @@ const std::vector<ConfigKey>& config_keys() {
              "auto: continue from run.dir's latest checkpoint (fresh when none); or a checkpoint or run directory"),
       key_of("run.resume_force", &RunConfig::resume_force,
              "resume although forceable identity keys differ from the checkpoint's"),
+      key_of("run.init_from", &RunConfig::init_from,
+             "start from the parameters and buffers of a model.h5 (a checkpoint's, or st-import-torch's from a PyTorch "
+             "state_dict), a checkpoint or a run directory, with a fresh optimizer and schedule; a classifier of "
+             "another class count is re-initialized (empty: none; a run that resumes continues from its own "
+             "checkpoint)"),
+      key_of("run.evaluate_only", &RunConfig::evaluate_only,
+             "evaluate a model.h5, checkpoint or run directory on train.eval_split across all ranks and exit: top-1, "
+             "top-5, loss, per-class accuracy and the confusion matrix in run.dir/eval.json and one line (empty: "
+             "train)"),
       key_of("testing.sim_delay_us", &RunConfig::sim_delay_us,
              "sim: random delay of up to this many microseconds before every op on every stream"),
       key_of("testing.sim_ignore_events", &RunConfig::sim_ignore_events,
@@ -665,6 +674,10 @@ void validate_config(const RunConfig& c) {
   ST_USER_CHECK(c.checkpoint_keep >= 1, "run.checkpoint_keep must be >= 1, got ", c.checkpoint_keep);
   ST_USER_CHECK((c.checkpoint_steps == 0 && c.checkpoint_seconds == 0) || !c.run_dir.empty(),
            "run.checkpoint_steps and run.checkpoint_seconds write to run.dir/checkpoints: set run.dir");
+  ST_USER_CHECK(c.evaluate_only.empty() || c.evaluate,
+                "run.evaluate_only evaluates on train.eval_split: set train.evaluate = true");
+  ST_USER_CHECK(c.evaluate_only.empty() || (c.resume.empty() && c.init_from.empty()),
+                "run.evaluate_only evaluates the file it names: unset run.resume and run.init_from");
   ST_USER_CHECK(c.resume != "auto" || !c.run_dir.empty(),
            "run.resume = auto continues from run.dir/checkpoints/latest, but run.dir is not set: set run.dir, or "
            "name a checkpoint directory");

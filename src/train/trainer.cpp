@@ -51,6 +51,7 @@
 #include "scaletrain/train/json_file.hpp"
 #include "scaletrain/train/layer_profile.hpp"
 #include "scaletrain/train/model_buffers.hpp"
+#include "scaletrain/train/model_weights.hpp"
 #include "scaletrain/train/model_shape.hpp"
 #include "scaletrain/train/nonfinite_guard.hpp"
 #include "scaletrain/train/phase_clock.hpp"
@@ -142,6 +143,8 @@ struct Trainer::Impl {
   data::InputOptions input_options(const data::DatasetInfo& info, DType compute) const;
   void setup_input();
   void setup_checkpoints();
+  void initialize_from(const std::string& path);
+  int64_t classes() const { return static_cast<int64_t>(train_loader->info().classes.size()); }
   TrainingState state() { return TrainingState{*backend, *model, *optimizer, *scaler}; }
   StepFlags train_step(const data::Batch& b, int64_t step);
   void forward_micro_batch(const data::Batch& b, int64_t step, bool last);
@@ -206,6 +209,7 @@ struct Trainer::Impl {
   void retune_buckets(int64_t step);
   void record_copies();
   EpochReport evaluate(int64_t epoch);
+  EvaluationMetrics evaluate_samples();
 };
 
 void Trainer::Impl::setup() {
@@ -489,6 +493,24 @@ void Trainer::Impl::retune_buckets(int64_t step) {
 }
 
 // The checkpointer, and the state of run.resume's checkpoint (or a fresh start at step 0).
+// run.init_from: the file's parameters and buffers over the fresh ones on every rank (each reads the
+// same file), a classifier of another class count left at its initialization; rank 0 lists both.
+void Trainer::Impl::initialize_from(const std::string& path) {
+  WeightsFit fit;
+  std::string file;
+  collective_check(comm, [&] {
+    file = resolve_model_file(path, "run.init_from =");
+    fit = load_model_weights(*backend, *model, read_model_weights(file), classes(), true, "run.init_from =");
+  });
+  if (comm.rank() != 0) return;
+  std::printf("run.init_from: %s: kept %zu tensors (%lld values): %s\n", file.c_str(), fit.kept.size(),
+              static_cast<long long>(fit.kept_values), join(fit.kept).c_str());
+  if (fit.reinitialized.empty()) std::printf("run.init_from: re-initialized: none\n");
+  else
+    std::printf("run.init_from: re-initialized (the classifier of another class count, train.seed %llu): %s\n",
+                static_cast<unsigned long long>(cfg.seed), join(fit.reinitialized).c_str());
+}
+
 void Trainer::Impl::setup_checkpoints() {
   const IdentityKeys identity = identity_keys(cfg, train_loader->info().num_samples);
   checkpointer = std::make_unique<Checkpointer>(cfg, comm, identity);
@@ -496,6 +518,10 @@ void Trainer::Impl::setup_checkpoints() {
   if (resumed) {
     position = resumed->start;
     checkpointer->mark_saved(resumed->saved.step);
+    if (!cfg.init_from.empty() && comm.rank() == 0)
+      std::printf("run.init_from: not used: the run continues from its own checkpoint %s\n", resumed->path.c_str());
+  } else if (!cfg.init_from.empty()) {
+    initialize_from(cfg.init_from);
   }
   step_state->push(position.step, *scaler, optimizer->steps_taken());
 }
@@ -829,6 +855,45 @@ EpochReport Trainer::Impl::evaluate(int64_t epoch) {
            cfg.eval_split, "' of ", data_path);
   return r;
 }
+
+// Every sample of the evaluation split once, recorded on the device (train/split_evaluation.hpp).
+EvaluationMetrics Trainer::Impl::evaluate_samples() {
+  ST_CHECK(eval_loader, "evaluation without an evaluation split");
+  watchdog->enter("evaluation", position.step, true);
+  eval_loader->start_epoch(0);
+  SampleRecorder recorder(*backend, eval_loader->steps_per_epoch() * local_batch, classes());
+  data::NonFiniteScan bad_input;  // stream mode
+  while (const data::Batch* b = eval_loader->next()) {
+    bad_input.add(b->nonfinite);
+    const Tensor& logits = model->forward(input->prepare(*b, 0, false), false);
+    loss.forward(logits, b->device_labels);
+    recorder.record(logits, b->device_labels, loss.row_losses(), eval_loader->valid_rows(*b), b->indices);
+    eval_loader->release(b);
+  }
+  eval_loader->end_epoch();
+  (void)eval_loader->take_copy_records();
+  if (const data::NonFiniteScan all = agree_on_input_scan(comm, bad_input); all.any())
+    throw ConsistentError(data::nonfinite_message(data_path, cfg.eval_split, all, "run.evaluate_only (data.mode = stream)"));
+  const std::vector<SampleRecord> records = recorder.gather(comm);
+  watchdog->enter("finish", position.step, true);
+  if (comm.rank() != 0) return {};
+  const EvaluationMetrics m = summarize_records(records, classes());
+  ST_CHECK(m.samples == eval_loader->info().num_samples, "evaluation recorded ", m.samples, " samples of the ",
+           eval_loader->info().num_samples, " in split '", cfg.eval_split, "' of ", data_path);
+  return m;
+}
+
+EvaluationMetrics Trainer::evaluate_file(const std::string& path) {
+  Impl& m = *impl_;
+  collective_check(m.comm, [&] {
+    const std::string file = resolve_model_file(path, "run.evaluate_only =");
+    (void)load_model_weights(*m.backend, *m.model, read_model_weights(file), m.classes(), false,
+                             "run.evaluate_only =");
+  });
+  return m.evaluate_samples();
+}
+
+const std::vector<std::string>& Trainer::class_names() const { return impl_->train_loader->info().classes; }
 
 Trainer::Trainer(RunConfig cfg, comm::Communicator& comm) : impl_(std::make_unique<Impl>(std::move(cfg), comm)) {
   impl_->setup();

@@ -64,12 +64,18 @@ outer() {
   mkdir -p "$work"
 
   local f
-  for f in bin/scaletrain bin/st-pack-idx share/scaletrain/jobs/README.md share/scaletrain/jobs/local/train_fmnist.sh \
+  for f in bin/scaletrain bin/st-pack-idx bin/scaletrain-checkpoint bin/st-import-torch share/scaletrain/jobs/README.md share/scaletrain/jobs/local/train_fmnist.sh \
            share/scaletrain/jobs/slurm/common.sh share/scaletrain/jobs/slurm/strong_scaling.sbatch \
            share/scaletrain/jobs/slurm/README.md share/scaletrain/jobs/configs/lenet_synthetic.toml \
            share/scaletrain/tools/scaling_report.py share/scaletrain/tools/check_run_dirs.py; do
     [ -e "$prefix/$f" ] || fail "the install has no $f (files: $(cd "$prefix" && find . -type f | sort | tr '\n' ' '))"
   done
+  # The installed st-import-torch finds the scaletrain-checkpoint beside it (the model's layout comes before the
+  # file is read).
+  local imported
+  imported=$("$prefix/bin/st-import-torch" "$work/none.pt" --model lenet --input 28,28,1 --classes 10 -o "$work/x.h5" 2>&1) &&
+    fail "st-import-torch accepted a missing file"
+  [[ $imported == *"$work/none.pt: no such file"* ]] || fail "the installed st-import-torch: $imported"
   local modulefiles
   modulefiles=$(find "$prefix/share/modulefiles/scaletrain" -name '*.lua' 2>/dev/null | head -n 1)
   [ -n "$modulefiles" ] || fail "the install has no Lmod modulefile share/modulefiles/scaletrain/<version>.lua"

@@ -164,6 +164,13 @@ struct RunConfig {
   // "" (start fresh), "auto" (run.dir's latest checkpoint, or fresh when there is none) or a path.
   std::string resume;
   bool resume_force = false;  // resume although forceable identity keys differ (train/resume.hpp)
+  // A model.h5, checkpoint or run directory whose parameters and buffers a fresh run starts from (new
+  // optimizer state and schedule; a classifier of another class count re-initialized). A run that
+  // resumes continues from its own checkpoint instead (train/model_weights.hpp).
+  std::string init_from;
+  // Evaluate this model.h5, checkpoint or run directory on train.eval_split and exit (no training):
+  // run.dir/eval.json and one line (train/split_evaluation.hpp).
+  std::string evaluate_only;
   // [testing]: keys that exist for the tests (hidden from --help, left out of run.json and
   // config.toml at their defaults; never identity keys).
   int64_t sim_delay_us = 0;      // sim: random delay of up to this before every op on every stream

@@ -22,6 +22,7 @@
 #include "scaletrain/train/checkpointer.hpp"
 #include "scaletrain/train/config.hpp"
 #include "scaletrain/train/gpu_telemetry.hpp"
+#include "scaletrain/train/split_evaluation.hpp"
 #include "scaletrain/train/staging_summary.hpp"
 
 namespace scaletrain::train {
@@ -120,6 +121,13 @@ class Trainer {
   // the same step and checkpoints), checkpointing as configured; returns what happened. inf/NaN
   // with train.on_nonfinite = stop throws ConsistentError on every rank.
   TrainResult run();
+
+  // run.evaluate_only: loads a model.h5's (or checkpoint's) parameters and buffers, which must fit
+  // the model exactly, and evaluates them on train.eval_split across the ranks, sample by sample.
+  // Collective; the metrics on rank 0 (empty elsewhere).
+  EvaluationMetrics evaluate_file(const std::string& path);
+  // The class names of the data set (its `classes` attribute).
+  const std::vector<std::string>& class_names() const;
 
   nn::Model& model();
   Backend& backend();

@@ -14,6 +14,7 @@
 #include "scaletrain/kernels/cast.hpp"
 #include "scaletrain/kernels/conv_layout.hpp"
 #include "scaletrain/kernels/dropout.hpp"
+#include "scaletrain/kernels/evaluation_record.hpp"
 #include "scaletrain/kernels/launch_cuda.hpp"
 #include "scaletrain/kernels/launch_device.cuh"
 #include "scaletrain/kernels/layer_norm.hpp"
@@ -188,6 +189,7 @@ ST_INSTANTIATE_ROWS_PACKS(CopyChannels)
 // The per-row reductions.
 template void launch_cuda_row_reductions<SoftmaxCrossEntropyForward>(void*, const char*, const RowsPlan&,
                                                                      const SoftmaxCrossEntropyForward&);
+template void launch_cuda_row_reductions<EvaluationRecord>(void*, const char*, const RowsPlan&, const EvaluationRecord&);
 #define ST_INSTANTIATE_ROW_REDUCTIONS(...) \
   template void launch_cuda_row_reductions<__VA_ARGS__>(void*, const char*, const RowsPlan&, const __VA_ARGS__&);
 #define ST_INSTANTIATE_ROW_REDUCTIONS_STORAGE(F) \
