@@ -59,21 +59,42 @@ std::unique_ptr<nn::Model> model_for(const train::CheckpointMeta& m) {
   return train::make_run_model(cfg, train::dataset_shape(cfg));
 }
 
+// The zoo model NAME for INPUT ("H,W,C") and CLASSES, with architecture keys "model.KEY=VALUE".
+std::unique_ptr<nn::Model> zoo_model(const std::string& name, const std::string& input, int64_t classes,
+                                     const std::vector<std::string>& keys) {
+  (void)nn::zoo_entry(name);  // an unknown name: the zoo's list
+  train::RunConfig cfg;
+  cfg.model = name;
+  train::find_config_key("model.input")->set(cfg, input);
+  cfg.model_classes = classes;
+  for (const std::string& kv : keys) {
+    const auto* key = train::find_config_key(kv.substr(0, kv.find('=')));
+    ST_USER_CHECK(kv.find('=') != std::string::npos && key && kv.starts_with("model."), "model key '", kv,
+                  "': expected model.KEY=VALUE");
+    key->set(cfg, kv.substr(kv.find('=') + 1));
+  }
+  return train::make_run_model(cfg, *train::configured_model_shape(cfg));
+}
+
 // The model an imported model.h5 was written for (st-import-torch's attributes: model, input,
 // classes, model_keys).
 std::unique_ptr<nn::Model> model_for_import(const std::string& file) {
-  std::lock_guard lock(data::hdf5_mutex());
-  data::H5Handle f(ST_HDF5_CHECK(H5Fopen(file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), "opening ", file), H5Fclose);
-  ST_USER_CHECK(data::has_attr(f.get(), "input") && data::has_attr(f.get(), "classes"), file,
-                " records no input and classes: name a checkpoint or run directory, or a model.h5 st-import-torch wrote");
-  train::RunConfig cfg;
-  cfg.model = data::read_string_attr(f.get(), "model");
-  train::find_config_key("model.input")->set(cfg, data::read_string_attr(f.get(), "input"));
-  cfg.model_classes = data::read_int_attr(f.get(), "classes");
-  if (data::has_attr(f.get(), "model_keys"))
-    for (const std::string& kv : data::read_string_array_attr(f.get(), "model_keys"))
-      train::find_config_key(kv.substr(0, kv.find('=')))->set(cfg, kv.substr(kv.find('=') + 1));
-  return train::make_run_model(cfg, *train::configured_model_shape(cfg));
+  std::string name, input;
+  int64_t classes = 0;
+  std::vector<std::string> keys;
+  {
+    std::lock_guard lock(data::hdf5_mutex());
+    data::H5Handle f(ST_HDF5_CHECK(H5Fopen(file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), "opening ", file), H5Fclose);
+    ST_USER_CHECK(data::has_attr(f.get(), "model") && data::has_attr(f.get(), "input") &&
+                      data::has_attr(f.get(), "classes"),
+                  file, " records no model, input and classes: name a checkpoint or run directory, or a model.h5 "
+                  "st-import-torch wrote");
+    name = data::read_string_attr(f.get(), "model");
+    input = data::read_string_attr(f.get(), "input");
+    classes = data::read_int_attr(f.get(), "classes");
+    if (data::has_attr(f.get(), "model_keys")) keys = data::read_string_array_attr(f.get(), "model_keys");
+  }
+  return zoo_model(name, input, classes, keys);
 }
 
 // The shape as "a,b,c" ("-" for a scalar).
@@ -84,19 +105,8 @@ std::string dims_text(const Shape& s) {
 }
 
 void print_layout(const std::string& name, const std::string& input, int64_t classes,
-                  const std::vector<std::string>& sets) {
-  train::RunConfig cfg;
-  cfg.model = name;
-  (void)nn::zoo_entry(name);  // an unknown name: the zoo's list
-  train::find_config_key("model.input")->set(cfg, input);
-  cfg.model_classes = classes;
-  for (const std::string& kv : sets) {
-    const auto* key = train::find_config_key(kv.substr(0, kv.find('=')));
-    ST_USER_CHECK(kv.find('=') != std::string::npos && key && kv.starts_with("model."), "--set ", kv,
-                  ": expected model.KEY=VALUE");
-    key->set(cfg, kv.substr(kv.find('=') + 1));
-  }
-  auto model = train::make_run_model(cfg, *train::configured_model_shape(cfg));
+                  const std::vector<std::string>& keys) {
+  const auto model = zoo_model(name, input, classes, keys);
   for (const nn::TorchParameter& p : nn::torch_parameters(*model))
     std::printf("parameter %s %s float32\n", p.name.c_str(), dims_text(p.shape).c_str());
   for (const nn::BufferSlot& b : model->buffer_slots())
@@ -205,7 +215,7 @@ int main(int argc, char** argv) {
   int rc = 0;
   {
     kernels::KokkosScope kokkos;
-    CLI::App app{"scaletrain-checkpoint: inspect a checkpoint, or compute logits from it"};
+    CLI::App app{"scaletrain-checkpoint: inspect a checkpoint, compute logits from it, or list a zoo model's state_dict"};
     app.require_subcommand(1);
     std::string dir, data_path, split = "test", out;
     int64_t count = 32, classes = 0;

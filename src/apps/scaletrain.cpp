@@ -1,8 +1,10 @@
 // scaletrain: the batch job. `mpirun -np N scaletrain --config job.toml [--section.key value ...]`
-// trains one model replica per rank with synchronous gradient all-reduce. Errors are printed once
-// (naming rank, host, file and line) and end every rank: a configuration error through rank 0 and a
-// clean exit, anything else through MPI_Abort so no rank is left waiting. At start-up rank 0 warns
-// about ranks sharing cores; with run.mllog it writes MLPerf-HPC-style :::MLLOG lines.
+// trains one model replica per rank with synchronous gradient all-reduce (from run.init_from's
+// weights where set), or with run.evaluate_only evaluates a model.h5 or checkpoint across the ranks.
+// Errors are printed once (naming rank, host, file and line) and end every rank: a configuration
+// error through rank 0 and a clean exit, anything else through MPI_Abort so no rank is left
+// waiting. At start-up rank 0 warns about ranks sharing cores; with run.mllog it writes
+// MLPerf-HPC-style :::MLLOG lines.
 // The start-up prints the rank table, the precision line and the keys that differ from their
 // defaults; the whole configuration goes to run.dir/config.toml (and --print-config).
 // Exit codes: 0 done; 75 stopped by SIGUSR1/SIGTERM/SIGINT after writing a checkpoint (resumable

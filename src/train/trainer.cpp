@@ -492,7 +492,6 @@ void Trainer::Impl::retune_buckets(int64_t step) {
   if (comm.rank() == 0) std::printf("%s\n", bucket_tuner->choice_line().c_str());
 }
 
-// The checkpointer, and the state of run.resume's checkpoint (or a fresh start at step 0).
 // run.init_from: the file's parameters and buffers over the fresh ones on every rank (each reads the
 // same file), a classifier of another class count left at its initialization; rank 0 lists both.
 void Trainer::Impl::initialize_from(const std::string& path) {
@@ -511,6 +510,8 @@ void Trainer::Impl::initialize_from(const std::string& path) {
                 static_cast<unsigned long long>(cfg.seed), join(fit.reinitialized).c_str());
 }
 
+// The checkpointer, and the state of run.resume's checkpoint (or a fresh start at step 0, from
+// run.init_from's weights where set).
 void Trainer::Impl::setup_checkpoints() {
   const IdentityKeys identity = identity_keys(cfg, train_loader->info().num_samples);
   checkpointer = std::make_unique<Checkpointer>(cfg, comm, identity);
