@@ -126,6 +126,8 @@ struct Trainer::Impl {
 
   Impl(RunConfig c, comm::Communicator& cm) : cfg(std::move(c)), comm(cm), abort_comm(&cm) {
     cfg.device = resolve_device_kind(cfg.device).kind;  // the app resolves auto first; library users get the same
+    // An evaluation sends no gradients: buckets of a fixed size, without comm.bucket_mb = auto's all-reduce probe.
+    if (!cfg.evaluate_only.empty()) cfg.bucket_mb = comm::BucketSizeSetting::fixed(25.0);
   }
 
   void setup();
