@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <mutex>
+#include <set>
 
 #include "scaletrain/core/check_hdf5.hpp"
 #include "scaletrain/core/error.hpp"
@@ -83,9 +84,10 @@ std::vector<float> host_values(Backend& backend, const Tensor& t) {
   return std::vector<float>(h.data<float>(), h.data<float>() + h.numel());
 }
 
-// The fit: which tensors are kept, which stay re-initialized; every other mismatch listed.
+// The fit: which tensors are kept (their names also in `kept_names`), which stay re-initialized;
+// every other mismatch listed.
 WeightsFit fit_weights(const std::vector<Expected>& expected, const ModelWeights& w, int64_t classes,
-                       bool new_classifier, std::vector<std::string>& problems) {
+                       bool new_classifier, std::set<std::string>& kept_names, std::vector<std::string>& problems) {
   WeightsFit fit;
   for (const Expected& e : expected) {
     const auto it = w.tensors.find(e.name);
@@ -108,16 +110,15 @@ WeightsFit fit_weights(const std::vector<Expected>& expected, const ModelWeights
       continue;
     }
     fit.kept.push_back(e.name + " " + shape_string(e.shape));
+    kept_names.insert(e.name);
     fit.kept_values += static_cast<int64_t>(t.is_i64 ? t.i64.size() : t.f32.size());
   }
+  std::set<std::string> model_names;
+  for (const Expected& e : expected) model_names.insert(e.name);
   for (const auto& [name, t] : w.tensors)
-    if (std::none_of(expected.begin(), expected.end(), [&](const Expected& e) { return e.name == name; }))
+    if (!model_names.contains(name))
       problems.push_back("unexpected: " + name + " " + shape_string(t.shape) + " (the file has it, the model not)");
   return fit;
-}
-
-bool kept(const WeightsFit& fit, const std::string& name, const Shape& shape) {
-  return std::find(fit.kept.begin(), fit.kept.end(), name + " " + shape_string(shape)) != fit.kept.end();
 }
 
 }  // namespace
@@ -152,8 +153,9 @@ WeightsFit load_model_weights(Backend& backend, nn::Model& model, const ModelWei
                               bool new_classifier, const std::string& what) {
   ST_USER_CHECK(w.model == model.name(), what, " ", w.path, " holds model '", w.model, "', this run builds '",
                 model.name(), "' (set model.name = ", w.model, ")");
+  std::set<std::string> kept;
   std::vector<std::string> problems;
-  const WeightsFit fit = fit_weights(expected_tensors(model), w, classes, new_classifier, problems);
+  const WeightsFit fit = fit_weights(expected_tensors(model), w, classes, new_classifier, kept, problems);
   if (!problems.empty()) {
     std::string msg = what + " " + w.path + " does not fit model " + model.name() + " (" + std::to_string(classes) +
                       " classes): " + std::to_string(problems.size()) + " mismatch(es):";
@@ -163,7 +165,7 @@ WeightsFit load_model_weights(Backend& backend, nn::Model& model, const ModelWei
   // Parameters: the file's, through the twin's layout into ours, over the model's current values.
   std::vector<float> params = host_values(backend, model.flat_parameters());
   for (const nn::TorchParameter& p : nn::torch_parameters(model))
-    if (kept(fit, p.name, p.shape))
+    if (kept.contains(p.name))
       nn::from_torch_layout(p, w.tensors.at(p.name).f32.data(), params.data() + model.slots()[p.slot].offset);
   backend.upload(model.flat_parameters(), params);
   model.refresh_compute_parameters();
@@ -172,8 +174,7 @@ WeightsFit load_model_weights(Backend& backend, nn::Model& model, const ModelWei
   Tensor& i64_flat = model.flat_buffers(DType::i64);
   Tensor i64 = i64_flat.defined() ? backend.download(i64_flat) : Tensor();
   for (const nn::BufferSlot& b : model.buffer_slots()) {
-    const Shape& shape = model.layers()[b.layer]->buffers()[b.index].shape;
-    if (!kept(fit, b.name, shape)) continue;
+    if (!kept.contains(b.name)) continue;
     const NamedWeights& t = w.tensors.at(b.name);
     if (b.dtype == DType::i64) std::copy(t.i64.begin(), t.i64.end(), i64.data<int64_t>() + b.offset);
     else std::copy(t.f32.begin(), t.f32.end(), f32.begin() + b.offset);
