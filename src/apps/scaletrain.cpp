@@ -393,7 +393,8 @@ int evaluate_and_report(comm::Communicator& comm, const RunConfig& cfg, const Co
   return 0;
 }
 
-// One command: --help, --version, --print-config, --summary or a training run. Returns the exit code.
+// One command: --help, --version, --print-config, --summary, an evaluation (run.evaluate_only) or a training
+// run. Returns the exit code.
 int run_command(int argc, char** argv, int rank, double init_start) {
   CommandLine cl;
   if (!parse_command_line(argc, argv, rank, cl)) return 0;
