@@ -210,6 +210,7 @@ struct Trainer::Impl {
   bool pre_divide_gradients();
   void retune_buckets(int64_t step);
   void record_copies();
+  void evaluation_pass(const std::string& what, const std::function<void(const data::Batch&, const Tensor&)>& per_batch);
   EpochReport evaluate(int64_t epoch);
   EvaluationMetrics evaluate_samples();
 };
@@ -824,30 +825,37 @@ void Trainer::Impl::record_copies() {
   }
 }
 
+// One pass over the evaluation split (the caller has told the watchdog): each batch's logits, after
+// the loss's forward of them, to `per_batch`; inf/NaN input found in stream mode fails every rank, naming `what`.
+void Trainer::Impl::evaluation_pass(const std::string& what,
+                                    const std::function<void(const data::Batch&, const Tensor&)>& per_batch) {
+  eval_loader->start_epoch(0);
+  data::NonFiniteScan bad_input;  // stream mode
+  while (const data::Batch* b = eval_loader->next()) {
+    bad_input.add(b->nonfinite);
+    const Tensor& logits = model->forward(input->prepare(*b, 0, false), false);
+    loss.forward(logits, b->device_labels);
+    per_batch(*b, logits);
+    eval_loader->release(b);
+  }
+  eval_loader->end_epoch();
+  (void)eval_loader->take_copy_records();  // evaluation copies are not part of the step phases
+  if (const data::NonFiniteScan all = agree_on_input_scan(comm, bad_input); all.any())
+    throw ConsistentError(data::nonfinite_message(data_path, cfg.eval_split, all, what + " (data.mode = stream)"));
+}
+
 EpochReport Trainer::Impl::evaluate(int64_t epoch) {
   EpochReport r;
   r.epoch = epoch;
   if (!eval_loader) return r;
   watchdog->enter("evaluation", position.step, true);
   broadcast_model_buffers(*backend, *model, comm);
-  eval_loader->start_epoch(0);
   const int64_t n_total = eval_loader->info().num_samples;
-  Stream& s = backend->compute_stream();
-  backend->fill_zero_async(s, eval_sums);
-  data::NonFiniteScan bad_input;  // stream mode
-  while (const data::Batch* b = eval_loader->next()) {
-    bad_input.add(b->nonfinite);
-    const Tensor& logits = model->forward(input->prepare(*b, 0, false), false);
-    // Padding rows (the wrap-around that keeps shards equal) are evaluated but not counted.
-    loss.forward(logits, b->device_labels);
-    loss.accumulate(eval_sums, eval_loader->valid_rows(*b));
-    eval_loader->release(b);
-  }
-  eval_loader->end_epoch();
-  (void)eval_loader->take_copy_records();  // evaluation copies are not part of the step phases
-  if (const data::NonFiniteScan all = agree_on_input_scan(comm, bad_input); all.any())
-    throw ConsistentError(data::nonfinite_message(
-        data_path, cfg.eval_split, all, "the evaluation after epoch " + std::to_string(epoch + 1) + " (data.mode = stream)"));
+  backend->fill_zero_async(backend->compute_stream(), eval_sums);
+  // Padding rows (the wrap-around that keeps shards equal) are evaluated but not counted.
+  evaluation_pass("the evaluation after epoch " + std::to_string(epoch + 1), [&](const data::Batch& b, const Tensor&) {
+    loss.accumulate(eval_sums, eval_loader->valid_rows(b));
+  });
   const nn::LossResult lr = nn::SoftmaxCrossEntropy::read_sums(*backend, eval_sums);
   double sums[3] = {lr.loss_sum, static_cast<double>(lr.correct), static_cast<double>(lr.count)};
   comm.allreduce(sums, 3, DType::f64, comm::ReduceOp::sum);
@@ -863,20 +871,10 @@ EpochReport Trainer::Impl::evaluate(int64_t epoch) {
 EvaluationMetrics Trainer::Impl::evaluate_samples() {
   ST_CHECK(eval_loader, "evaluation without an evaluation split");
   watchdog->enter("evaluation", position.step, true);
-  eval_loader->start_epoch(0);
   SampleRecorder recorder(*backend, eval_loader->steps_per_epoch() * local_batch, classes());
-  data::NonFiniteScan bad_input;  // stream mode
-  while (const data::Batch* b = eval_loader->next()) {
-    bad_input.add(b->nonfinite);
-    const Tensor& logits = model->forward(input->prepare(*b, 0, false), false);
-    loss.forward(logits, b->device_labels);
-    recorder.record(logits, b->device_labels, loss.row_losses(), eval_loader->valid_rows(*b), b->indices);
-    eval_loader->release(b);
-  }
-  eval_loader->end_epoch();
-  (void)eval_loader->take_copy_records();
-  if (const data::NonFiniteScan all = agree_on_input_scan(comm, bad_input); all.any())
-    throw ConsistentError(data::nonfinite_message(data_path, cfg.eval_split, all, "run.evaluate_only (data.mode = stream)"));
+  evaluation_pass("run.evaluate_only", [&](const data::Batch& b, const Tensor& logits) {
+    recorder.record(logits, b.device_labels, loss.row_losses(), eval_loader->valid_rows(b), b.indices);
+  });
   const std::vector<SampleRecord> records = recorder.gather(comm);
   watchdog->enter("finish", position.step, true);
   if (comm.rank() != 0) return {};

@@ -191,6 +191,21 @@ def read_state(ckpt):
     return state
 
 
+def normalized_split(data, split):
+    """A split of a packed data set: its stored samples, the same normalized as scaletrain's Normalize does
+    (kernels/normalize.hpp: (x - mean[c]) * inv_std[c] in f32, inv_std = 1.0f / std[c], the training split's
+    statistics; NHWC), its labels (int64) and the class count."""
+    with h5py.File(data, "r") as f:
+        samples = np.array(f[split]["samples"])
+        labels = np.array(f[split]["labels"]).astype(np.int64)
+        mean = np.array(f["train"].attrs["mean"], dtype=np.float32)
+        std = np.array(f["train"].attrs["std"], dtype=np.float32)
+        classes = len(f.attrs["classes"])
+    inv_std = np.where(std > 0, np.float32(1) / np.where(std > 0, std, np.float32(1)), np.float32(1)).astype(np.float32)
+    x = ((samples.astype(np.float32) - mean) * inv_std).astype(np.float32)
+    return samples, x, labels, classes
+
+
 def predict(model, x, batch=500):
     """Logits of NHWC float32 inputs x in eval mode, in batches."""
     model.eval()
@@ -231,17 +246,9 @@ def check_torchvision_resnet(a, run_dir):
         raise SystemExit("FAIL: scaletrain-checkpoint info marks a permuted parameter (or lists no fc.weight)")
 
     state = read_state(ckpt)
-    with h5py.File(a.data, "r") as f:
-        samples = np.array(f[split]["samples"])
-        labels = np.array(f[split]["labels"]).astype(np.int64)
-        mean = np.array(f["train"].attrs["mean"], dtype=np.float32)
-        std = np.array(f["train"].attrs["std"], dtype=np.float32)
-        classes = len(f.attrs["classes"])
+    samples, x, labels, classes = normalized_split(a.data, split)
     if samples.dtype != np.uint8 or samples.shape[0] != n_eval:
         raise SystemExit(f"FAIL: {a.data}:{split}: {samples.dtype} {samples.shape}, scaletrain evaluated {n_eval} samples")
-    # scaletrain's Normalize (kernels/normalize.hpp): (x - mean[c]) * inv_std[c] in f32, inv_std = 1.0f / std[c].
-    inv_std = np.where(std > 0, np.float32(1) / np.where(std > 0, std, np.float32(1)), np.float32(1)).astype(np.float32)
-    x = ((samples.astype(np.float32) - mean) * inv_std).astype(np.float32)
 
     model = torchvision_resnet(a.model, samples.shape[-1], classes)
     model.load_state_dict(state, strict=True)

@@ -43,6 +43,7 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "perf"))
 from pytorch_anchor import make_model  # noqa: E402  (the twin, as the benchmark uses it)
+from check_torch_checkpoint import normalized_split, predict, torchvision_resnet  # noqa: E402
 
 
 def run(cmd, log, expect_fail=False):
@@ -54,24 +55,6 @@ def run(cmd, log, expect_fail=False):
         print(out)
         raise SystemExit(f"FAIL: {' '.join(cmd)} exited {r.returncode}")
     return out
-
-
-def normalized(data, split):
-    """The split's samples as scaletrain normalizes them ((x - mean) * (1 / std) in f32), NCHW, and labels."""
-    with h5py.File(data, "r") as f:
-        samples = np.array(f[split]["samples"])
-        labels = np.array(f[split]["labels"]).astype(np.int64)
-        mean = np.array(f["train"].attrs["mean"], dtype=np.float32)
-        std = np.array(f["train"].attrs["std"], dtype=np.float32)
-    inv_std = (np.float32(1) / std).astype(np.float32)
-    x = ((samples.astype(np.float32) - mean) * inv_std).astype(np.float32)
-    return torch.from_numpy(x).permute(0, 3, 1, 2).contiguous(), labels
-
-
-def torch_logits(model, x, batch=1000):
-    model.eval()
-    with torch.no_grad():
-        return torch.cat([model(x[i:i + batch]) for i in range(0, x.shape[0], batch)]).numpy()
 
 
 def torch_metrics(logits, labels, classes):
@@ -111,9 +94,7 @@ def compare(ours, theirs, what):
 
 def check_resnet18(a):
     torch.manual_seed(0)
-    import torchvision
-    model = torchvision.models.resnet18(num_classes=10)
-    model.conv1 = torch.nn.Conv2d(1, 64, 7, 2, 3, bias=False)
+    model = torchvision_resnet("resnet18", 1, 10)
     g = torch.Generator().manual_seed(1)
     with torch.no_grad():  # running statistics away from their initial values, so that they must travel
         for k, v in model.state_dict().items():
@@ -128,9 +109,9 @@ def check_resnet18(a):
     print(run(["/usr/bin/python3", a.importer, pt, "--model", "resnet18", "--input", "28,28,1", "--classes", "10",
                "-o", h5, "--checkpoint-tool", a.tool], os.path.join(a.out, "import.log")).strip())
     ours = evaluate(a, h5, 2, "resnet18", a.data, os.path.join(a.out, "eval_np2"))
-    x, labels = normalized(a.data, "test")
+    _, x, labels, _ = normalized_split(a.data, "test")
     torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
-    logits = torch_logits(model, x)
+    logits = predict(model, x)
     compare(ours, torch_metrics(logits, labels, 10), "resnet18 imported, Fashion-MNIST test split")
 
     out = os.path.join(a.out, "logits.h5")
@@ -143,10 +124,10 @@ def check_resnet18(a):
     if not np.isfinite(diff) or diff > 1e-4 * max(scale, 1.0):
         raise SystemExit("FAIL: scaletrain's logits from the imported file differ from PyTorch's")
 
-    fresh = torchvision.models.resnet18(num_classes=10)
-    blind = {k: (fresh.state_dict()[k] if "running" in k else v) for k, v in model.state_dict().items()}
+    fresh = torchvision_resnet("resnet18", 1, 10).state_dict()
+    blind = {k: (fresh[k] if "running" in k else v) for k, v in model.state_dict().items()}
     model.load_state_dict(blind)
-    moved = int(np.sum(torch_logits(model, x[:1000]).argmax(axis=1) != logits[:1000].argmax(axis=1)))
+    moved = int(np.sum(predict(model, x[:1000]).argmax(axis=1) != logits[:1000].argmax(axis=1)))
     if moved == 0:
         raise SystemExit("FAIL: the running statistics change no prediction: the check is blind to them")
     print(f"OK: PyTorch's accuracy on the imported resnet18 is scaletrain's (with the running statistics reset, "
@@ -177,11 +158,9 @@ def import_in_process(importer, a, weights, model, out, classes="10"):
 
 
 def check_refusals(a):
-    import torchvision
     importer = load_importer(a.importer)
     torch.manual_seed(0)
-    model = torchvision.models.resnet18(num_classes=10)
-    model.conv1 = torch.nn.Conv2d(1, 64, 7, 2, 3, bias=False)
+    model = torchvision_resnet("resnet18", 1, 10)
     good = model.state_dict()
     renamed = {("layer1.0.conv_1.weight" if k == "layer1.0.conv1.weight" else k): v for k, v in good.items()}
     reshaped = dict(good, **{"layer2.0.downsample.0.weight": torch.zeros(128, 64, 3, 3)})
@@ -256,8 +235,8 @@ def pretrain_lenet(a, steps=300):
     """PyTorch's lenet twin, SGD on Fashion-MNIST's training split for `steps` steps of 64 (fixed seed)."""
     torch.manual_seed(0)
     model = make_model("lenet", classes=10)
-    x, y = normalized(a.data, "train")
-    y = torch.from_numpy(y)
+    _, x, y, _ = normalized_split(a.data, "train")
+    x, y = torch.from_numpy(x).permute(0, 3, 1, 2).contiguous(), torch.from_numpy(y)
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     order = torch.randperm(x.shape[0], generator=torch.Generator().manual_seed(0))
     model.train()
@@ -283,9 +262,9 @@ def check_finetune(a):
     torch.save(model.state_dict(), pt)
     run(["/usr/bin/python3", a.importer, pt, "--model", "lenet", "--input", "28,28,1", "--classes", "10", "-o", h5,
          "--checkpoint-tool", a.tool], os.path.join(a.out, "import.log"))
-    x, labels = normalized(a.data, "test")
+    _, x, labels, _ = normalized_split(a.data, "test")
     compare(evaluate(a, h5, 2, "lenet", a.data, os.path.join(a.out, "eval_lenet10")),
-            torch_metrics(torch_logits(model, x), labels, 10), "lenet trained by PyTorch, imported")
+            torch_metrics(predict(model, x), labels, 10), "lenet trained by PyTorch, imported")
 
     five = os.path.join(a.out, "fmnist5.h5")
     five_class_copy(a.data, five)
