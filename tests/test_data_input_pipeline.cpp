@@ -22,11 +22,24 @@ namespace {
 constexpr int64_t kRows = 4;
 const Shape kImage{6, 5, 3};  // [H, W, C]
 
-// A device batch of `values` stored as `stored`, as the loader hands it over (copied, with indices).
+// The step number on the device, as the trainer's step state holds it (f64).
+void set_device_step(Backend& b, const Tensor& step, double value) {
+  Tensor host({1}, DType::f64, "step");
+  host.data<double>()[0] = value;
+  b.copy_async(b.compute_stream(), step, host);
+  b.compute_stream().synchronize();
+}
+
+// A device batch of `values` stored as `stored`, as the loader hands it over (copied, with indices),
+// and the step number on the device (3).
 struct DeviceBatch {
   data::Batch batch;
   std::unique_ptr<Event> copied;
+  Tensor step;
+  const double* step_number() const { return step.device_data<double>(); }
   DeviceBatch(Backend& b, const Shape& sample, DType stored, const std::vector<uint8_t>& values) {
+    step = b.empty({1}, DType::f64, "step");
+    set_device_step(b, step, 3);
     Shape shape{kRows};
     shape.insert(shape.end(), sample.begin(), sample.end());
     Tensor host(shape, stored, "samples");
@@ -70,7 +83,7 @@ data::InputOptions image_options(DType stored, DType compute) {
 
 // The prepared input as raw bytes on the host.
 std::vector<uint8_t> prepare_bytes(Backend& b, data::InputPipeline& p, const DeviceBatch& d, bool training) {
-  const Tensor host = b.download(p.prepare(d.batch, 3, training));
+  const Tensor host = b.download(p.prepare(d.batch, d.step_number(), training));
   const auto* raw = static_cast<const uint8_t*>(host.raw());
   return {raw, raw + host.numel() * static_cast<int64_t>(dtype_size(host.dtype()))};
 }
@@ -83,7 +96,7 @@ TEST_P(InputPipelineTest, NormalizesEveryStoredTypePerChannel) {
   for (DType stored : {DType::u8, DType::f16, DType::f32}) {
     data::InputPipeline p(*b, image_options(stored, DType::f32));
     DeviceBatch d(*b, kImage, stored, values);
-    const Tensor y = b->download(p.prepare(d.batch, 0, true));
+    const Tensor y = b->download(p.prepare(d.batch, d.step_number(), true));
     ASSERT_EQ(y.shape(), (Shape{kRows, 6, 5, 3}));
     const data::InputOptions& o = p.options();
     for (size_t i = 0; i < values.size(); ++i) {
@@ -126,6 +139,22 @@ TEST_P(InputPipelineTest, AugmentsTrainingBatchesOnly) {
   EXPECT_NE(prepare_bytes(*b, augmenting, d, true), reference) << "a training batch was not augmented";
 }
 
+// The crop and flip are drawn from the step number the kernel reads on the device: the same launch
+// draws anew when the step state moves on, and alike when it returns to the step.
+TEST_P(InputPipelineTest, AugmentationReadsTheStepOnTheDevice) {
+  auto b = backend_of(GetParam());
+  data::InputOptions o = image_options(DType::u8, DType::f32);
+  o.augment = true;
+  o.augment_pad = 2;
+  data::InputPipeline p(*b, o);
+  DeviceBatch d(*b, kImage, DType::u8, pixel_values(kRows * shape_numel(kImage)));
+  const std::vector<uint8_t> at3 = prepare_bytes(*b, p, d, true);
+  set_device_step(*b, d.step, 4);
+  EXPECT_NE(prepare_bytes(*b, p, d, true), at3) << "step 4 drew the crops and flips of step 3";
+  set_device_step(*b, d.step, 3);
+  EXPECT_EQ(prepare_bytes(*b, p, d, true), at3);
+}
+
 // 1-D spectra [L] (L channels) and 3-D volumes [D, H, W, C] normalize per last dimension; without
 // statistics (data.normalize = none) the raw values pass.
 TEST_P(InputPipelineTest, AnySampleShapeAndRawValues) {
@@ -147,8 +176,8 @@ TEST_P(InputPipelineTest, AnySampleShapeAndRawValues) {
     o.std.clear();
     data::InputPipeline raw(*b, o);
     DeviceBatch d(*b, sample, DType::f32, values);
-    const Tensor y = b->download(normalized.prepare(d.batch, 0, true));
-    const Tensor r = b->download(raw.prepare(d.batch, 0, true));
+    const Tensor y = b->download(normalized.prepare(d.batch, d.step_number(), true));
+    const Tensor r = b->download(raw.prepare(d.batch, d.step_number(), true));
     for (size_t i = 0; i < values.size(); ++i) {
       const auto k = static_cast<size_t>(static_cast<int64_t>(i) % c);
       EXPECT_EQ(y.data<float>()[i], (static_cast<float>(values[i]) - normalized.options().mean[k]) *

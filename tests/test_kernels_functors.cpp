@@ -76,8 +76,9 @@ TEST(Functors, DropoutKeepsTheRightFractionAndIsReproducible) {
   const int64_t per = 1000, rows = n / per;
   std::vector<int64_t> idx(static_cast<size_t>(rows));
   for (int64_t r = 0; r < rows; ++r) idx[static_cast<size_t>(r)] = 5000 + r;
-  launch_host("dropout", n, DropoutForward{x.data(), y.data(), m.data(), 0.3f, 7, 11, idx.data(), per});
-  launch_host("dropout", n, DropoutForward{x.data(), y2.data(), m2.data(), 0.3f, 7, 11, idx.data(), per});
+  const double step11 = 11, step12 = 12;  // the step numbers the kernel reads (host memory here)
+  launch_host("dropout", n, DropoutForward{x.data(), y.data(), m.data(), 0.3f, 7, &step11, idx.data(), per});
+  launch_host("dropout", n, DropoutForward{x.data(), y2.data(), m2.data(), 0.3f, 7, &step11, idx.data(), per});
   EXPECT_EQ(m, m2) << "same seed and step must give the same mask";
   int64_t kept = 0;
   for (int64_t i = 0; i < n; ++i) {
@@ -85,11 +86,11 @@ TEST(Functors, DropoutKeepsTheRightFractionAndIsReproducible) {
     EXPECT_FLOAT_EQ(y[static_cast<size_t>(i)], m[static_cast<size_t>(i)] ? 1.0f / 0.7f : 0.0f);
   }
   EXPECT_NEAR(static_cast<double>(kept) / n, 0.7, 0.005);  // 5 sigma of a binomial at n = 2e5
-  launch_host("dropout", n, DropoutForward{x.data(), y2.data(), m2.data(), 0.3f, 7, 12, idx.data(), per});
+  launch_host("dropout", n, DropoutForward{x.data(), y2.data(), m2.data(), 0.3f, 7, &step12, idx.data(), per});
   EXPECT_NE(m, m2) << "another step must draw another mask";
   // The mask belongs to the sample, not to the row: rows in reverse order get the same masks.
   std::vector<int64_t> rev(idx.rbegin(), idx.rend());
-  launch_host("dropout", n, DropoutForward{x.data(), y2.data(), m2.data(), 0.3f, 7, 11, rev.data(), per});
+  launch_host("dropout", n, DropoutForward{x.data(), y2.data(), m2.data(), 0.3f, 7, &step11, rev.data(), per});
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t j = 0; j < per; ++j)
       ASSERT_EQ(m[static_cast<size_t>(r * per + j)], m2[static_cast<size_t>((rows - 1 - r) * per + j)]) << "row " << r;
@@ -172,10 +173,11 @@ TEST(Functors, NormalizeAndAugment) {
   // pad 0, no flip: identity.
   std::vector<int64_t> idx(n);
   for (int64_t s = 0; s < n; ++s) idx[static_cast<size_t>(s)] = 100 + 7 * s;
-  launch_host("augment", n, AugmentCropFlip<uint8_t>{x.data(), y.data(), h, w, c, 0, false, 1, 2, idx.data()});
+  const double step2 = 2, step4 = 4;  // the step numbers the kernel reads (host memory here)
+  launch_host("augment", n, AugmentCropFlip<uint8_t>{x.data(), y.data(), h, w, c, 0, false, 1, &step2, idx.data()});
   EXPECT_EQ(x, y);
   // pad 0 with flip: each sample identical or mirrored, both seen.
-  launch_host("augment", n, AugmentCropFlip<uint8_t>{x.data(), y.data(), h, w, c, 0, true, 1, 2, idx.data()});
+  launch_host("augment", n, AugmentCropFlip<uint8_t>{x.data(), y.data(), h, w, c, 0, true, 1, &step2, idx.data()});
   int mirrored = 0;
   for (int64_t s = 0; s < n; ++s) {
     bool same = true, mirror = true;
@@ -192,7 +194,7 @@ TEST(Functors, NormalizeAndAugment) {
   EXPECT_GT(mirrored, 0);
   EXPECT_LT(mirrored, n);
   // pad 2: every output pixel is zero padding or some input pixel of the same sample and channel.
-  launch_host("augment", n, AugmentCropFlip<uint8_t>{x.data(), y.data(), h, w, c, 2, false, 3, 4, idx.data()});
+  launch_host("augment", n, AugmentCropFlip<uint8_t>{x.data(), y.data(), h, w, c, 2, false, 3, &step4, idx.data()});
   for (int64_t i = 0; i < n * plane; ++i) {
     const uint8_t v = y[static_cast<size_t>(i)];
     if (v == 0) continue;
@@ -214,9 +216,10 @@ TEST(Functors, FloatSamplesPrepareLikeTheirUint8Values) {
   for (size_t i = 0; i < x.size(); ++i) xh[i] = float_to_f16(static_cast<float>(x[i]));
   std::vector<int64_t> idx(n);
   for (int64_t s = 0; s < n; ++s) idx[static_cast<size_t>(s)] = 11 + 3 * s;
-  launch_host("augment", n, AugmentCropFlip<uint8_t>{x.data(), xa.data(), h, w, c, 2, true, 5, 6, idx.data()});
-  launch_host("augment", n, AugmentCropFlip<float>{xf.data(), xfa.data(), h, w, c, 2, true, 5, 6, idx.data()});
-  launch_host("augment", n, AugmentCropFlip<f16>{xh.data(), xha.data(), h, w, c, 2, true, 5, 6, idx.data()});
+  const double step6 = 6;
+  launch_host("augment", n, AugmentCropFlip<uint8_t>{x.data(), xa.data(), h, w, c, 2, true, 5, &step6, idx.data()});
+  launch_host("augment", n, AugmentCropFlip<float>{xf.data(), xfa.data(), h, w, c, 2, true, 5, &step6, idx.data()});
+  launch_host("augment", n, AugmentCropFlip<f16>{xh.data(), xha.data(), h, w, c, 2, true, 5, &step6, idx.data()});
   std::vector<float> mean{72.9f, 10.5f, 200.25f}, inv{1 / 90.0f, 1 / 3.0f, 1 / 77.0f};
   std::vector<float> from_u8(x.size()), from_f32(x.size()), from_f16(x.size());
   launch_host("normalize", n * plane / c, Normalize<uint8_t, float>{xa.data(), from_u8.data(), mean.data(), inv.data(), c});

@@ -72,7 +72,7 @@ InputPipeline::InputPipeline(Backend& backend, InputOptions options) : backend_(
   backend_.upload(inv_std_, host_inv_std_);
 }
 
-const Tensor& InputPipeline::prepare(const Batch& batch, int64_t step, bool training) {
+const Tensor& InputPipeline::prepare(const Batch& batch, const double* step, bool training) {
   ST_CHECK(batch.device_samples.dtype() == o_.stored, "a batch of ", dtype_name(batch.device_samples.dtype()),
            " samples reached the input pipeline of ", dtype_name(o_.stored), " samples of ", o_.source);
   backend_.compute_stream().wait(*batch.copied);  // the batch's host-to-device copy
@@ -82,13 +82,14 @@ const Tensor& InputPipeline::prepare(const Batch& batch, int64_t step, bool trai
 }
 
 // The crop and flip of each sample, drawn from (seed, step, sample index): alike on any rank count.
-const void* InputPipeline::augment(const Batch& batch, int64_t step) {
+const void* InputPipeline::augment(const Batch& batch, const double* step) {
+  ST_CHECK(step != nullptr, "data.augment of ", o_.source, ": a training batch needs the step number on the device");
   visit_stored_type(o_.stored, [&](auto tag) {
     using S = decltype(tag);
     launch(backend_.compute_stream(), "augment_crop_flip", o_.batch,
            kernels::AugmentCropFlip<S>{batch.device_samples.device_data<S>(), augmented_.device_data<S>(),
                                        o_.sample_shape[0], o_.sample_shape[1], o_.sample_shape[2], o_.augment_pad,
-                                       o_.augment_flip, o_.seed, static_cast<uint64_t>(step),
+                                       o_.augment_flip, o_.seed, step,
                                        batch.device_indices.device_data<int64_t>()});
   });
   return augmented_.device_raw();

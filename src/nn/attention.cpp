@@ -67,11 +67,7 @@ void MultiheadSelfAttention::build(Backend& backend, int64_t batch) {
   if (dropout_ > 0.0f) {
     dropped_probs_ = buffer({bh, t, t}, "dropped_probs");
     mask_ = buffer({bh, t, t}, "mask", DType::u8);
-    Tensor rows({batch}, DType::i64, name_ + ".rows");
-    for (int64_t r = 0; r < batch; ++r) rows.data<int64_t>()[r] = r;
-    row_index_ = buffer({batch}, "row_index", DType::i64);
-    backend.copy_async(stream(), row_index_, rows);
-    sample_index_ = row_index_;
+    keys_.build(backend, stream(), batch, name_);
   }
   context_heads_ = buffer({bh, t, dim_}, "context_heads");
   context_ = buffer({batch, t, c}, "context");
@@ -85,10 +81,8 @@ void MultiheadSelfAttention::build(Backend& backend, int64_t batch) {
   dx_ = buffer({batch, t, c}, "dx");
 }
 
-void MultiheadSelfAttention::set_random_state(uint64_t seed, uint64_t step, const Tensor& sample_index) {
-  seed_ = seed;
-  step_ = step;
-  if (dropout_ > 0.0f) sample_index_ = sample_index.defined() ? sample_index : row_index_;
+void MultiheadSelfAttention::set_random_state(uint64_t seed, const double* step, const Tensor& sample_index) {
+  if (dropout_ > 0.0f) keys_.set(seed, step, sample_index);
 }
 
 // Token order [batch, tokens, parts, heads, dim] to head order [parts, batch, heads, tokens, dim], or back.
@@ -123,8 +117,8 @@ const Tensor& MultiheadSelfAttention::forward(const Tensor& x, bool training) {
     if (dropped_)
       launch(stream(), "attention_dropout_forward", probs_.numel(),
              kernels::DropoutForward<T>{probs_.device_data<T>(), dropped_probs_.device_data<T>(),
-                                        mask_.device_data<uint8_t>(), dropout_, seed_, step_,
-                                        sample_index_.device_data<int64_t>(), heads_ * tokens_ * tokens_});
+                                        mask_.device_data<uint8_t>(), dropout_, keys_.seed(), keys_.step(),
+                                        keys_.sample_index().device_data<int64_t>(), heads_ * tokens_ * tokens_});
   });
   const Tensor& p = dropped_ ? dropped_probs_ : probs_;
   weighted_values_->run(p.device_raw(), v, nullptr, context_heads_.device_raw(), nullptr);

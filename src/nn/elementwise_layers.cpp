@@ -64,30 +64,24 @@ void Dropout::build(Backend& backend, int64_t batch) {
   y_ = buffer(with_batch(batch, in_shape_), "y");
   mask_ = buffer(y_.shape(), "mask", DType::u8);
   dx_ = buffer(y_.shape(), "dx");
-  // Without data-set indices (a layer run alone), row r draws as sample r.
-  Tensor rows({batch}, DType::i64, name_ + ".rows");
-  for (int64_t r = 0; r < batch; ++r) rows.data<int64_t>()[r] = r;
-  row_index_ = buffer({batch}, "row_index", DType::i64);
-  backend.copy_async(stream(), row_index_, rows);  // the queued copy keeps `rows` alive
-  sample_index_ = row_index_;
+  keys_.build(backend, stream(), batch, name_);
 }
 
-void Dropout::set_random_state(uint64_t seed, uint64_t step, const Tensor& sample_index) {
-  seed_ = seed;
-  step_ = step;
-  sample_index_ = sample_index.defined() ? sample_index : row_index_;
+void Dropout::set_random_state(uint64_t seed, const double* step, const Tensor& sample_index) {
+  keys_.set(seed, step, sample_index);
 }
 
 const Tensor& Dropout::forward(const Tensor& x, bool training) {
   last_training_ = training && rate_ > 0.0f;
   if (!last_training_) return x;
-  ST_CHECK(sample_index_.numel() == y_.dim(0), "layer '", name_, "': ", sample_index_.numel(),
+  ST_CHECK(keys_.sample_index().numel() == y_.dim(0), "layer '", name_, "': ", keys_.sample_index().numel(),
            " sample indices for a batch of ", y_.dim(0));
   visit_float_type(dtype_, [&](auto t) {
     using T = decltype(t);
     launch(stream(), "dropout_forward", x.numel(),
            kernels::DropoutForward<T>{x.device_data<T>(), y_.device_data<T>(), mask_.device_data<uint8_t>(), rate_,
-                                      seed_, step_, sample_index_.device_data<int64_t>(), x.numel() / y_.dim(0)});
+                                      keys_.seed(), keys_.step(), keys_.sample_index().device_data<int64_t>(),
+                                      x.numel() / y_.dim(0)});
   });
   return y_;
 }

@@ -432,7 +432,7 @@ void Model::backward(const Tensor& dlogits, const std::function<void(size_t)>& o
   }
 }
 
-void Model::set_random_state(uint64_t seed, uint64_t step, const Tensor& sample_index) {
+void Model::set_random_state(uint64_t seed, const double* step, const Tensor& sample_index) {
   for (size_t i = 0; i < layers_.size(); ++i)
     layers_[i]->set_random_state(kernels::mix64(seed + 0x9E37 * (i + 1)), step, sample_index);
 }

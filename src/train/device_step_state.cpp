@@ -55,6 +55,8 @@ const kernels::StepState* DeviceStepState::device() const {
 
 const double* DeviceStepState::loss_scale() const { return &device()->loss_scale; }
 
+const double* DeviceStepState::step() const { return &device()->step; }
+
 const double* DeviceStepState::local_loss_mark() const { return verdict_.device_data<double>() + layout_.loss_mark(); }
 
 void DeviceStepState::push(int64_t step, const optim::LossScaler& scaler, int64_t updates) {

@@ -616,9 +616,9 @@ StepFlags Trainer::Impl::train_step(const data::Batch& first, int64_t step) {
 // A micro-batch's input and forward with its loss. Dropout draws by (seed, step, sample), so the
 // micro-batches of an update draw as the whole batch would. The testing injections act on the last.
 void Trainer::Impl::forward_micro_batch(const data::Batch& b, int64_t step, bool last) {
-  device_phase(Phase::input, [&] { input->prepare(b, step, true); });
+  device_phase(Phase::input, [&] { input->prepare(b, step_state->step(), true); });
   device_phase(Phase::forward, [&] {
-    model->set_random_state(cfg.seed, static_cast<uint64_t>(step), b.device_indices);
+    model->set_random_state(cfg.seed, step_state->step(), b.device_indices);
     const Tensor& logits = model->forward(input->input(), true);
     if (profile) profile->device_begin("loss");
     if (last && comm.rank() == cfg.inject_inf_loss_rank && step == cfg.inject_inf_loss_step)
@@ -833,7 +833,7 @@ void Trainer::Impl::evaluation_pass(const std::string& what,
   data::NonFiniteScan bad_input;  // stream mode
   while (const data::Batch* b = eval_loader->next()) {
     bad_input.add(b->nonfinite);
-    const Tensor& logits = model->forward(input->prepare(*b, 0, false), false);
+    const Tensor& logits = model->forward(input->prepare(*b, nullptr, false), false);
     loss.forward(logits, b->device_labels);
     per_batch(*b, logits);
     eval_loader->release(b);

@@ -42,9 +42,9 @@ void scaletrain_compile_every_functor(float* a, float* b, float* c, float* d, ui
   launch(1, SeluBackward<f16>{g, g, g});
   launch(1, BiasAdd{a, b, 4});
   launch(1, BiasGrad{a, b, 2, 4});
-  launch(1, DropoutForward<float>{a, b, u, 0.5f, 1, 2, idx, 4});
+  launch(1, DropoutForward<float>{a, b, u, 0.5f, 1, sums, idx, 4});
   launch(1, DropoutBackward<float>{a, u, b, 2.0f});
-  launch(1, DropoutForward<bf16>{h, h, u, 0.5f, 1, 2, idx, 4});
+  launch(1, DropoutForward<bf16>{h, h, u, 0.5f, 1, sums, idx, 4});
   (void)launch_device_row_reductions(RowsPlan{4, 10, 16, 16}, SoftmaxCrossEntropyForward{a, l, b, c, l, 10}, nullptr);
   launch(1, SoftmaxCrossEntropyBackward{a, l, b, 10, 0.5f});
   launch(1, SgdUpdate{a, b, c, 0.1f, 0.9f, 0.0f, 0.0f, true, false});
@@ -61,8 +61,8 @@ void scaletrain_compile_every_functor(float* a, float* b, float* c, float* d, ui
   launch(1, Normalize<uint8_t, f16>{u, g, b, c, 3});
   launch(1, Normalize<float, bf16>{a, h, b, c, 3});
   launch(1, NormalizeOneChannel<f16, float>{g, a, 0.5f, 2.0f});
-  launch(1, AugmentCropFlip<uint8_t>{u, u, 28, 28, 1, 2, true, 1, 2, idx});
-  launch(1, AugmentCropFlip<float>{a, b, 28, 28, 1, 2, true, 1, 2, idx});
+  launch(1, AugmentCropFlip<uint8_t>{u, u, 28, 28, 1, 2, true, 1, sums, idx});
+  launch(1, AugmentCropFlip<float>{a, b, 28, 28, 1, 2, true, 1, sums, idx});
   launch(1, DivideBy{a, 3.0f});
   launch(1, ElementPacks<ReluForward<bf16>, kChannelPack>{{h, h}});
   launch(1, ElementPacks<SeluBackwardFromOutput<f16>, kChannelPack>{{g, g, g}});

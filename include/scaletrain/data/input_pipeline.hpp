@@ -40,16 +40,17 @@ class InputPipeline {
   InputPipeline(Backend& backend, InputOptions options);
 
   // Queues on the compute stream, after the batch's host-to-device copy: the augmentation (when
-  // `training` and data.augment), the normalization and the cast. Returns the model's input,
+  // `training` and data.augment; `step` is the step number in device memory, f64, which its kernel
+  // reads, so every step launches alike), the normalization and the cast. Returns the model's input,
   // [batch, ...sample_shape] in the compute type, valid until the next call.
-  const Tensor& prepare(const Batch& batch, int64_t step, bool training);
+  const Tensor& prepare(const Batch& batch, const double* step, bool training);
 
   const Tensor& input() const { return input_; }
   const InputOptions& options() const { return o_; }
   int64_t channels() const { return o_.sample_shape.back(); }
 
  private:
-  const void* augment(const Batch& batch, int64_t step);
+  const void* augment(const Batch& batch, const double* step);
   void normalize(const void* samples);
 
   Backend& backend_;

@@ -17,15 +17,15 @@ struct DropoutForward {
   T* y;
   uint8_t* mask;
   float rate;
-  uint64_t seed;  // the run's seed mixed with the layer's position
-  uint64_t step;
+  uint64_t seed;       // the run's seed mixed with the layer's position
+  const double* step;  // the step number, read on the device (the step state's), so launches repeat
   const int64_t* sample_index;  // [batch]
   int64_t per_sample;           // elements per sample
   SCALETRAIN_HOST_DEVICE void operator()(int64_t i) const {
     const int64_t row = i / per_sample;
     const uint64_t key = static_cast<uint64_t>(sample_index[row]) * static_cast<uint64_t>(per_sample) +
                          static_cast<uint64_t>(i - row * per_sample);
-    const bool keep = uniform01(seed, step, key) >= rate;
+    const bool keep = uniform01(seed, static_cast<uint64_t>(*step), key) >= rate;
     mask[i] = keep ? 1 : 0;
     y[i] = from_float<T>(keep ? to_float(x[i]) / (1.0f - rate) : 0.0f);
   }

@@ -60,16 +60,17 @@ struct AugmentCropFlip {
   int64_t pad;
   bool flip;
   uint64_t seed;
-  uint64_t step;
+  const double* step;  // the step number, read on the device (the step state's), so launches repeat
   const int64_t* sample_index;  // [batch]
   SCALETRAIN_HOST_DEVICE void operator()(int64_t s) const {
+    const uint64_t step_number = static_cast<uint64_t>(*step);
     const uint64_t base = 3 * static_cast<uint64_t>(sample_index[s]);
     const int64_t span = 2 * pad + 1;
-    int64_t dy = static_cast<int64_t>(uniform01(seed, step, base) * static_cast<float>(span)) - pad;
-    int64_t dx = static_cast<int64_t>(uniform01(seed, step, base + 1) * static_cast<float>(span)) - pad;
+    int64_t dy = static_cast<int64_t>(uniform01(seed, step_number, base) * static_cast<float>(span)) - pad;
+    int64_t dx = static_cast<int64_t>(uniform01(seed, step_number, base + 1) * static_cast<float>(span)) - pad;
     if (dy > pad) dy = pad;
     if (dx > pad) dx = pad;
-    const bool mirror = flip && uniform01(seed, step, base + 2) < 0.5f;
+    const bool mirror = flip && uniform01(seed, step_number, base + 2) < 0.5f;
     const int64_t plane = height * width * channels;
     const S* in = x + s * plane;
     S* out = y + s * plane;

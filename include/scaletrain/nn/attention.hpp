@@ -14,6 +14,7 @@
 #include "scaletrain/kernels/attention.hpp"
 #include "scaletrain/nn/layer.hpp"
 #include "scaletrain/nn/linear_products.hpp"
+#include "scaletrain/nn/random_keys.hpp"
 
 namespace scaletrain::nn {
 
@@ -27,7 +28,7 @@ class MultiheadSelfAttention : public Layer {
   const Tensor& backward(const Tensor& dy, bool need_dx) override;
   int64_t flops_per_sample() const override;
   std::string implementation() const override { return scores_ ? scores_->implementation() : std::string(); }
-  void set_random_state(uint64_t seed, uint64_t step, const Tensor& sample_index) override;
+  void set_random_state(uint64_t seed, const double* step, const Tensor& sample_index) override;
 
  private:
   MatmulShape product(bool trans_a, bool trans_b, int64_t n, int64_t k, float alpha) const;
@@ -35,7 +36,6 @@ class MultiheadSelfAttention : public Layer {
 
   int64_t heads_, tokens_ = 0, channels_ = 0, dim_ = 0, batch_ = 0;
   float dropout_;
-  uint64_t seed_ = 0, step_ = 0;
   bool dropped_ = false;  // the last forward applied attention dropout
   LinearProducts in_proj_, out_proj_;
   // scores = q k^T / sqrt(D); weighted_values (the context) = p v; backward: dp = dcontext v^T, dv = p^T dcontext,
@@ -44,7 +44,7 @@ class MultiheadSelfAttention : public Layer {
   kernels::RowsPlan softmax_plan_;
   Tensor x_, qkv_, heads_qkv_, scores_buf_, probs_, dropped_probs_, mask_, context_heads_, context_, y_;
   Tensor dcontext_, dcontext_heads_, dprobs_, dscores_, dheads_qkv_, dqkv_, dx_;
-  Tensor row_index_, sample_index_;
+  RandomKeys keys_;  // attention dropout's
 };
 
 }  // namespace scaletrain::nn

@@ -2,6 +2,7 @@
 #pragma once
 #include "scaletrain/nn/activation.hpp"
 #include "scaletrain/nn/layer.hpp"
+#include "scaletrain/nn/random_keys.hpp"
 
 namespace scaletrain::nn {
 
@@ -33,15 +34,13 @@ class Dropout : public Layer {
   void build(Backend& backend, int64_t batch) override;
   const Tensor& forward(const Tensor& x, bool training) override;
   const Tensor& backward(const Tensor& dy, bool need_dx) override;
-  void set_random_state(uint64_t seed, uint64_t step, const Tensor& sample_index) override;
+  void set_random_state(uint64_t seed, const double* step, const Tensor& sample_index) override;
 
  private:
   float rate_;
-  uint64_t seed_ = 0, step_ = 0;
+  RandomKeys keys_;  // what the mask is keyed on
   bool last_training_ = false;
   Tensor y_, mask_, dx_;
-  Tensor row_index_;     // [batch] i64: 0..batch-1 on the device
-  Tensor sample_index_;  // what the mask is keyed on: the batch's data-set indices, or row_index_
 };
 
 }  // namespace scaletrain::nn

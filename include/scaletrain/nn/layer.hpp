@@ -100,10 +100,11 @@ class Layer {
   // What runs the layer's operator on its backend, as the backend names it (the CPU backend's chosen
   // candidate); empty for layers without one, or where the backend does not say. After build.
   virtual std::string implementation() const { return {}; }
-  // Sets the seed of any randomness (dropout), the step it is at, and the data-set index of each
-  // row of the batch (a device i64 [batch] tensor; undefined: the row number), so that a sample's
-  // random draws do not depend on the rank or row it lands in.
-  virtual void set_random_state(uint64_t seed, uint64_t step, const Tensor& sample_index) {}
+  // Sets the seed of any randomness (dropout), the step number it reads on the device (an f64 in
+  // device memory, the trainer's step state; null: step 0) and the data-set index of each row of the
+  // batch (a device i64 [batch] tensor; undefined: the row number), so that a sample's random draws
+  // do not depend on the rank or row it lands in (nn/random_keys.hpp).
+  virtual void set_random_state(uint64_t seed, const double* step, const Tensor& sample_index) {}
 
   // The PyTorch twin of a model is an nn.Sequential with one module per operation; an activation a
   // layer fuses is a module of its own. How many modules this layer stands for, and where each of

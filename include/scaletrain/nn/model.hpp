@@ -133,7 +133,7 @@ class Model {
   void backward(const Tensor& dlogits, const std::function<void(size_t)>& on_layer_done = {},
                 const std::vector<const Tensor*>& auxiliary_dlogits = {});
   // Dropout draws from (seed mixed with the layer's position, step, sample_index[row]).
-  void set_random_state(uint64_t seed, uint64_t step, const Tensor& sample_index = Tensor());
+  void set_random_state(uint64_t seed, const double* step, const Tensor& sample_index = Tensor());
 
   // The layers in execution order (after configure(); before it, in declaration order).
   std::vector<LayerPtr>& layers() { return layers_; }

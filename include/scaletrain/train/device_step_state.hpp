@@ -45,6 +45,7 @@ class DeviceStepState {
   // Device memory the step's kernels read.
   const kernels::StepState* device() const;
   const double* loss_scale() const;       // fp16's scale, for the loss's gradient
+  const double* step() const;             // the step number, for dropout and augmentation
   const double* local_loss_mark() const;  // this rank's loss mark, between verdict() and agree()
 
   // The verdict of the reduced gradients and this rank's row losses; `inject_overflow` sets the
