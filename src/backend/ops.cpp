@@ -7,6 +7,13 @@
 
 namespace scaletrain {
 
+const char* filter_layout_name(FilterLayout layout) { return layout == FilterLayout::oihw ? "OIHW" : "OHWI"; }
+
+void FilterLayoutChoice::take_filters_in(FilterLayout layout) {
+  ST_CHECK(layout == FilterLayout::oihw, "a convolution computing in ", filter_layout_name(filter_layout()),
+           " was handed filters in ", filter_layout_name(layout), ", which it does not take");
+}
+
 std::string ConvShape::to_string() const {
   std::ostringstream os;
   os << "conv{batch " << batch << ", in " << in_h << "x" << in_w << "x" << in_c << ", out_c " << out_c << ", kernel "
@@ -112,6 +119,8 @@ namespace {
 // backward taking the activation's gradient from y.
 class ComposedActivatedConv final : public ActivatedConvOp {
  public:
+  FilterLayout filter_layout() const override { return conv_->filter_layout(); }
+  void take_filters_in(FilterLayout layout) override { conv_->take_filters_in(layout); }
   // conv_activates: conv's forward applies the activation itself (compose_post_activated_conv).
   ComposedActivatedConv(const ConvShape& s, Activation act, std::unique_ptr<ConvOp> conv, Stream& stream,
                         bool conv_activates, PoolAbsorption absorption = {})

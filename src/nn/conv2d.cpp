@@ -57,6 +57,9 @@ void Conv2D::build(Backend& backend, int64_t batch) {
   conv_.batch = batch;
   conv_.dtype = dtype_;
   op_ = backend.make_activated_conv(conv_, act_.kind());
+  // The filters in the op's own layout, written by the Model once per update (no reorder per call).
+  params_[0].op_layout = op_->filter_layout();
+  op_->take_filters_in(params_[0].op_layout);
   Shape out{batch};
   out.insert(out.end(), out_shape_.begin(), out_shape_.end());
   act_.build(backend, out, name_, dtype_);
@@ -68,7 +71,7 @@ void Conv2D::build(Backend& backend, int64_t batch) {
 const Tensor& Conv2D::forward(const Tensor& x, bool training) {
   x_ = x;
   if (!training && folded_bn_) return forward_folded(x);
-  op_->forward(x.device_raw(), params_[0].compute_value.device_raw(),
+  op_->forward(x.device_raw(), params_[0].op_value.device_raw(),
                opt_.bias ? params_[1].value.device_data<float>() : nullptr, act_.pre().device_raw(),
                act_.post().device_raw());
   return act_.post();
@@ -76,7 +79,7 @@ const Tensor& Conv2D::forward(const Tensor& x, bool training) {
 
 const Tensor& Conv2D::backward(const Tensor& dy, bool need_dx) {
   op_->backward(x_.device_raw(), act_.pre().device_raw(), act_.post().device_raw(), dy.device_raw(),
-                params_[0].compute_value.device_raw(), act_.dpre().device_raw(), params_[0].grad.device_data<float>(),
+                params_[0].op_value.device_raw(), act_.dpre().device_raw(), params_[0].grad.device_data<float>(),
                 opt_.bias ? params_[1].grad.device_data<float>() : nullptr, need_dx ? dx_.device_raw() : nullptr);
   return need_dx ? dx_ : no_gradient();
 }
@@ -90,6 +93,9 @@ bool Conv2D::fold_batch_norm(BatchNorm2d& next) {
   ConvShape shape = conv_;
   shape.bias = true;
   folded_op_ = backend_->make_activated_conv(shape, next.activation());
+  ST_CHECK(folded_op_->filter_layout() == params_[0].op_layout, "layer '", name_, "': its convolution with ",
+           next.name(), " folded in computes in other filters than its own");
+  folded_op_->take_filters_in(params_[0].op_layout);  // folded from op_value, in its layout
   folded_weight_ = buffer(params_[0].value.shape(), "weight folded with " + next.name());
   folded_bias_ = buffer({conv_.out_c}, "bias folded with " + next.name(), DType::f32);
   if (next.activation() != Activation::none) folded_pre_ = buffer(next.output().shape(), "pre-activation folded");
@@ -106,7 +112,7 @@ const Tensor& Conv2D::forward_folded(const Tensor& x) {
   visit_float_type(dtype_, [&](auto t) {
     using T = decltype(t);
     launch(stream(), "bn_fold_into_filters", params_[0].value.numel(),
-           kernels::BnFoldIntoFilters<T>{params_[0].compute_value.device_data<T>(), scale,
+           kernels::BnFoldIntoFilters<T>{params_[0].op_value.device_data<T>(), scale,
                                          folded_weight_.device_data<T>(), filter_size});
   });
   launch(stream(), "bn_fold_into_bias", conv_.out_c,

@@ -209,6 +209,7 @@ void Model::bind_flat_buffers() {
     p.value = flat_params_.view(slot.offset, p.shape);
     p.grad = flat_grads_.view(slot.offset, p.shape);
     p.compute_value = low ? flat_compute_.view(slot.offset, p.shape) : p.value;
+    p.op_value = p.compute_value;  // until bind_laid_out_parameters
   }
   for (const auto& slot : buffer_slots_) {
     Buffer& b = layers_[slot.layer]->buffers()[slot.index];
@@ -217,12 +218,30 @@ void Model::bind_flat_buffers() {
 }
 
 void Model::refresh_compute_parameters() {
-  if (!backend_ || compute_ == DType::f32) return;
-  visit_float_type(compute_, [&](auto t) {
-    using T = decltype(t);
-    launch_elements(backend_->compute_stream(), "round_parameters", flat_params_.numel(),
-                    kernels::Cast<float, T>{flat_params_.device_data<float>(), flat_compute_.device_data<T>()});
-  });
+  if (!backend_) return;
+  if (compute_ != DType::f32) {
+    visit_float_type(compute_, [&](auto t) {
+      using T = decltype(t);
+      launch_elements(backend_->compute_stream(), "round_parameters", flat_params_.numel(),
+                      kernels::Cast<float, T>{flat_params_.device_data<float>(), flat_compute_.device_data<T>()});
+    });
+  }
+  refresh_laid_out_parameters();
+}
+
+void Model::refresh_laid_out_parameters() {
+  if (backend_) laid_out_.refresh(flat_params_);
+}
+
+// The parameters whose layers' ops read them in a layout of their own get their copies in it.
+void Model::bind_laid_out_parameters() {
+  std::vector<LaidOutParameters::Filter> filters;
+  for (const auto& slot : slots_) {
+    Parameter& p = layers_[slot.layer]->parameters()[slot.index];
+    if (p.op_layout != FilterLayout::oihw) filters.push_back({&p, slot.offset});
+  }
+  laid_out_.build(*backend_, filters, compute_, name_);
+  refresh_laid_out_parameters();
 }
 
 void Model::build(Backend& backend, int64_t batch, DType compute) {
@@ -273,6 +292,7 @@ void Model::build(Backend& backend, int64_t batch, DType compute) {
   fold_batch_norms();
   fuse_residual_tails();
   build_gradient_sums();
+  bind_laid_out_parameters();
 }
 
 // A pooling takes its input from a convolution whose output nothing else consumes.

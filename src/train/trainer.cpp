@@ -781,12 +781,14 @@ void Trainer::Impl::stop_at_nonfinite(const StepOutcome& o) {
 
 // The optimizer step on the reduced gradients as the device decided it (skipped where any rank found
 // inf/NaN; fp16: the loss scaler backs off or grows, the gradients are unscaled), with the
-// compute-type copy of the weights, in one launch.
+// compute-type copy of the weights, in one launch; then the convolutions' filters in their ops' own
+// layout (one launch, where the ops read another than PyTorch's).
 void Trainer::Impl::apply_update(int64_t step) {
   step_state->decide(step, position.epoch);
   const bool copy = model->compute_dtype() != DType::f32;
   optimizer->step_on_device(model->flat_parameters(), model->flat_gradients(), step_state->device(),
                             scaler->enabled(), copy ? &model->flat_compute_parameters() : nullptr);
+  model->refresh_laid_out_parameters();
 }
 
 // Tests (testing.inject_signal): this rank sends its process the signal before `step` (before its

@@ -123,6 +123,45 @@ TEST_F(CudaConv, F16MatchesTheCpuBackend) {
   for (const ConvShape& s : conv_shapes()) check_against_cpu<f16>(*backend, s, storage_rtol<f16>());
 }
 
+// An op that takes its filters in its own layout (OHWI, written once per update by nn::Model) gives
+// the results of the op handed PyTorch's OIHW filters bit for bit: the same algorithms on the same
+// filter bytes, only the per-call reorder gone.
+template <class T>
+void check_ohwi_filters(Backend& gpu, ConvShape s) {
+  s.dtype = dtype_of<T>::value;
+  SCOPED_TRACE(s.to_string());
+  const int64_t in = s.in_c / s.groups, kh = s.kernel_h, kw = s.kernel_w;
+  const size_t nx = s.batch * s.in_h * s.in_w * s.in_c, ny = s.batch * s.out_h() * s.out_w() * s.out_c;
+  const size_t nw = s.out_c * in * kh * kw;
+  const std::vector<T> x = stored<T>(random_vec(nx, 1)), w = stored<T>(random_vec(nw, 2));
+  const std::vector<T> dy = stored<T>(random_vec(ny, 4));
+  const Vec bias = random_vec(s.out_c, 3);
+  std::vector<T> ohwi(nw);
+  for (int64_t o = 0; o < s.out_c; ++o)
+    for (int64_t c = 0; c < in; ++c)
+      for (int64_t h = 0; h < kh; ++h)
+        for (int64_t q = 0; q < kw; ++q)
+          ohwi[static_cast<size_t>(((o * kh + h) * kw + q) * in + c)] =
+              w[static_cast<size_t>(((o * in + c) * kh + h) * kw + q)];
+  auto oihw_op = gpu.make_conv(s);
+  auto ohwi_op = gpu.make_conv(s);
+  ASSERT_EQ(ohwi_op->filter_layout(), FilterLayout::ohwi);
+  ohwi_op->take_filters_in(FilterLayout::ohwi);
+  const ConvRun a = run_device(gpu, *oihw_op, s, x, w, bias, dy);
+  const ConvRun b = run_device(gpu, *ohwi_op, s, x, ohwi, bias, dy);
+  EXPECT_EQ(a.y, b.y);
+  EXPECT_EQ(a.dx, b.dx);
+  EXPECT_EQ(a.dw, b.dw);
+  EXPECT_EQ(a.db, b.db);
+}
+
+TEST_F(CudaConv, OhwiFiltersGiveTheOihwResultsBitwise) {
+  for (const ConvShape& s : conv_shapes()) {
+    check_ohwi_filters<float>(*backend, s);
+    check_ohwi_filters<bf16>(*backend, s);
+  }
+}
+
 // TF32 tensor cores and nondeterministic algorithms allowed: still the CPU's result, to TF32's
 // precision (10 fraction bits).
 TEST_F(CudaConv, Tf32AndNondeterministicAlgorithmsStayClose) {

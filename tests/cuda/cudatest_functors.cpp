@@ -164,8 +164,10 @@ TYPED_TEST(CudaStorageFunctors, DropoutForwardAndBackward) {
   Twin<int64_t> index(b, idx, "sample index");
   Twin<T> x(b, stored<T>(uniform(static_cast<size_t>(n), -2, 2, 5)), "x"), y(b, std::vector<T>(n), "y");
   Twin<uint8_t> mask(b, std::vector<uint8_t>(static_cast<size_t>(n), 7), "mask");
-  launch_host("dropout", n, DropoutForward<T>{x.h(), y.h(), mask.h(), 0.3f, 7, 11, index.h(), per});
-  launch(b.compute_stream(), "dropout", n, DropoutForward<T>{x.d(), y.d(), mask.d(), 0.3f, 7, 11, index.d(), per});
+  Twin<double> step(b, {11.0}, "step");
+  launch_host("dropout", n, DropoutForward<T>{x.h(), y.h(), mask.h(), 0.3f, 7, step.h(), index.h(), per});
+  launch(b.compute_stream(), "dropout", n,
+         DropoutForward<T>{x.d(), y.d(), mask.d(), 0.3f, 7, step.d(), index.d(), per});
   expect_matches(b, mask, 0, "DropoutForward mask");
   expect_matches(b, y, 0, "DropoutForward");
   Twin<T> dy(b, stored<T>(uniform(static_cast<size_t>(n), -1, 1, 6)), "dy"), dx(b, std::vector<T>(n), "dx");
@@ -332,8 +334,10 @@ TEST_F(CudaFunctors, AugmentCropFlipUint8) {
   for (int64_t i = 0; i < s; ++i) idx[static_cast<size_t>(i)] = 1000 + 13 * i;
   Twin<uint8_t> x(b, raw, "x"), y(b, std::vector<uint8_t>(raw.size()), "y");
   Twin<int64_t> index(b, idx, "sample index");
-  launch_host("augment", s, AugmentCropFlip<uint8_t>{x.h(), y.h(), h, w, c, 4, true, 3, 9, index.h()});
-  launch(b.compute_stream(), "augment", s, AugmentCropFlip<uint8_t>{x.d(), y.d(), h, w, c, 4, true, 3, 9, index.d()});
+  Twin<double> step(b, {9.0}, "step");
+  launch_host("augment", s, AugmentCropFlip<uint8_t>{x.h(), y.h(), h, w, c, 4, true, 3, step.h(), index.h()});
+  launch(b.compute_stream(), "augment", s,
+         AugmentCropFlip<uint8_t>{x.d(), y.d(), h, w, c, 4, true, 3, step.d(), index.d()});
   expect_matches(b, y, 0, "AugmentCropFlip<uint8_t>");
 }
 
@@ -345,8 +349,10 @@ TEST_F(CudaFunctors, AugmentCropFlipFloat32) {
   Twin<float> x(b, uniform(static_cast<size_t>(s * plane), -3, 3, 22), "x");
   Twin<float> y(b, std::vector<float>(static_cast<size_t>(s * plane)), "y");
   Twin<int64_t> index(b, idx, "sample index");
-  launch_host("augment", s, AugmentCropFlip<float>{x.h(), y.h(), h, w, c, 3, true, 5, 11, index.h()});
-  launch(b.compute_stream(), "augment", s, AugmentCropFlip<float>{x.d(), y.d(), h, w, c, 3, true, 5, 11, index.d()});
+  Twin<double> step(b, {11.0}, "step");
+  launch_host("augment", s, AugmentCropFlip<float>{x.h(), y.h(), h, w, c, 3, true, 5, step.h(), index.h()});
+  launch(b.compute_stream(), "augment", s,
+         AugmentCropFlip<float>{x.d(), y.d(), h, w, c, 3, true, 5, step.d(), index.d()});
   expect_matches(b, y, 0, "AugmentCropFlip<float>");
 }
 

@@ -91,6 +91,7 @@ void scaletrain_compile_every_functor(float* a, float* b, float* c, float* d, ui
   const FilterGeometry filter{4, 3, 3, 3};
   launch(1, FilterOihwToOhwi<bf16, bf16>{h, h, filter});
   launch(1, FilterOhwiToOihw<f16, float>{g, a, filter});
+  launch(1, MasterFiltersToOhwi<bf16>{a, h, idx, idx, 1});
   const PoolGeometry pool{4, 4, 3, 2, 2, 2, 2, 2, 2, 0, 0};
   launch(1, PoolForwardDirect<bf16>{h, h, pool, true});
   launch(1, PoolBackwardDirect<float>{a, b, c, pool, false});

@@ -3,7 +3,8 @@
 // An op is created once per shape by a Backend, bound to one of its streams, and reused every step:
 // nothing is allocated inside forward or backward. Each call is queued on the op's stream (on the
 // CPU backend it runs at once). Activations are NHWC; weights are in PyTorch's layout (conv OIHW with
-// I = C_in / groups, linear [out, in]) and a backend may reorder them internally.
+// I = C_in / groups, linear [out, in]) and a backend may reorder them internally, or, for a
+// convolution, take them in its own layout once asked to (ConvOp::take_filters_in).
 //
 // Precision: a shape's dtype (f32, bf16, f16) is the storage type of the activations, their
 // gradients and the weights an op reads (x, y, w, dy, dx: `void*` of that type). Biases, weight
@@ -55,7 +56,24 @@ struct ConvShape {
 };
 
 // y[N,OH,OW,OC] = conv(x[N,H,W,IC], w[OC, IC/groups, KH, KW]) + b[OC]
-class ConvOp : public OpImplementation {
+// How a convolution's filters lie in memory: PyTorch's [O, I/groups, KH, KW] (the parameters, their
+// gradients and checkpoints), or channels-last [O, KH, KW, I/groups] (what cuDNN's NHWC kernels read).
+enum class FilterLayout { oihw, ohwi };
+const char* filter_layout_name(FilterLayout layout);
+
+// The filter layout of a convolution op: the one it computes in, and the one its callers hand it w in.
+// By default w is OIHW, which an op computing in another layout reorders at every call; after
+// take_filters_in(filter_layout()) the caller hands w in the op's own layout (a copy nn::Model writes
+// once per update), and the op reorders nothing. The gradient dw stays OIHW either way.
+class FilterLayoutChoice {
+ public:
+  virtual ~FilterLayoutChoice() = default;
+  virtual FilterLayout filter_layout() const { return FilterLayout::oihw; }
+  // Refuses (Error) a layout other than OIHW and filter_layout(). Before the op's first call.
+  virtual void take_filters_in(FilterLayout layout);
+};
+
+class ConvOp : public OpImplementation, public FilterLayoutChoice {
  public:
   virtual ~ConvOp() = default;
   virtual void forward(const void* x, const void* w, const float* b, void* y) = 0;
@@ -69,7 +87,7 @@ struct PoolShape;
 
 // A convolution and the activation after it as one op (Conv2D with an activation), so that a backend
 // may apply the activation while the output is in cache and take its gradient from y.
-class ActivatedConvOp : public OpImplementation {
+class ActivatedConvOp : public OpImplementation, public FilterLayoutChoice {
  public:
   virtual ~ActivatedConvOp() = default;
   // pre = conv(x, w) + b; y = activation(pre); with the activation none, y is pre (the same

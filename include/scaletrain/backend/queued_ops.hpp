@@ -33,7 +33,7 @@ inline constexpr WeightedOpLabels kInnerProductLabels{"inner product forward", "
 // Convolution and inner product share one interface shape (forward, backward_data,
 // backward_weights): each call is queued on the op's stream.
 template <class Op, const WeightedOpLabels& kLabels>
-class QueuedWeightedOp final : public Op {
+class QueuedWeightedOp : public Op {
  public:
   QueuedWeightedOp(std::unique_ptr<Op> op, Stream& s) : op_(std::move(op)), s_(s) {}
   void forward(const void* x, const void* w, const float* b, void* y) override {
@@ -46,9 +46,18 @@ class QueuedWeightedOp final : public Op {
     queue_call(s_, kLabels.backward_weights, [op = op_.get(), x, dy, dw, db] { op->backward_weights(x, dy, dw, db); });
   }
 
- private:
+ protected:
   std::unique_ptr<Op> op_;
   Stream& s_;
+};
+
+// A convolution's calls queued, its filter layout the wrapped op's (asked and set at build, before
+// any call is queued).
+class QueuedConvOp final : public QueuedWeightedOp<ConvOp, kConvLabels> {
+ public:
+  using QueuedWeightedOp::QueuedWeightedOp;
+  FilterLayout filter_layout() const override { return op_->filter_layout(); }
+  void take_filters_in(FilterLayout layout) override { op_->take_filters_in(layout); }
 };
 
 // The host backend's separable convolution (fused or composed, as on cpu), queued as one piece of work.
@@ -77,6 +86,9 @@ class QueuedSeparableConvOp final : public SeparableConvOp {
 class QueuedActivatedConvOp final : public ActivatedConvOp {
  public:
   QueuedActivatedConvOp(std::unique_ptr<ActivatedConvOp> op, Stream& s) : op_(std::move(op)), s_(s) {}
+  // At build, before any call of the op is queued.
+  FilterLayout filter_layout() const override { return op_->filter_layout(); }
+  void take_filters_in(FilterLayout layout) override { op_->take_filters_in(layout); }
   void forward(const void* x, const void* w, const float* b, void* pre, void* y) override {
     queue_call(s_, "activated conv forward", [=, op = op_.get()] { op->forward(x, w, b, pre, y); });
   }
@@ -130,7 +142,7 @@ std::unique_ptr<Wrapper> queued(std::unique_ptr<Op> host_op, Stream& stream) {
 
 // `op` wrapped, bound to `stream`.
 inline std::unique_ptr<ConvOp> wrap(std::unique_ptr<ConvOp> op, Stream& stream) {
-  return queued<QueuedWeightedOp<ConvOp, kConvLabels>>(std::move(op), stream);
+  return queued<QueuedConvOp>(std::move(op), stream);
 }
 inline std::unique_ptr<InnerProductOp> wrap(std::unique_ptr<InnerProductOp> op, Stream& stream) {
   return queued<QueuedWeightedOp<InnerProductOp, kInnerProductLabels>>(std::move(op), stream);

@@ -194,7 +194,8 @@ struct BnIdentityScale {
   }
 };
 
-// i over a convolution's weights [OC, ...] (filters of `filter_size` values): an evaluation-mode
+// i over a convolution's weights [OC, ...] (filters of `filter_size` values, OIHW or OHWI: the output
+// channel comes first in both): an evaluation-mode
 // BatchNorm after the convolution, y = z * scale + shift per output channel, folded into the filters.
 template <class T>
 struct BnFoldIntoFilters {

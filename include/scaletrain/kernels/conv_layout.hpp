@@ -1,12 +1,14 @@
 // Layout functors around the CUDA backend's cuDNN convolutions and pooling: explicit NHWC padding
 // and cropping (the asymmetric part of a padding that cuDNN's symmetric descriptors cannot express)
 // and the OIHW <-> OHWI filter reorders with a storage cast (cuDNN gets its filters channels-last,
-// like the activations). Templated over the storage types, float arithmetic; pure copies are exact.
+// like the activations), and the copy of every convolution's filters in OHWI from the f32 master
+// weights in one launch. Templated over the storage types, float arithmetic; pure copies are exact.
 #pragma once
 #include <cstdint>
 
 #include "scaletrain/core/half.hpp"
 #include "scaletrain/core/macros.hpp"
+#include "scaletrain/kernels/tensor_table.hpp"
 
 namespace scaletrain::kernels {
 
@@ -87,6 +89,33 @@ struct FilterOhwiToOihw {
     const int64_t c = (i / (g.kw * g.kh)) % g.in_c;
     const int64_t o = i / (g.kw * g.kh * g.in_c);
     dst[i] = from_float<To>(to_float(src[((o * g.kh + h) * g.kw + w) * g.in_c + c]));
+  }
+};
+
+// One row of the laid-out filters' device table: where the filter's f32 master weights start in the
+// flat parameters, and its OIHW geometry. Stored as kLaidOutFilterFields int64 values.
+inline constexpr int64_t kLaidOutFilterFields = 5;  // source, out_c, in_c, kh, kw
+
+// i over the OHWI copies of `count` filters, back to back (ends: where each ends, exclusive):
+// dst[o, h, w, c] = T(params[source + OIHW index]), the rounding the compute-type copy's cast makes.
+// One launch writes every convolution's filters in the layout its op reads (nn::LaidOutParameters).
+template <class T>
+struct MasterFiltersToOhwi {
+  const float* params;
+  T* dst;
+  const int64_t* ends;
+  const int64_t* table;  // [count, kLaidOutFilterFields]
+  int64_t count;
+  SCALETRAIN_HOST_DEVICE void operator()(int64_t i) const {
+    const int64_t t = first_end_past(ends, count, i);
+    const int64_t* row = table + t * kLaidOutFilterFields;
+    const int64_t in_c = row[2], kh = row[3], kw = row[4];
+    const int64_t j = i - (t > 0 ? ends[t - 1] : 0);
+    const int64_t c = j % in_c;
+    const int64_t w = (j / in_c) % kw;
+    const int64_t h = (j / (in_c * kw)) % kh;
+    const int64_t o = j / (in_c * kw * kh);
+    dst[i] = from_float<T>(params[row[0] + ((o * in_c + c) * kh + h) * kw + w]);
   }
 };
 

@@ -11,6 +11,7 @@
 #include "scaletrain/kernels/packs.hpp"
 #include "scaletrain/kernels/scale.hpp"
 #include "scaletrain/kernels/step_state.hpp"
+#include "scaletrain/kernels/tensor_table.hpp"
 
 namespace scaletrain::kernels {
 
@@ -108,20 +109,6 @@ struct AdamWUpdate {
     return u;
   }
 };
-
-// The first of `n` increasing ends (exclusive) that is past element i: the range or tensor holding it.
-SCALETRAIN_HOST_DEVICE inline int64_t first_end_past(const int64_t* ends, int64_t n, int64_t i) {
-  int64_t lo = 0, hi = n - 1;
-  while (lo < hi) {
-    const int64_t mid = lo + (hi - lo) / 2;
-    if (ends[mid] > i) {
-      hi = mid;
-    } else {
-      lo = mid + 1;
-    }
-  }
-  return lo;
-}
 
 // Where each weight-decay range of the flat parameters ends (exclusive, in order) and whether its
 // tensors are decayed: the optimizer's device table.

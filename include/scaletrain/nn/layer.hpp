@@ -47,6 +47,11 @@ struct Parameter {
   Tensor value;          // bound by the Model: f32 master weights, a view into its flat parameter buffer
   Tensor grad;           // bound by the Model: f32, a view into its flat gradient buffer
   Tensor compute_value;  // bound by the Model: the weights in the compute type (value itself in f32)
+  // The layout the layer's op reads the weights in, set at build (a convolution's filters: OHWI where
+  // its op takes them so), and what the op reads, bound by the Model after build: compute_value, or
+  // the Model's copy in op_layout (nn/laid_out_parameters.hpp), written after every update.
+  FilterLayout op_layout = FilterLayout::oihw;
+  Tensor op_value;
   bool norm = false;     // a normalization layer's affine parameter (optimizer.no_decay = norm)
   bool embedding = false;  // a transformer's class token or position embedding (optimizer.no_decay = embedding)
 };

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "scaletrain/nn/graph.hpp"
+#include "scaletrain/nn/laid_out_parameters.hpp"
 #include "scaletrain/nn/layer.hpp"
 
 namespace scaletrain::nn {
@@ -117,8 +118,15 @@ class Model {
   // (the default; off: the three layers run apart).
   void set_residual_fusion(bool on) { fuse_residual_tails_ = on; }
   DType compute_dtype() const { return compute_; }
-  // Queues the rounding of the f32 master weights into the compute-type copy (nothing in f32).
+  // Queues the rounding of the f32 master weights into the compute-type copy (nothing in f32) and
+  // the copies in the ops' layouts (refresh_laid_out_parameters): after any change of the weights.
   void refresh_compute_parameters();
+  // Queues the copies of the weights in their ops' own layouts (a convolution's filters in OHWI where
+  // its op reads them so; one launch, nothing where no op does), from the f32 master weights: after an
+  // update that wrote the compute-type copy itself.
+  void refresh_laid_out_parameters();
+  // The elements of those copies (0: every op reads the compute-type copy).
+  int64_t laid_out_elements() const { return laid_out_.elements(); }
   // Deterministic initialization from a seed (identical on every rank), buffers to their initial
   // values. After build() on a device the values are copied there on the compute stream.
   void init_parameters(uint64_t seed);
@@ -214,6 +222,8 @@ class Model {
   Tensor flat_params_, flat_grads_;
   Tensor flat_buffers_f32_, flat_buffers_i64_;
   Tensor flat_compute_;             // the compute-type copy (= flat_params_ in f32)
+  LaidOutParameters laid_out_;      // the copies in the ops' own layouts
+  void bind_laid_out_parameters();
   Tensor logits_f32_, dlogits_low_;  // low precision only: f32 logits, compute-type logit gradients
   std::vector<Tensor> auxiliary_f32_, auxiliary_dlogits_low_;  // the same per auxiliary output
   void mark_training_only();

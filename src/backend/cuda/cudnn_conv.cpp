@@ -12,8 +12,10 @@
 // - Filters channels-last (CUDNN_TENSOR_NHWC, OHWI in memory), like the activations: the layout
 //   cuDNN's NHWC tensor-core kernels are written for, and what PyTorch (channels_last weights) and
 //   TensorFlow (OHWI for NHWC compute) hand cuDNN. Our weights are OIHW (checkpoints load into
-//   PyTorch), so every call reorders w into a per-op OHWI buffer (kernels/conv_layout.hpp; weights
-//   are small), and backward-weights writes the OHWI gradient there and reorders it back.
+//   PyTorch): a layer that takes its filters in the op's layout (take_filters_in(OHWI); nn::Model
+//   writes that copy once per update) hands w as OHWI, and otherwise each call reorders w into a
+//   per-op OHWI buffer (kernels/conv_layout.hpp). Backward-weights writes the OHWI gradient there and
+//   reorders it back to OIHW f32 (the gradients stay in PyTorch's layout).
 // - Weight gradients in bf16/f16: cuDNN's backward-filter writes dw in the data type of x and dy
 //   (PSEUDO_HALF / PSEUDO_BFLOAT16 configurations: half storage, f32 compute; there is no
 //   configuration with half x/dy and a float dw). So dw is accumulated in f32 inside cuDNN, rounded
@@ -218,9 +220,15 @@ class CudnnConv final : public ConvOp {
     ctx_.reserve_workspace(stream_, ws, "convolution " + shape.to_string());
   }
 
+  FilterLayout filter_layout() const override { return FilterLayout::ohwi; }
+  void take_filters_in(FilterLayout layout) override {
+    if (layout != FilterLayout::ohwi) ConvOp::take_filters_in(layout);
+    filters_ohwi_ = layout == FilterLayout::ohwi;
+  }
+
   void forward(const void* x, const void* w, const float* b, void* y) override {
     use_device(ctx_.device());
-    reorder_filter(w);
+    const void* filter = ohwi_filter(w);
     const void* input = x;
     if (plan_.explicit_pad.any()) {
       pad(x);
@@ -228,7 +236,7 @@ class CudnnConv final : public ConvOp {
     }
     const float one = 1.0f, zero = 0.0f;
     ST_CUDNN_CHECK_FOR(who_, cudnnConvolutionForward(
-                                 ctx_.cudnn(stream_), &one, x_desc_.get(), input, w_desc_.get(), filter_.device_raw(),
+                                 ctx_.cudnn(stream_), &one, x_desc_.get(), input, w_desc_.get(), filter,
                                  fwd_desc_->get(), static_cast<cudnnConvolutionFwdAlgo_t>(fwd_.algo),
                                  ctx_.workspace(stream_), workspace_bytes(), &zero, y_desc_.get(), y));
     if (plan_.shape.bias) {
@@ -240,11 +248,11 @@ class CudnnConv final : public ConvOp {
 
   void backward_data(const void* dy, const void* w, void* dx) override {
     use_device(ctx_.device());
-    reorder_filter(w);
+    const void* filter = ohwi_filter(w);
     void* grad = plan_.explicit_pad.any() ? padded_.device_raw() : dx;
     const float one = 1.0f, zero = 0.0f;
     ST_CUDNN_CHECK_FOR(who_, cudnnConvolutionBackwardData(
-                                 ctx_.cudnn(stream_), &one, w_desc_.get(), filter_.device_raw(), y_desc_.get(), dy,
+                                 ctx_.cudnn(stream_), &one, w_desc_.get(), filter, y_desc_.get(), dy,
                                  bwd_data_desc_->get(), static_cast<cudnnConvolutionBwdDataAlgo_t>(bwd_data_.algo),
                                  ctx_.workspace(stream_), workspace_bytes(), &zero, x_desc_.get(), grad));
     if (plan_.explicit_pad.any())
@@ -282,9 +290,12 @@ class CudnnConv final : public ConvOp {
   int64_t output_rows() const { return plan_.y.elements() / plan_.shape.out_c; }
   size_t workspace_bytes() const { return static_cast<size_t>(ctx_.workspace_bytes(stream_)); }
 
-  void reorder_filter(const void* w) {
+  // w as cuDNN reads it: as given where the layer hands OHWI filters, else reordered into filter_.
+  const void* ohwi_filter(const void* w) {
+    if (filters_ohwi_) return w;
     ctx_.launch(stream_, "conv filter to ohwi", plan_.filter_elements(),
         kernels::FilterOihwToOhwi<T, T>{static_cast<const T*>(w), filter_.device_data<T>(), plan_.filter_geometry()});
+    return filter_.device_raw();
   }
 
   void pad(const void* x) {
@@ -467,7 +478,8 @@ class CudnnConv final : public ConvOp {
   TensorDescriptor x_desc_;  // the convolution's input: x, or the padded buffer
   TensorDescriptor y_desc_;
   FilterDescriptor w_desc_;
-  Tensor filter_;  // OHWI weights; backward-weights' OHWI gradient in the storage type
+  Tensor filter_;  // OHWI weights reordered here (OIHW callers); backward-weights' OHWI gradient, storage type
+  bool filters_ohwi_ = false;  // take_filters_in(OHWI): w arrives in cuDNN's layout
   Tensor padded_;  // explicit padding only: the padded input, or the padded input's gradient
   kernels::ColumnSumsPlan bias_grad_plan_;  // with a bias: db's column sums over dy [rows, out_c]
   Tensor bias_partial_;                     // and their partial sums, f64

@@ -1,8 +1,8 @@
 // The simulated device: device memory separate from the host's (a Device::sim tag that host
 // accessors refuse, a capacity, poisoned on allocation), a compute and a copy stream with worker
 // threads, and the CPU backend's operators queued on those streams, with the optional capabilities
-// they have there (a convolution taking over the max pooling after it). It runs here the
-// orchestration the CUDA backend runs on a GPU.
+// they have there (a convolution taking over the max pooling after it), its convolutions taking OHWI
+// filters as cuDNN's do. It runs here the orchestration the CUDA backend runs on a GPU.
 #include <atomic>
 #include <cstring>
 #include <memory>
@@ -11,6 +11,7 @@
 
 #include "scaletrain/backend/backend.hpp"
 #include "scaletrain/backend/queued_ops.hpp"
+#include "scaletrain/backend/sim/sim_filter_layout.hpp"
 #include "scaletrain/backend/sim/sim_stream.hpp"
 #include "scaletrain/core/error.hpp"
 
@@ -136,7 +137,8 @@ class SimBackend final : public Backend {
   }
   std::unique_ptr<ActivatedConvOp> make_activated_conv(const ConvShape& shape, Activation activation,
                                                        Stream* s) override {
-    return queued_ops::wrap(host_->make_activated_conv(shape, activation), s ? *s : compute_);
+    return queued_ops::wrap(sim::with_ohwi_filters(host_->make_activated_conv(shape, activation), shape),
+                            s ? *s : compute_);
   }
   std::unique_ptr<SeparableConvOp> make_separable_conv(const SeparableConvShape& shape, Stream* s) override {
     return queued_ops::wrap(host_->make_separable_conv(shape), s ? *s : compute_);
