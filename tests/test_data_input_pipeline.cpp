@@ -30,14 +30,15 @@ void set_device_step(Backend& b, const Tensor& step, double value) {
   b.compute_stream().synchronize();
 }
 
-// A device batch of `values` stored as `stored`, as the loader hands it over (copied, with indices),
-// and the step number on the device (3).
+// A device batch of `values` stored as `stored`, as the loader hands it over (copied, with labels and
+// indices; `first_index` the first row's), and the step number on the device (3).
 struct DeviceBatch {
   data::Batch batch;
   std::unique_ptr<Event> copied;
   Tensor step;
   const double* step_number() const { return step.device_data<double>(); }
-  DeviceBatch(Backend& b, const Shape& sample, DType stored, const std::vector<uint8_t>& values) {
+  DeviceBatch(Backend& b, const Shape& sample, DType stored, const std::vector<uint8_t>& values,
+              int64_t first_index = 100) {
     step = b.empty({1}, DType::f64, "step");
     set_device_step(b, step, 3);
     Shape shape{kRows};
@@ -49,11 +50,17 @@ struct DeviceBatch {
       else host.data<float>()[i] = values[i];
     }
     Tensor indices({kRows}, DType::i64, "indices");
-    for (int64_t r = 0; r < kRows; ++r) indices.data<int64_t>()[r] = 100 + 7 * r;
+    Tensor labels({kRows}, DType::i32, "labels");
+    for (int64_t r = 0; r < kRows; ++r) {
+      indices.data<int64_t>()[r] = first_index + 7 * r;
+      labels.data<int32_t>()[r] = static_cast<int32_t>((first_index + r) % 10);
+    }
     batch.device_samples = b.empty(shape, stored, "device samples");
+    batch.device_labels = b.empty({kRows}, DType::i32, "device labels");
     batch.device_indices = b.empty({kRows}, DType::i64, "device indices");
     Stream& s = b.copy_stream();
     b.copy_async(s, batch.device_samples, host);
+    b.copy_async(s, batch.device_labels, labels);
     b.copy_async(s, batch.device_indices, indices);
     copied = b.make_event("copied");
     s.record(*copied);
@@ -137,6 +144,40 @@ TEST_P(InputPipelineTest, AugmentsTrainingBatchesOnly) {
   const std::vector<uint8_t> reference = prepare_bytes(*b, plain, d, true);
   EXPECT_EQ(prepare_bytes(*b, augmenting, d, false), reference) << "an evaluation batch was augmented";
   EXPECT_NE(prepare_bytes(*b, augmenting, d, true), reference) << "a training batch was not augmented";
+}
+
+// On a device apart from the host, the step's kernels read the pipeline's own buffers, whatever slot
+// the batch came in: the same addresses every step, holding this batch's values.
+TEST_P(InputPipelineTest, TheStepReadsItsBatchAtTheSameAddressesEveryStep) {
+  auto b = backend_of(GetParam());
+  data::InputOptions o = image_options(DType::u8, DType::f32);
+  o.augment = true;
+  data::InputPipeline p(*b, o);
+  const std::vector<uint8_t> values = pixel_values(kRows * shape_numel(kImage));
+  DeviceBatch first(*b, kImage, DType::u8, values, 100), second(*b, kImage, DType::u8, values, 300);
+  const void* addresses[2][3];
+  int k = 0;
+  for (const DeviceBatch* d : {&first, &second}) {
+    p.prepare(d->batch, d->step_number(), true);
+    const Tensor labels = b->download(p.labels()), indices = b->download(p.indices());
+    const Tensor want_labels = b->download(d->batch.device_labels), want_indices = b->download(d->batch.device_indices);
+    for (int64_t r = 0; r < kRows; ++r) {
+      EXPECT_EQ(labels.data<int32_t>()[r], want_labels.data<int32_t>()[r]) << "row " << r;
+      EXPECT_EQ(indices.data<int64_t>()[r], want_indices.data<int64_t>()[r]) << "row " << r;
+    }
+    addresses[k][0] = p.input().device_raw();
+    addresses[k][1] = p.labels().device_raw();
+    addresses[k][2] = p.indices().device_raw();
+    ++k;
+  }
+  EXPECT_EQ(addresses[0][0], addresses[1][0]);
+  if (GetParam() == DeviceKind::cpu) {  // the device is the host: the slot itself, nothing copied
+    EXPECT_EQ(addresses[1][1], second.batch.device_labels.device_raw());
+    return;
+  }
+  EXPECT_EQ(addresses[0][1], addresses[1][1]);
+  EXPECT_EQ(addresses[0][2], addresses[1][2]);
+  EXPECT_NE(addresses[1][1], second.batch.device_labels.device_raw());
 }
 
 // The crop and flip are drawn from the step number the kernel reads on the device: the same launch

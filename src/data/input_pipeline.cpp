@@ -59,6 +59,12 @@ InputPipeline::InputPipeline(Backend& backend, InputOptions options) : backend_(
   batch_shape.insert(batch_shape.end(), o_.sample_shape.begin(), o_.sample_shape.end());
   input_ = backend_.empty(batch_shape, o_.compute, "input");
   if (o_.augment) augmented_ = backend_.empty(batch_shape, o_.stored, "input.augmented");
+  own_batch_ = !host_accessible(backend_.device());
+  if (own_batch_) {
+    samples_ = backend_.empty(batch_shape, o_.stored, "input.samples");
+    labels_ = backend_.empty({o_.batch}, DType::i32, "input.labels");
+    indices_ = backend_.empty({o_.batch}, DType::i64, "input.indices");
+  }
   // Without statistics: mean 0 and std 1, the raw values. A zero std (a constant channel) divides by 1.
   const auto c = static_cast<size_t>(channels());
   for (size_t k = 0; k < c; ++k) {
@@ -76,30 +82,51 @@ const Tensor& InputPipeline::prepare(const Batch& batch, const double* step, boo
   ST_CHECK(batch.device_samples.dtype() == o_.stored, "a batch of ", dtype_name(batch.device_samples.dtype()),
            " samples reached the input pipeline of ", dtype_name(o_.stored), " samples of ", o_.source);
   backend_.compute_stream().wait(*batch.copied);  // the batch's host-to-device copy
-  const void* samples = training && o_.augment ? augment(batch, step) : batch.device_samples.device_raw();
-  normalize(samples);
+  take(batch);
+  if (training && o_.augment) {
+    augment(step);
+    normalize(augmented_);
+  } else {
+    normalize(samples_);
+  }
   return input_;
 }
 
+// The batch as the step reads it: copied into the pipeline's own buffers on a device apart from the
+// host (three device-to-device copies in stream order, after the previous step's reads), else the
+// loader's slot itself.
+void InputPipeline::take(const Batch& batch) {
+  ST_CHECK(batch.device_labels.numel() == o_.batch && batch.device_indices.numel() == o_.batch,
+           "a batch without its device labels and indices reached the input pipeline of ", o_.source);
+  if (!own_batch_) {
+    samples_ = batch.device_samples;
+    labels_ = batch.device_labels;
+    indices_ = batch.device_indices;
+    return;
+  }
+  Stream& s = backend_.compute_stream();
+  backend_.copy_async(s, samples_, batch.device_samples);
+  backend_.copy_async(s, labels_, batch.device_labels);
+  backend_.copy_async(s, indices_, batch.device_indices);
+}
+
 // The crop and flip of each sample, drawn from (seed, step, sample index): alike on any rank count.
-const void* InputPipeline::augment(const Batch& batch, const double* step) {
+void InputPipeline::augment(const double* step) {
   ST_CHECK(step != nullptr, "data.augment of ", o_.source, ": a training batch needs the step number on the device");
   visit_stored_type(o_.stored, [&](auto tag) {
     using S = decltype(tag);
     launch(backend_.compute_stream(), "augment_crop_flip", o_.batch,
-           kernels::AugmentCropFlip<S>{batch.device_samples.device_data<S>(), augmented_.device_data<S>(),
-                                       o_.sample_shape[0], o_.sample_shape[1], o_.sample_shape[2], o_.augment_pad,
-                                       o_.augment_flip, o_.seed, step,
-                                       batch.device_indices.device_data<int64_t>()});
+           kernels::AugmentCropFlip<S>{samples_.device_data<S>(), augmented_.device_data<S>(), o_.sample_shape[0],
+                                       o_.sample_shape[1], o_.sample_shape[2], o_.augment_pad, o_.augment_flip,
+                                       o_.seed, step, indices_.device_data<int64_t>()});
   });
-  return augmented_.device_raw();
 }
 
-void InputPipeline::normalize(const void* samples) {
+void InputPipeline::normalize(const Tensor& samples) {
   Stream& s = backend_.compute_stream();
   visit_stored_type(o_.stored, [&](auto stored_tag) {
     using S = decltype(stored_tag);
-    const S* x = static_cast<const S*>(samples);
+    const S* x = samples.device_data<S>();
     visit_float_type(input_.dtype(), [&](auto compute_tag) {
       using T = decltype(compute_tag);
       if (channels() == 1) {

@@ -618,16 +618,16 @@ StepFlags Trainer::Impl::train_step(const data::Batch& first, int64_t step) {
 void Trainer::Impl::forward_micro_batch(const data::Batch& b, int64_t step, bool last) {
   device_phase(Phase::input, [&] { input->prepare(b, step_state->step(), true); });
   device_phase(Phase::forward, [&] {
-    model->set_random_state(cfg.seed, step_state->step(), b.device_indices);
+    model->set_random_state(cfg.seed, step_state->step(), input->indices());
     const Tensor& logits = model->forward(input->input(), true);
     if (profile) profile->device_begin("loss");
     if (last && comm.rank() == cfg.inject_inf_loss_rank && step == cfg.inject_inf_loss_step)
       launch(backend->compute_stream(), "testing_inject_inf", 1,
              kernels::SetValue<float>{logits.device_data<float>(), std::numeric_limits<float>::infinity()});
-    loss.forward(logits, b.device_labels);
+    loss.forward(logits, input->labels());
     if (!last) loss.accumulate(interval_sums);  // the last micro-batch's loss joins them with the verdict
     for (size_t k = 0; k < auxiliary_losses.size(); ++k)
-      auxiliary_losses[k].forward(model->auxiliary_logits(k), b.device_labels);
+      auxiliary_losses[k].forward(model->auxiliary_logits(k), input->labels());
     if (profile) profile->device_end("loss");
     if (last) testing_extras();
   });
@@ -836,7 +836,7 @@ void Trainer::Impl::evaluation_pass(const std::string& what,
   while (const data::Batch* b = eval_loader->next()) {
     bad_input.add(b->nonfinite);
     const Tensor& logits = model->forward(input->prepare(*b, nullptr, false), false);
-    loss.forward(logits, b->device_labels);
+    loss.forward(logits, input->labels());
     per_batch(*b, logits);
     eval_loader->release(b);
   }
@@ -875,7 +875,7 @@ EvaluationMetrics Trainer::Impl::evaluate_samples() {
   watchdog->enter("evaluation", position.step, true);
   SampleRecorder recorder(*backend, eval_loader->steps_per_epoch() * local_batch, classes());
   evaluation_pass("run.evaluate_only", [&](const data::Batch& b, const Tensor& logits) {
-    recorder.record(logits, b.device_labels, loss.row_losses(), eval_loader->valid_rows(b), b.indices);
+    recorder.record(logits, input->labels(), loss.row_losses(), eval_loader->valid_rows(b), b.indices);
   });
   const std::vector<SampleRecord> records = recorder.gather(comm);
   watchdog->enter("finish", position.step, true);
