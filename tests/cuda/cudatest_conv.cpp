@@ -162,6 +162,46 @@ TEST_F(CudaConv, OhwiFiltersGiveTheOihwResultsBitwise) {
   }
 }
 
+// A convolution with a bias and a ReLU after it (cuDNN's fused forward where cuDNN runs the shape)
+// against the CPU backend's activated convolution: y, dx, dw and db. In f32 only: in bf16 the fused
+// forward adds a bf16 bias, which moves pre-activations near 0 across it, and the ReLU's gradient
+// there with them.
+template <class T>
+void check_activated_against_cpu(Backend& gpu, ConvShape s, double rtol) {
+  s.dtype = dtype_of<T>::value;
+  s.bias = true;
+  SCOPED_TRACE(s.to_string());
+  const size_t nx = s.batch * s.in_h * s.in_w * s.in_c, ny = s.batch * s.out_h() * s.out_w() * s.out_c;
+  const size_t nw = s.out_c * (s.in_c / s.groups) * s.kernel_h * s.kernel_w;
+  const std::vector<T> x = stored<T>(random_vec(nx, 1)), w = stored<T>(random_vec(nw, 2));
+  const std::vector<T> dy = stored<T>(random_vec(ny, 4));
+  const Vec bias = random_vec(s.out_c, 3);
+  auto cpu = make_cpu_backend();
+  auto ref = cpu->make_activated_conv(s, Activation::relu);
+  std::vector<T> pre(ny), y_ref(ny), dpre(ny), dx_ref(nx);
+  Vec dw_ref(nw), db_ref(s.out_c);
+  ref->forward(x.data(), w.data(), bias.data(), pre.data(), y_ref.data());
+  ref->backward(x.data(), pre.data(), y_ref.data(), dy.data(), w.data(), dpre.data(), dw_ref.data(), db_ref.data(),
+                dx_ref.data());
+  auto op = gpu.make_activated_conv(s, Activation::relu);
+  const Tensor x_in = to_device(gpu, x, "x"), w_in = to_device(gpu, w, "w"), b_in = to_device(gpu, bias, "b");
+  const Tensor dy_in = to_device(gpu, dy, "dy");
+  Tensor pre_d = to_device(gpu, std::vector<T>(ny), "pre"), y = to_device(gpu, std::vector<T>(ny), "y");
+  Tensor dpre_d = to_device(gpu, std::vector<T>(ny), "dpre"), dx = to_device(gpu, std::vector<T>(nx), "dx");
+  Tensor dw = to_device(gpu, Vec(nw, 1e30f), "dw"), db = to_device(gpu, Vec(s.out_c, 1e30f), "db");
+  op->forward(x_in.device_raw(), w_in.device_raw(), b_in.device_data<float>(), pre_d.device_raw(), y.device_raw());
+  op->backward(x_in.device_raw(), pre_d.device_raw(), y.device_raw(), dy_in.device_raw(), w_in.device_raw(),
+               dpre_d.device_raw(), dw.device_data<float>(), db.device_data<float>(), dx.device_raw());
+  expect_close(widened(to_host<T>(gpu, y)), exact(y_ref), "forward", rtol);
+  expect_close(widened(to_host<T>(gpu, dx)), exact(dx_ref), "backward dx", rtol);
+  expect_close(to_host<float>(gpu, dw), exact(dw_ref), "backward dw", rtol);
+  expect_close(to_host<float>(gpu, db), exact(db_ref), "backward db", rtol);
+}
+
+TEST_F(CudaConv, BiasAndReluInTheForwardMatchTheCpuBackend) {
+  for (const ConvShape& s : conv_shapes()) check_activated_against_cpu<float>(*backend, s, storage_rtol<float>());
+}
+
 // TF32 tensor cores and nondeterministic algorithms allowed: still the CPU's result, to TF32's
 // precision (10 fraction bits).
 TEST_F(CudaConv, Tf32AndNondeterministicAlgorithmsStayClose) {

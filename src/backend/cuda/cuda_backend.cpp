@@ -106,6 +106,17 @@ class CudaBackend final : public Backend, public AlgorithmTuning {
   std::unique_ptr<ConvOp> make_conv(const ConvShape& shape, Stream* stream) override {
     return cuda::make_cudnn_conv(*ops_, shape, handle_of(stream ? *stream : compute_));
   }
+  // A convolution with a bias takes it, and a ReLU after it, into cuDNN's fused forward where cuDNN runs
+  // it; the composed op applies what the convolution does not.
+  std::unique_ptr<ActivatedConvOp> make_activated_conv(const ConvShape& shape, Activation activation,
+                                                       Stream* stream) override {
+    Stream& s = stream ? *stream : compute_;
+    if (!shape.bias) return compose_activated_conv(shape, activation, make_conv(shape, &s), s);
+    bool activates = false;
+    auto conv = cuda::make_cudnn_conv_with_epilogue(*ops_, shape, handle_of(s), activation, &activates);
+    if (activates) return compose_post_activated_conv(shape, activation, std::move(conv), s);
+    return compose_activated_conv(shape, activation, std::move(conv), s);
+  }
   std::unique_ptr<InnerProductOp> make_inner_product(const InnerProductShape& shape, Stream* stream) override {
     return cuda::make_cublaslt_inner_product(*ops_, shape, handle_of(stream ? *stream : compute_));
   }

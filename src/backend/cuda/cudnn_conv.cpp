@@ -24,9 +24,14 @@
 //   autocast type); the alternative, casting x and dy to f32 and running an FMA backward-filter,
 //   would cost activation-sized f32 buffers and the tensor cores. An f16 dw can overflow where an
 //   f32 one would not: that is an inf the dynamic loss scaler sees and backs off from.
-// - Bias outside cuDNN: kernels::BiasAddStored after the forward (y is rounded to the storage type
-//   twice), db by the reduction primitive's column sums of dy (kernels/reduction.hpp: an order fixed
-//   by the shape and the SM count, deterministic), with a per-op buffer of partial sums.
+// - Bias in the forward's epilogue where cuDNN runs it: cudnnConvolutionBiasActivationForward (y =
+//   act(conv(x) + bias), alpha2 = 0) with the layer's ReLU, or the identity (which cuDNN documents for
+//   IMPLICIT_PRECOMP_GEMM only). Its bias is of the data's type in cuDNN's half configurations, so a
+//   bf16/f16 op casts its f32 bias first (PyTorch autocast's bias is in the autocast type too); y is
+//   rounded once. One trial call on zeros at creation, with the chosen algorithm, decides: where cuDNN
+//   refuses it, the bias stays apart, kernels::BiasAddStored after the forward (y rounded twice).
+//   db is the reduction primitive's column sums of dy (kernels/reduction.hpp: an order fixed by the
+//   shape and the SM count, deterministic), with a per-op buffer of partial sums.
 // - Asymmetric padding (TensorFlow 'same' with stride 2): cuDNN's descriptor pads symmetrically, so
 //   it gets min(top, bottom) / min(left, right) and the rest is padded explicitly (zeros) into a
 //   per-op buffer; backward-data computes the padded input's gradient there and crops it; backward-
@@ -47,6 +52,7 @@
 //   share their record in the context's book; the largest workspace of the three is reserved on the
 //   op's stream.
 #include <algorithm>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -56,6 +62,7 @@
 #include "scaletrain/backend/cudnn_plan.hpp"
 #include "scaletrain/core/check_cuda.hpp"
 #include "scaletrain/kernels/bias.hpp"
+#include "scaletrain/kernels/cast.hpp"
 #include "scaletrain/kernels/conv_layout.hpp"
 #include "scaletrain/kernels/launch_cuda.hpp"
 
@@ -147,6 +154,26 @@ CudnnAlgoResult translate(const Perf& perf) {
   return r;
 }
 
+// An owned cudnnActivationDescriptor_t (the fused forward's epilogue).
+class ActivationDescriptor {
+ public:
+  explicit ActivationDescriptor(cudnnActivationMode_t mode) {
+    ST_CUDNN_CHECK(cudnnCreateActivationDescriptor(&d_));
+    const cudnnStatus_t st = cudnnSetActivationDescriptor(d_, mode, CUDNN_PROPAGATE_NAN, 0.0);
+    if (st != CUDNN_STATUS_SUCCESS) {
+      cudnnDestroyActivationDescriptor(d_);
+      ST_CUDNN_CHECK(st);
+    }
+  }
+  ~ActivationDescriptor() { cudnnDestroyActivationDescriptor(d_); }
+  ActivationDescriptor(const ActivationDescriptor&) = delete;
+  ActivationDescriptor& operator=(const ActivationDescriptor&) = delete;
+  cudnnActivationDescriptor_t get() const { return d_; }
+
+ private:
+  cudnnActivationDescriptor_t d_ = nullptr;
+};
+
 // The scratch tensors of one algorithm search (made only for a timed choice, released after it):
 // the convolution's input (x or dx), filter (w or dw) and output (y or dy), zero-filled, and a
 // workspace grown to what the candidates ask (smaller when memory is short: candidates that need
@@ -181,7 +208,9 @@ struct SearchBuffers {
 template <class T>
 class CudnnConv final : public ConvOp {
  public:
-  CudnnConv(CudaOpContext& ctx, const ConvShape& shape, cudaStream_t stream)
+  // epilogue: the activation to try in the fused forward with the bias (ReLU; anything else tries the
+  // identity and leaves the activation to the caller); null: no fused forward.
+  CudnnConv(CudaOpContext& ctx, const ConvShape& shape, cudaStream_t stream, const Activation* epilogue)
       : ctx_(ctx),
         stream_(stream),
         plan_(plan_cudnn_conv(shape, selection_of(ctx.settings(), ctx.settings().workspace_limit_bytes))),
@@ -218,7 +247,11 @@ class CudnnConv final : public ConvOp {
     const int64_t ws = std::max(
         {fwd_.workspace_bytes, bwd_data_.workspace_bytes, bwd_filter_.workspace_bytes, chosen_workspace_bytes()});
     ctx_.reserve_workspace(stream_, ws, "convolution " + shape.to_string());
+    if (epilogue && shape.bias) try_fused_forward(*epilogue == Activation::relu);
   }
+
+  // Whether forward applies the ReLU it was asked to fuse (with the bias).
+  bool applies_relu() const { return fused_ && fused_relu_; }
 
   FilterLayout filter_layout() const override { return FilterLayout::ohwi; }
   void take_filters_in(FilterLayout layout) override {
@@ -233,6 +266,11 @@ class CudnnConv final : public ConvOp {
     if (plan_.explicit_pad.any()) {
       pad(x);
       input = padded_.device_raw();
+    }
+    if (fused_) {
+      ST_CHECK(b != nullptr, "convolution ", plan_.shape.to_string(), " has a bias but no bias was given");
+      ST_CUDNN_CHECK_FOR(who_, fused_forward(input, filter, stored_bias(b), y));
+      return;
     }
     const float one = 1.0f, zero = 0.0f;
     ST_CUDNN_CHECK_FOR(who_, cudnnConvolutionForward(
@@ -289,6 +327,46 @@ class CudnnConv final : public ConvOp {
   // The output's rows (N * OH * OW), each of out_c channels.
   int64_t output_rows() const { return plan_.y.elements() / plan_.shape.out_c; }
   size_t workspace_bytes() const { return static_cast<size_t>(ctx_.workspace_bytes(stream_)); }
+
+  // y = act(conv(x, w) + bias) in one cuDNN call (alpha2 = 0: z is y, unread).
+  cudnnStatus_t fused_forward(const void* x, const void* w, const void* bias, void* y) {
+    const float one = 1.0f, zero = 0.0f;
+    return cudnnConvolutionBiasActivationForward(
+        ctx_.cudnn(stream_), &one, x_desc_.get(), x, w_desc_.get(), w, fwd_desc_->get(),
+        static_cast<cudnnConvolutionFwdAlgo_t>(fwd_.algo), ctx_.workspace(stream_), workspace_bytes(), &zero,
+        y_desc_.get(), y, bias_desc_->get(), bias, activation_->get(), y_desc_.get(), y);
+  }
+
+  // The f32 bias as the fused forward reads it: itself in f32, cast to the storage type otherwise.
+  const void* stored_bias(const float* b) {
+    if constexpr (std::is_same_v<T, float>) {
+      return b;
+    } else {
+      ctx_.launch(stream_, "conv bias cast", plan_.shape.out_c,
+                  kernels::Cast<float, T>{b, bias_stored_.device_data<T>()});
+      return bias_stored_.device_raw();
+    }
+  }
+
+  // The fused forward with `relu` or the identity, kept where a trial call on zeros runs with the
+  // chosen algorithm (a refusal is cuDNN's answer at the call; an execution error shows at the
+  // synchronize, here at creation, never in a step).
+  void try_fused_forward(bool relu) {
+    fused_relu_ = relu;
+    activation_ = std::make_unique<ActivationDescriptor>(relu ? CUDNN_ACTIVATION_RELU : CUDNN_ACTIVATION_IDENTITY);
+    bias_desc_ = std::make_unique<TensorDescriptor>(nhwc_tensor(1, plan_.shape.out_c, 1, 1), plan_.data_type);
+    bias_stored_ = ctx_.buffer({plan_.shape.out_c}, plan_.shape.dtype, "conv bias (storage type) " + who_);
+    const SearchBuffers scratch(ctx_, plan_, stream_);
+    ST_CUDA_CHECK(cudaMemsetAsync(bias_stored_.device_raw(), 0, bias_stored_.bytes(), stream_));
+    const cudnnStatus_t st = fused_forward(scratch.x.device_raw(), scratch.w.device_raw(), bias_stored_.device_raw(),
+                                           scratch.y.device_raw());
+    ST_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    fused_ = st == CUDNN_STATUS_SUCCESS;
+    if (!fused_) {
+      activation_.reset();
+      bias_desc_.reset();
+    }
+  }
 
   // w as cuDNN reads it: as given where the layer hands OHWI filters, else reordered into filter_.
   const void* ohwi_filter(const void* w) {
@@ -478,6 +556,10 @@ class CudnnConv final : public ConvOp {
   TensorDescriptor x_desc_;  // the convolution's input: x, or the padded buffer
   TensorDescriptor y_desc_;
   FilterDescriptor w_desc_;
+  bool fused_ = false, fused_relu_ = false;  // forward is the fused call, with ReLU or the identity
+  std::unique_ptr<ActivationDescriptor> activation_;
+  std::unique_ptr<TensorDescriptor> bias_desc_;
+  Tensor bias_stored_;  // the fused forward's bias in the storage type (bf16/f16)
   Tensor filter_;  // OHWI weights reordered here (OIHW callers); backward-weights' OHWI gradient, storage type
   bool filters_ohwi_ = false;  // take_filters_in(OHWI): w arrives in cuDNN's layout
   Tensor padded_;  // explicit padding only: the padded input, or the padded input's gradient
@@ -490,19 +572,44 @@ class CudnnConv final : public ConvOp {
 
 }  // namespace
 
-std::unique_ptr<ConvOp> make_cudnn_conv(CudaOpContext& ctx, const ConvShape& shape, cudaStream_t stream) {
+namespace {
+
+template <class T>
+std::unique_ptr<ConvOp> made(CudaOpContext& ctx, const ConvShape& shape, cudaStream_t stream,
+                             const Activation* epilogue, bool* applies_relu) {
+  auto op = std::make_unique<CudnnConv<T>>(ctx, shape, stream, epilogue);
+  if (applies_relu) *applies_relu = op->applies_relu();
+  return op;
+}
+
+std::unique_ptr<ConvOp> make_conv_of_type(CudaOpContext& ctx, const ConvShape& shape, cudaStream_t stream,
+                                          const Activation* epilogue, bool* applies_relu) {
   switch (shape.dtype) {
     case DType::f32:
-      return std::make_unique<CudnnConv<float>>(ctx, shape, stream);
+      return made<float>(ctx, shape, stream, epilogue, applies_relu);
     case DType::bf16:
-      return std::make_unique<CudnnConv<bf16>>(ctx, shape, stream);
+      return made<bf16>(ctx, shape, stream, epilogue, applies_relu);
     case DType::f16:
-      return std::make_unique<CudnnConv<f16>>(ctx, shape, stream);
+      return made<f16>(ctx, shape, stream, epilogue, applies_relu);
     default:
       break;
   }
   ST_FAIL("cuDNN convolution ", shape.to_string(), ": cuDNN computes in f32, bf16 or f16, not ",
           dtype_name(shape.dtype));
+}
+
+}  // namespace
+
+std::unique_ptr<ConvOp> make_cudnn_conv(CudaOpContext& ctx, const ConvShape& shape, cudaStream_t stream) {
+  return make_conv_of_type(ctx, shape, stream, nullptr, nullptr);
+}
+
+std::unique_ptr<ConvOp> make_cudnn_conv_with_epilogue(CudaOpContext& ctx, const ConvShape& shape, cudaStream_t stream,
+                                                      Activation activation, bool* applies_activation) {
+  bool relu = false;
+  auto op = make_conv_of_type(ctx, shape, stream, &activation, &relu);
+  *applies_activation = relu && activation == Activation::relu;
+  return op;
 }
 
 }  // namespace scaletrain::cuda

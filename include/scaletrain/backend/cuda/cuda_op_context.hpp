@@ -145,6 +145,11 @@ class CudaOpContext {
 
 // The operators (each binds to `stream`; the context outlives them).
 std::unique_ptr<ConvOp> make_cudnn_conv(CudaOpContext& ctx, const ConvShape& shape, cudaStream_t stream);
+// The same, its forward adding the bias (and `activation` where it is ReLU) in cuDNN's fused call
+// where cuDNN runs it for the shape and the chosen algorithm (cudnn_conv.cpp); *applies_activation:
+// whether the forward applies the activation (the caller applies it otherwise).
+std::unique_ptr<ConvOp> make_cudnn_conv_with_epilogue(CudaOpContext& ctx, const ConvShape& shape, cudaStream_t stream,
+                                                      Activation activation, bool* applies_activation);
 std::unique_ptr<PoolOp> make_cudnn_pool(CudaOpContext& ctx, const PoolShape& shape, cudaStream_t stream);
 // Null where the plan keeps the shape on the layer's kernels (bf16).
 std::unique_ptr<BatchNormOp> make_cudnn_batch_norm(CudaOpContext& ctx, const BatchNormShape& shape,
