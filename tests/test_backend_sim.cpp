@@ -8,6 +8,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
+#include <future>
 #include <thread>
 #include <vector>
 
@@ -137,6 +139,34 @@ TEST(SimDevice, OutOfMemoryNamesTheTensorAndTheBytes) {
   EXPECT_EQ(b->memory_in_use(), 0);
   Tensor g = b->empty({200000}, DType::f32, "model.gradients");
   EXPECT_EQ(b->memory_in_use(), 800000);
+}
+
+// Writes `value` into every element (a launch that outlives its tensor's handle below).
+struct FillWith {
+  float* out;
+  float value;
+  void operator()(int64_t i) const { out[i] = value; }
+};
+
+// A tensor released while a launch on it is still queued is freed in the compute stream's order,
+// after that launch: memory allocated meanwhile is another block, which the launch leaves alone (an
+// immediate free would let the allocator hand the same block out, and the launch write into it).
+TEST(SimDevice, ReleasedMemoryIsFreedAfterTheWorkQueuedBeforeIt) {
+  auto b = sim(0);
+  const int64_t n = 1024;  // small enough for the host allocator to hand a freed block out again
+  std::promise<void> go;
+  std::shared_future<void> gate = go.get_future().share();
+  b->compute_stream().enqueue([gate] { gate.wait(); });
+  Tensor t = b->empty({n}, DType::f32, "released");
+  launch(b->compute_stream(), "fill", n, FillWith{t.device_data<float>(), 7.0f});
+  const void* old = t.device_raw();
+  t = Tensor();
+  Tensor u = b->empty({n}, DType::f32, "allocated meanwhile");
+  EXPECT_NE(u.device_raw(), old);
+  go.set_value();
+  const Tensor host = b->download(u);
+  for (int64_t i = 0; i < n; ++i) ASSERT_TRUE(std::isnan(host.data<float>()[i])) << "element " << i;
+  EXPECT_EQ(b->memory_in_use(), n * 4);
 }
 
 TEST(SimDevice, StreamThreadsUseTheCpuThreadCount) {

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <utility>
 #include <vector>
 
@@ -19,9 +20,22 @@ namespace scaletrain {
 namespace {
 
 // Bytes in use against a capacity; shared with the release functions of the tensors it handed out.
+// Released memory is freed in the compute stream's order while the backend lives: after the work
+// queued before the release has run, as the CUDA backend's caching allocator hands a block out again
+// on its stream only after that work (a model destroyed with a launch still queued frees nothing
+// under it).
 struct SimMemory {
   std::atomic<int64_t> used{0};
   int64_t capacity = 0;  // 0: unlimited
+  std::mutex mu;
+  sim::SimStream* order = nullptr;  // the compute stream; null once the backend is going
+
+  void release(void* p, int64_t bytes) {
+    used.fetch_sub(bytes);
+    std::lock_guard lock(mu);
+    if (order && order->enqueue_quietly([p] { aligned_host_free(p); })) return;
+    aligned_host_free(p);
+  }
 };
 
 // The kernel trace of the simulated device: its streams' labelled work items (sim_stream.hpp).
@@ -68,6 +82,7 @@ class SimBackend final : public Backend {
     ST_CHECK(o.sim_memory_bytes >= 0, "run.sim_memory_mb must be >= 0");
     ST_CHECK(o.sim_max_delay_us >= 0, "testing.sim_delay_us must be >= 0");
     memory_->capacity = o.sim_memory_bytes;
+    memory_->order = &compute_;
     for (sim::SimStream* s : {&compute_, &copy_, &comm_}) s->count_into(counters());
   }
   ~SimBackend() override {
@@ -76,6 +91,8 @@ class SimBackend final : public Backend {
     } catch (...) {
       // Already reported by the call that saw it; the streams' workers still drain their queues.
     }
+    std::lock_guard lock(memory_->mu);
+    memory_->order = nullptr;  // frees queued until now still run as the compute stream's worker drains
   }
 
   Device device() const override { return Device::sim; }
@@ -102,10 +119,7 @@ class SimBackend final : public Backend {
     std::memset(p, 0xff, static_cast<size_t>(bytes));
     std::shared_ptr<SimMemory> mem = memory_;
     return Tensor::adopt(p, static_cast<size_t>(bytes), std::move(shape), dtype, Device::sim, std::move(name),
-                         [mem, bytes](void* q) {
-                           aligned_host_free(q);
-                           mem->used.fetch_sub(bytes);
-                         });
+                         [mem, bytes](void* q) { mem->release(q, bytes); });
   }
   Tensor pinned(Shape shape, DType dtype, std::string name) override {
     return Tensor(std::move(shape), dtype, std::move(name));

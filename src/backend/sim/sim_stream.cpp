@@ -146,6 +146,17 @@ void SimStream::enqueue(std::function<void()> work) { push({nullptr, std::move(w
 
 void SimStream::enqueue_kernel(const char* label, std::function<void()> work) { push({label, std::move(work)}); }
 
+bool SimStream::enqueue_quietly(std::function<void()> work) {
+  {
+    std::lock_guard lk(mu_);
+    if (stop_) return false;
+    queue_.push_back({nullptr, std::move(work)});
+    ++queued_;
+  }
+  work_cv_.notify_one();
+  return true;
+}
+
 void SimStream::push(Item item) {
   {
     std::lock_guard lk(mu_);

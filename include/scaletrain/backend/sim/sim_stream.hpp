@@ -71,6 +71,9 @@ class SimStream final : public Stream {
   bool runs_inline() const override { return false; }
   void enqueue(std::function<void()> work) override;
   void enqueue_kernel(const char* label, std::function<void()> work) override;
+  // Queues `work` as enqueue does, but raises no error of the stream's (a release, from a destructor);
+  // false, queuing nothing, once the stream is stopping.
+  bool enqueue_quietly(std::function<void()> work);
   void record(Event& e) override;
   void wait(Event& e) override;
   // Blocks the host until the queue has run, uncounted (Stream::synchronize counts; the backend's
