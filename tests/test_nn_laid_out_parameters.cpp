@@ -105,13 +105,7 @@ TEST(LaidOutParameters, CpuConvolutionsReadTheComputeCopy) {
 
 TEST(LaidOutParameters, AnOpRefusesFiltersInALayoutItDoesNotCompute) {
   auto cpu = backend_of(DeviceKind::cpu);
-  ConvShape s;
-  s.batch = 1;
-  s.in_h = s.in_w = 5;
-  s.in_c = 3;
-  s.out_c = 4;
-  s.kernel_h = s.kernel_w = 3;
-  auto op = cpu->make_activated_conv(s, Activation::relu);
+  auto op = cpu->make_activated_conv(scaletrain::testing::conv_shape(1, 5, 5, 3, 4, 3, 1, 1), Activation::relu);
   EXPECT_EQ(op->filter_layout(), FilterLayout::oihw);
   try {
     op->take_filters_in(FilterLayout::ohwi);

@@ -80,15 +80,32 @@ ConvRun run_device(Backend& b, ConvOp& op, const ConvShape& s, const std::vector
   return {widened(to_host<T>(b, y)), widened(to_host<T>(b, dx)), to_host<float>(b, dw), to_host<float>(b, db)};
 }
 
+// A convolution's inputs for `s`: x, w and dy in its storage type, and an f32 bias, from fixed seeds.
+template <class T>
+struct ConvInputs {
+  size_t nx, ny, nw;
+  std::vector<T> x, w, dy;
+  Vec bias;
+  explicit ConvInputs(const ConvShape& s)
+      : nx(s.batch * s.in_h * s.in_w * s.in_c),
+        ny(s.batch * s.out_h() * s.out_w() * s.out_c),
+        nw(s.out_c * (s.in_c / s.groups) * s.kernel_h * s.kernel_w),
+        x(stored<T>(random_vec(nx, 1))),
+        w(stored<T>(random_vec(nw, 2))),
+        dy(stored<T>(random_vec(ny, 4))),
+        bias(random_vec(s.out_c, 3)) {}
+};
+
 template <class T>
 void check_against_cpu(Backend& gpu, ConvShape s, double rtol) {
   s.dtype = dtype_of<T>::value;
   SCOPED_TRACE(s.to_string());
-  const size_t nx = s.batch * s.in_h * s.in_w * s.in_c, ny = s.batch * s.out_h() * s.out_w() * s.out_c;
-  const size_t nw = s.out_c * (s.in_c / s.groups) * s.kernel_h * s.kernel_w;
-  const std::vector<T> x = stored<T>(random_vec(nx, 1)), w = stored<T>(random_vec(nw, 2));
-  const std::vector<T> dy = stored<T>(random_vec(ny, 4));
-  const Vec bias = random_vec(s.out_c, 3);
+  const ConvInputs<T> in(s);
+  const size_t nx = in.nx, ny = in.ny, nw = in.nw;
+  const std::vector<T>& x = in.x;
+  const std::vector<T>& w = in.w;
+  const std::vector<T>& dy = in.dy;
+  const Vec& bias = in.bias;
 
   auto cpu = make_cpu_backend();
   auto ref_op = cpu->make_conv(s);
@@ -131,12 +148,11 @@ void check_ohwi_filters(Backend& gpu, ConvShape s) {
   s.dtype = dtype_of<T>::value;
   SCOPED_TRACE(s.to_string());
   const int64_t in = s.in_c / s.groups, kh = s.kernel_h, kw = s.kernel_w;
-  const size_t nx = s.batch * s.in_h * s.in_w * s.in_c, ny = s.batch * s.out_h() * s.out_w() * s.out_c;
-  const size_t nw = s.out_c * in * kh * kw;
-  const std::vector<T> x = stored<T>(random_vec(nx, 1)), w = stored<T>(random_vec(nw, 2));
-  const std::vector<T> dy = stored<T>(random_vec(ny, 4));
-  const Vec bias = random_vec(s.out_c, 3);
-  std::vector<T> ohwi(nw);
+  const ConvInputs<T> inputs(s);
+  const std::vector<T>& x = inputs.x;
+  const std::vector<T>& w = inputs.w;
+  const std::vector<T>& dy = inputs.dy;
+  std::vector<T> ohwi(inputs.nw);
   for (int64_t o = 0; o < s.out_c; ++o)
     for (int64_t c = 0; c < in; ++c)
       for (int64_t h = 0; h < kh; ++h)
@@ -147,8 +163,8 @@ void check_ohwi_filters(Backend& gpu, ConvShape s) {
   auto ohwi_op = gpu.make_conv(s);
   ASSERT_EQ(ohwi_op->filter_layout(), FilterLayout::ohwi);
   ohwi_op->take_filters_in(FilterLayout::ohwi);
-  const ConvRun a = run_device(gpu, *oihw_op, s, x, w, bias, dy);
-  const ConvRun b = run_device(gpu, *ohwi_op, s, x, ohwi, bias, dy);
+  const ConvRun a = run_device(gpu, *oihw_op, s, x, w, inputs.bias, dy);
+  const ConvRun b = run_device(gpu, *ohwi_op, s, x, ohwi, inputs.bias, dy);
   EXPECT_EQ(a.y, b.y);
   EXPECT_EQ(a.dx, b.dx);
   EXPECT_EQ(a.dw, b.dw);
@@ -171,11 +187,12 @@ void check_activated_against_cpu(Backend& gpu, ConvShape s, double rtol) {
   s.dtype = dtype_of<T>::value;
   s.bias = true;
   SCOPED_TRACE(s.to_string());
-  const size_t nx = s.batch * s.in_h * s.in_w * s.in_c, ny = s.batch * s.out_h() * s.out_w() * s.out_c;
-  const size_t nw = s.out_c * (s.in_c / s.groups) * s.kernel_h * s.kernel_w;
-  const std::vector<T> x = stored<T>(random_vec(nx, 1)), w = stored<T>(random_vec(nw, 2));
-  const std::vector<T> dy = stored<T>(random_vec(ny, 4));
-  const Vec bias = random_vec(s.out_c, 3);
+  const ConvInputs<T> in(s);
+  const size_t nx = in.nx, ny = in.ny, nw = in.nw;
+  const std::vector<T>& x = in.x;
+  const std::vector<T>& w = in.w;
+  const std::vector<T>& dy = in.dy;
+  const Vec& bias = in.bias;
   auto cpu = make_cpu_backend();
   auto ref = cpu->make_activated_conv(s, Activation::relu);
   std::vector<T> pre(ny), y_ref(ny), dpre(ny), dx_ref(nx);

@@ -154,26 +154,6 @@ CudnnAlgoResult translate(const Perf& perf) {
   return r;
 }
 
-// An owned cudnnActivationDescriptor_t (the fused forward's epilogue).
-class ActivationDescriptor {
- public:
-  explicit ActivationDescriptor(cudnnActivationMode_t mode) {
-    ST_CUDNN_CHECK(cudnnCreateActivationDescriptor(&d_));
-    const cudnnStatus_t st = cudnnSetActivationDescriptor(d_, mode, CUDNN_PROPAGATE_NAN, 0.0);
-    if (st != CUDNN_STATUS_SUCCESS) {
-      cudnnDestroyActivationDescriptor(d_);
-      ST_CUDNN_CHECK(st);
-    }
-  }
-  ~ActivationDescriptor() { cudnnDestroyActivationDescriptor(d_); }
-  ActivationDescriptor(const ActivationDescriptor&) = delete;
-  ActivationDescriptor& operator=(const ActivationDescriptor&) = delete;
-  cudnnActivationDescriptor_t get() const { return d_; }
-
- private:
-  cudnnActivationDescriptor_t d_ = nullptr;
-};
-
 // The scratch tensors of one algorithm search (made only for a timed choice, released after it):
 // the convolution's input (x or dx), filter (w or dw) and output (y or dy), zero-filled, and a
 // workspace grown to what the candidates ask (smaller when memory is short: candidates that need

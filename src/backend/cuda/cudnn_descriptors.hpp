@@ -1,5 +1,5 @@
 // Private to backend/cuda: owning wrappers of cuDNN's legacy descriptors (tensor, filter,
-// convolution, pooling) set from the pure plan (backend/cudnn_plan.hpp), and the translations
+// convolution, pooling, activation) set from the pure plan (backend/cudnn_plan.hpp), and the translations
 // between the plan's small enums and cuDNN's.
 #pragma once
 #include <cudnn.h>
@@ -172,6 +172,27 @@ class PoolingDescriptor {
 
  private:
   cudnnPoolingDescriptor_t d_ = nullptr;
+};
+
+// An activation with NaN propagated (the convolution's fused forward: ReLU or the identity).
+class ActivationDescriptor {
+ public:
+  explicit ActivationDescriptor(cudnnActivationMode_t mode) {
+    ST_CUDNN_CHECK(cudnnCreateActivationDescriptor(&d_));
+    try {
+      ST_CUDNN_CHECK(cudnnSetActivationDescriptor(d_, mode, CUDNN_PROPAGATE_NAN, 0.0));
+    } catch (...) {
+      cudnnDestroyActivationDescriptor(d_);
+      throw;
+    }
+  }
+  ~ActivationDescriptor() { cudnnDestroyActivationDescriptor(d_); }
+  ActivationDescriptor(const ActivationDescriptor&) = delete;
+  ActivationDescriptor& operator=(const ActivationDescriptor&) = delete;
+  cudnnActivationDescriptor_t get() const { return d_; }
+
+ private:
+  cudnnActivationDescriptor_t d_ = nullptr;
 };
 
 }  // namespace scaletrain::cuda
