@@ -188,24 +188,19 @@ void check_activated_against_cpu(Backend& gpu, ConvShape s, double rtol) {
   s.bias = true;
   SCOPED_TRACE(s.to_string());
   const ConvInputs<T> in(s);
-  const size_t nx = in.nx, ny = in.ny, nw = in.nw;
-  const std::vector<T>& x = in.x;
-  const std::vector<T>& w = in.w;
-  const std::vector<T>& dy = in.dy;
-  const Vec& bias = in.bias;
   auto cpu = make_cpu_backend();
   auto ref = cpu->make_activated_conv(s, Activation::relu);
-  std::vector<T> pre(ny), y_ref(ny), dpre(ny), dx_ref(nx);
-  Vec dw_ref(nw), db_ref(s.out_c);
-  ref->forward(x.data(), w.data(), bias.data(), pre.data(), y_ref.data());
-  ref->backward(x.data(), pre.data(), y_ref.data(), dy.data(), w.data(), dpre.data(), dw_ref.data(), db_ref.data(),
-                dx_ref.data());
+  std::vector<T> pre(in.ny), y_ref(in.ny), dpre(in.ny), dx_ref(in.nx);
+  Vec dw_ref(in.nw), db_ref(s.out_c);
+  ref->forward(in.x.data(), in.w.data(), in.bias.data(), pre.data(), y_ref.data());
+  ref->backward(in.x.data(), pre.data(), y_ref.data(), in.dy.data(), in.w.data(), dpre.data(), dw_ref.data(),
+                db_ref.data(), dx_ref.data());
   auto op = gpu.make_activated_conv(s, Activation::relu);
-  const Tensor x_in = to_device(gpu, x, "x"), w_in = to_device(gpu, w, "w"), b_in = to_device(gpu, bias, "b");
-  const Tensor dy_in = to_device(gpu, dy, "dy");
-  Tensor pre_d = to_device(gpu, std::vector<T>(ny), "pre"), y = to_device(gpu, std::vector<T>(ny), "y");
-  Tensor dpre_d = to_device(gpu, std::vector<T>(ny), "dpre"), dx = to_device(gpu, std::vector<T>(nx), "dx");
-  Tensor dw = to_device(gpu, Vec(nw, 1e30f), "dw"), db = to_device(gpu, Vec(s.out_c, 1e30f), "db");
+  const Tensor x_in = to_device(gpu, in.x, "x"), w_in = to_device(gpu, in.w, "w");
+  const Tensor b_in = to_device(gpu, in.bias, "b"), dy_in = to_device(gpu, in.dy, "dy");
+  Tensor pre_d = to_device(gpu, std::vector<T>(in.ny), "pre"), y = to_device(gpu, std::vector<T>(in.ny), "y");
+  Tensor dpre_d = to_device(gpu, std::vector<T>(in.ny), "dpre"), dx = to_device(gpu, std::vector<T>(in.nx), "dx");
+  Tensor dw = to_device(gpu, Vec(in.nw, 1e30f), "dw"), db = to_device(gpu, Vec(s.out_c, 1e30f), "db");
   op->forward(x_in.device_raw(), w_in.device_raw(), b_in.device_data<float>(), pre_d.device_raw(), y.device_raw());
   op->backward(x_in.device_raw(), pre_d.device_raw(), y.device_raw(), dy_in.device_raw(), w_in.device_raw(),
                dpre_d.device_raw(), dw.device_data<float>(), db.device_data<float>(), dx.device_raw());
