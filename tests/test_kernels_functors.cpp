@@ -205,6 +205,46 @@ TEST(Functors, NormalizeAndAugment) {
   }
 }
 
+// Every filter's OHWI copy from the flat f32 master weights in one launch: the element-wise form a
+// device runs (each element finds its filter in the table) and the host's per-filter rows write the
+// same values, each the OIHW weight at its place, rounded to the copy's type.
+TEST(Functors, MasterFiltersToOhwiMovesEveryWeightToItsPlace) {
+  struct Filter {
+    int64_t o, c, kh, kw;
+  };
+  const Filter filters[] = {{4, 3, 3, 3}, {5, 2, 1, 1}, {3, 1, 5, 2}};
+  std::vector<int64_t> table, ends;
+  int64_t total = 0, source = 7;  // the filters start 7 values into the parameters
+  for (const Filter& f : filters) {
+    table.insert(table.end(), {source, f.o, f.c, f.kh, f.kw});
+    source += f.o * f.c * f.kh * f.kw + 2;  // 2 other values between the filters
+    total += f.o * f.c * f.kh * f.kw;
+    ends.push_back(total);
+  }
+  std::vector<float> params(static_cast<size_t>(source));
+  for (size_t i = 0; i < params.size(); ++i) params[i] = 0.001f * static_cast<float>(i) + 1.0f / 3.0f;
+  std::vector<bf16> by_element(static_cast<size_t>(total)), by_rows(by_element.size());
+  const auto f = [&](bf16* dst) {
+    return MasterFiltersToOhwi<bf16>{params.data(), dst, ends.data(), table.data(), 3};
+  };
+  for (int64_t i = 0; i < total; ++i) f(by_element.data())(i);
+  launch_host("filters_to_op_layout", total, f(by_rows.data()));
+  int64_t at = 0;
+  for (size_t t = 0; t < 3; ++t) {
+    const Filter& g = filters[t];
+    const int64_t src = table[t * 5];
+    for (int64_t o = 0; o < g.o; ++o)
+      for (int64_t h = 0; h < g.kh; ++h)
+        for (int64_t w = 0; w < g.kw; ++w)
+          for (int64_t c = 0; c < g.c; ++c, ++at) {
+            const size_t oihw = static_cast<size_t>(src + ((o * g.c + c) * g.kh + h) * g.kw + w);
+            const float want = to_float(from_float<bf16>(params[oihw]));
+            ASSERT_EQ(to_float(by_element[static_cast<size_t>(at)]), want) << "filter " << t << " element " << at;
+            ASSERT_EQ(to_float(by_rows[static_cast<size_t>(at)]), want) << "filter " << t << " element " << at;
+          }
+  }
+}
+
 // The stored type changes nothing but the load: f32 and f16 samples holding uint8's values
 // normalize and augment to bitwise the same inputs (what a float copy of a uint8 data set trains on).
 TEST(Functors, FloatSamplesPrepareLikeTheirUint8Values) {

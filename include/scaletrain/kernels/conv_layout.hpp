@@ -96,9 +96,25 @@ struct FilterOhwiToOihw {
 // flat parameters, and its OIHW geometry. Stored as kLaidOutFilterFields int64 values.
 inline constexpr int64_t kLaidOutFilterFields = 5;  // source, out_c, in_c, kh, kw
 
+// One filter's OHWI copy by rows: r over its [O, KH, KW] rows, each of in_c values read kh * kw apart
+// from the OIHW master weights (the host's loops of MasterFiltersToOhwi, without its divisions).
+template <class T>
+struct MasterFilterRowsToOhwi {
+  const float* src;  // the filter's OIHW master weights
+  T* dst;            // its OHWI copy
+  int64_t in_c, taps;  // taps: kh * kw
+  SCALETRAIN_HOST_DEVICE void operator()(int64_t r) const {
+    const float* s = src + (r / taps) * in_c * taps + r % taps;
+    T* d = dst + r * in_c;
+    for (int64_t c = 0; c < in_c; ++c) d[c] = from_float<T>(s[c * taps]);
+  }
+};
+
 // i over the OHWI copies of `count` filters, back to back (ends: where each ends, exclusive):
 // dst[o, h, w, c] = T(params[source + OIHW index]), the rounding the compute-type copy's cast makes.
-// One launch writes every convolution's filters in the layout its op reads (nn::LaidOutParameters).
+// One launch writes every convolution's filters in the layout its op reads (nn::LaidOutParameters);
+// a device thread takes one element and finds its filter in the table, the host runs each filter's
+// rows (MasterFilterRowsToOhwi).
 template <class T>
 struct MasterFiltersToOhwi {
   const float* params;
@@ -116,6 +132,15 @@ struct MasterFiltersToOhwi {
     const int64_t h = (j / (in_c * kw)) % kh;
     const int64_t o = j / (in_c * kw * kh);
     dst[i] = from_float<T>(params[row[0] + ((o * in_c + c) * kh + h) * kw + w]);
+  }
+  template <class Loop>
+  void run_on_host(const Loop& loop) const {
+    int64_t begin = 0;
+    for (int64_t t = 0; t < count; ++t) {
+      const int64_t* row = table + t * kLaidOutFilterFields;
+      loop(row[1] * row[3] * row[4], MasterFilterRowsToOhwi<T>{params + row[0], dst + begin, row[2], row[3] * row[4]});
+      begin = ends[t];
+    }
   }
 };
 

@@ -5,7 +5,6 @@
 
 #include "scaletrain/core/dispatch.hpp"
 #include "scaletrain/kernels/conv_layout.hpp"
-#include "scaletrain/kernels/launch.hpp"
 
 namespace scaletrain::sim {
 namespace {
@@ -25,8 +24,11 @@ class OhwiFilterConv final : public ActivatedConvOp {
     ohwi_ = layout == FilterLayout::ohwi;
   }
   void forward(const void* x, const void* w, const float* b, void* pre, void* y) override {
+    reordered_from_ = nullptr;  // the filters may have changed since the last call
     op_->forward(x, oihw(w), b, pre, y);
   }
+  // The forward's reorder serves its backward: the filters do not change between the two (the update
+  // comes after backward).
   void backward(const void* x, const void* pre, const void* y, const void* dy, const void* w, void* dpre, float* dw,
                 float* db, void* dx) override {
     op_->backward(x, pre, y, dy, oihw(w), dpre, dw, db, dx);
@@ -34,14 +36,24 @@ class OhwiFilterConv final : public ActivatedConvOp {
   bool absorb_pool(const PoolShape& pool, void* pooled) override { return op_->absorb_pool(pool, pooled); }
 
  private:
-  // The host operator's OIHW filters: w itself, or w's OHWI values put back in place.
+  // The host operator's OIHW filters: w itself, or w's OHWI values put back in place (rows of in_c
+  // values, each spread kh * kw apart).
   const void* oihw(const void* w) {
     if (!ohwi_) return w;
+    if (w == reordered_from_) return oihw_.raw();
+    const kernels::FilterGeometry g = geometry_;
+    const int64_t taps = g.kh * g.kw, rows = g.out_c * taps;
     visit_float_type(dtype_, [&](auto t) {
       using T = decltype(t);
-      kernels::launch_host("sim conv filters to oihw", oihw_.numel(),
-                           kernels::FilterOhwiToOihw<T, T>{static_cast<const T*>(w), oihw_.data<T>(), geometry_});
+      const T* src = static_cast<const T*>(w);
+      T* dst = oihw_.data<T>();
+      for (int64_t r = 0; r < rows; ++r) {
+        T* d = dst + (r / taps) * g.in_c * taps + r % taps;
+        const T* s = src + r * g.in_c;
+        for (int64_t c = 0; c < g.in_c; ++c) d[c * taps] = s[c];
+      }
     });
+    reordered_from_ = w;
     return oihw_.raw();
   }
 
@@ -50,6 +62,7 @@ class OhwiFilterConv final : public ActivatedConvOp {
   kernels::FilterGeometry geometry_;
   Tensor oihw_;  // host memory, used inside the op's call on its stream's worker
   bool ohwi_ = false;
+  const void* reordered_from_ = nullptr;  // the forward's filters, which oihw_ holds
 };
 
 }  // namespace
