@@ -9,7 +9,8 @@ namespace scaletrain::kernels {
 
 // Runs f(i) for i in [0, n) on the host. The functor must be trivially copyable and take int64_t.
 // A functor that runs as loops of its own on the host (run_on_host: kernels/optimizer_update.hpp's
-// MultiTensorUpdate, one per parameter range) is handed the loop to run them with.
+// MultiTensorUpdate, one per parameter range; kernels/conv_layout.hpp's MasterFiltersToOhwi, one per
+// filter) is handed the loop to run them with.
 template <class F>
 void launch_host(const char* label, int64_t n, const F& f) {
   if (n <= 0) return;
